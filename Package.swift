@@ -1,0 +1,93 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+/// Language settings applied to every Swift target (Swift 6 mode is implied by the tools version).
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "CoatyKit",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "CoatyKit", targets: ["CoatyKit"]),
+        .library(name: "CoatyCore", targets: ["CoatyCore"]),
+        .library(name: "CoatyMQTT", targets: ["CoatyMQTT"]),
+        .executable(name: "coaty", targets: ["coaty"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
+        .package(url: "https://github.com/apple/swift-async-algorithms", from: "1.0.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.0"),
+    ],
+    targets: [
+        // MARK: C cellar
+        .systemLibrary(
+            name: "CMosquitto",
+            pkgConfig: "libmosquitto",
+            providers: [.apt(["libmosquitto-dev"]), .brew(["mosquitto"])]
+        ),
+        .target(
+            name: "CMosquittoShim",
+            dependencies: ["CMosquitto"],
+            cSettings: [.unsafeFlags(["-Wall"])]
+        ),
+
+        // MARK: Libraries
+        .target(
+            name: "CoatyMQTT",
+            dependencies: [
+                "CMosquittoShim",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "CoatyCore",
+            dependencies: [
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "CoatyKit",
+            dependencies: ["CoatyCore", "CoatyMQTT"],
+            swiftSettings: swiftSettings
+        ),
+
+        // MARK: Executables
+        .executableTarget(
+            name: "coaty",
+            dependencies: [
+                "CoatyKit",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // MARK: Tests
+        .testTarget(
+            name: "CoatyCoreTests",
+            dependencies: [
+                "CoatyCore",
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "CoatyMQTTTests",
+            dependencies: ["CoatyMQTT"],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)
