@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "CoatyKit", targets: ["CoatyKit"]),
         .library(name: "CoatyCore", targets: ["CoatyCore"]),
         .library(name: "CoatyMQTT", targets: ["CoatyMQTT"]),
+        .library(name: "CoatyTesting", targets: ["CoatyTesting"]),
         .executable(name: "coaty", targets: ["coaty"]),
     ],
     dependencies: [
@@ -59,6 +60,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(
+            name: "CoatyTesting",
+            dependencies: ["CoatyCore"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
             name: "CoatyKit",
             dependencies: ["CoatyCore", "CoatyMQTT"],
             swiftSettings: swiftSettings
@@ -75,6 +81,33 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // MARK: Benchmarks (run with Benchmarks/run; never part of the tests)
+        .executableTarget(
+            name: "mqtt-baseline",
+            dependencies: ["CMosquitto"],
+            path: "Benchmarks/MQTTBaseline"
+        ),
+        .executableTarget(
+            name: "mqtt-benchmark",
+            dependencies: ["CoatyMQTT"],
+            path: "Benchmarks/MQTTBenchmark",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "codec-benchmark",
+            dependencies: ["CoatyCore"],
+            path: "Benchmarks/CodecBenchmark",
+            swiftSettings: swiftSettings
+        ),
+
+        // MARK: Test support
+        .executableTarget(
+            name: "coaty-mqtt-probe",
+            dependencies: ["CoatyMQTT"],
+            path: "Tests/MQTTProbe",
+            swiftSettings: swiftSettings
+        ),
+
         // MARK: Tests
         .testTarget(
             name: "CoatyCoreTests",
@@ -87,6 +120,11 @@ let package = Package(
         .testTarget(
             name: "CoatyMQTTTests",
             dependencies: ["CoatyMQTT"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "CoatyTestingTests",
+            dependencies: ["CoatyTesting", "CoatyCore"],
             swiftSettings: swiftSettings
         ),
     ]

@@ -1,0 +1,1 @@
+print("codec-benchmark: not yet written")

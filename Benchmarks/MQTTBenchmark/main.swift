@@ -1,0 +1,1 @@
+print("mqtt-benchmark: not yet written")
