@@ -1,1 +1,193 @@
-int main(void) { return 0; }
+// mqtt-baseline: the C libmosquitto baseline for the CoatyMQTT benchmarks.
+//
+// Roles (each one process, driven by Benchmarks/run through the mqtt-benchmark driver):
+//   mqtt-baseline sub HOST PORT TOPIC COUNT            count COUNT messages, print JSON result
+//   mqtt-baseline pub HOST PORT TOPIC COUNT SIZE       publish COUNT QoS 0 messages of SIZE bytes
+//   mqtt-baseline responder HOST PORT                  answer every message on bench/req on bench/rsp
+//   mqtt-baseline requester HOST PORT COUNT            COUNT sequential round trips, print JSON percentiles
+//
+// Received messages are handed from the libmosquitto thread to an application thread through a
+// mutex + condition queue, as an application doing real work would (and as CoatyMQTT does).
+#include <mosquitto.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+// ---- hand-off queue (libmosquitto thread -> application thread) ----
+typedef struct item { struct item *next; int len; char *payload; } item;
+static pthread_mutex_t q_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t q_cond = PTHREAD_COND_INITIALIZER;
+static item *q_head = NULL, *q_tail = NULL;
+static volatile int subscribed = 0;
+
+static void q_push(const void *payload, int len) {
+    item *it = malloc(sizeof(item));
+    it->next = NULL;
+    it->len = len;
+    it->payload = malloc(len > 0 ? len : 1);
+    memcpy(it->payload, payload, len);
+    pthread_mutex_lock(&q_mutex);
+    if (q_tail) q_tail->next = it; else q_head = it;
+    q_tail = it;
+    pthread_cond_signal(&q_cond);
+    pthread_mutex_unlock(&q_mutex);
+}
+
+static item *q_pop(void) {
+    pthread_mutex_lock(&q_mutex);
+    while (!q_head) pthread_cond_wait(&q_cond, &q_mutex);
+    item *it = q_head;
+    q_head = it->next;
+    if (!q_head) q_tail = NULL;
+    pthread_mutex_unlock(&q_mutex);
+    return it;
+}
+
+static void on_message(struct mosquitto *m, void *ud, const struct mosquitto_message *msg) {
+    (void)m; (void)ud;
+    q_push(msg->payload, msg->payloadlen);
+}
+
+static void on_subscribe(struct mosquitto *m, void *ud, int mid, int n, const int *granted) {
+    (void)m; (void)ud; (void)mid; (void)n; (void)granted;
+    subscribed = 1;
+}
+
+static struct mosquitto *connect_client(const char *id, const char *host, int port) {
+    struct mosquitto *m = mosquitto_new(id, true, NULL);
+    if (!m) { fprintf(stderr, "mosquitto_new failed\n"); exit(1); }
+    mosquitto_message_callback_set(m, on_message);
+    mosquitto_subscribe_callback_set(m, on_subscribe);
+    if (mosquitto_connect(m, host, port, 60) != MOSQ_ERR_SUCCESS) {
+        fprintf(stderr, "cannot connect to %s:%d\n", host, port);
+        exit(1);
+    }
+    mosquitto_loop_start(m);
+    return m;
+}
+
+static void subscribe_and_wait(struct mosquitto *m, const char *topic) {
+    subscribed = 0;
+    mosquitto_subscribe(m, NULL, topic, 0);
+    while (!subscribed) usleep(1000);
+}
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 4) {
+        fprintf(stderr, "usage: mqtt-baseline sub|pub|responder|requester HOST PORT ...\n");
+        return 2;
+    }
+    const char *role = argv[1], *host = argv[2];
+    int port = atoi(argv[3]);
+    mosquitto_lib_init();
+    char id[64];
+    snprintf(id, sizeof id, "baseline-%s-%d", role, (int)getpid());
+
+    if (strcmp(role, "sub") == 0 && argc >= 6) {
+        long count = atol(argv[5]);
+        struct mosquitto *m = connect_client(id, host, port);
+        subscribe_and_wait(m, argv[4]);
+        printf("ready\n");
+        fflush(stdout);
+        uint64_t first = 0, last = 0;
+        long received = 0;
+        size_t bytes = 0;
+        while (received < count) {
+            item *it = q_pop();
+            if (received == 0) first = now_ns();
+            received++;
+            bytes += (size_t)it->len;
+            free(it->payload);
+            free(it);
+        }
+        last = now_ns();
+        double secs = (double)(last - first) / 1e9;
+        printf("{\"received\":%ld,\"bytes\":%zu,\"seconds\":%.6f,\"perSecond\":%.1f}\n", received, bytes, secs,
+               secs > 0 ? (double)(received - 1) / secs : 0.0);
+        fflush(stdout);
+        mosquitto_disconnect(m);
+        mosquitto_loop_stop(m, false);
+        return 0;
+    }
+    if (strcmp(role, "pub") == 0 && argc >= 7) {
+        long count = atol(argv[5]);
+        int size = atoi(argv[6]);
+        char *payload = malloc((size_t)size);
+        memset(payload, 'x', (size_t)size);
+        struct mosquitto *m = connect_client(id, host, port);
+        for (long i = 0; i < count; i++) {
+            int rc;
+            while ((rc = mosquitto_publish(m, NULL, argv[4], size, payload, 0, false)) == MOSQ_ERR_NOMEM) usleep(100);
+            if (rc != MOSQ_ERR_SUCCESS) { fprintf(stderr, "publish failed: %s\n", mosquitto_strerror(rc)); return 1; }
+        }
+        // Let the network thread flush everything before disconnecting.
+        mosquitto_disconnect(m);
+        mosquitto_loop_stop(m, false);
+        printf("{\"published\":%ld}\n", count);
+        return 0;
+    }
+    if (strcmp(role, "responder") == 0) {
+        struct mosquitto *m = connect_client(id, host, port);
+        subscribe_and_wait(m, "bench/req");
+        printf("ready\n");
+        fflush(stdout);
+        for (;;) {
+            item *it = q_pop();
+            if (it->len == 4 && memcmp(it->payload, "stop", 4) == 0) break;
+            mosquitto_publish(m, NULL, "bench/rsp", it->len, it->payload, 0, false);
+            free(it->payload);
+            free(it);
+        }
+        mosquitto_disconnect(m);
+        mosquitto_loop_stop(m, false);
+        return 0;
+    }
+    if (strcmp(role, "requester") == 0 && argc >= 5) {
+        long count = atol(argv[4]);
+        struct mosquitto *m = connect_client(id, host, port);
+        subscribe_and_wait(m, "bench/rsp");
+        uint64_t *samples = malloc(sizeof(uint64_t) * (size_t)count);
+        char payload[64];
+        long warmup = count / 10;
+        for (long i = -warmup; i < count; i++) {
+            int len = snprintf(payload, sizeof payload, "%ld", i);
+            uint64_t start = now_ns();
+            mosquitto_publish(m, NULL, "bench/req", len, payload, 0, false);
+            item *it = q_pop();
+            uint64_t end = now_ns();
+            if (it->len != len || memcmp(it->payload, payload, (size_t)len) != 0) {
+                fprintf(stderr, "unexpected response\n");
+                return 1;
+            }
+            free(it->payload);
+            free(it);
+            if (i >= 0) samples[i] = end - start;
+        }
+        mosquitto_publish(m, NULL, "bench/req", 4, "stop", 0, false);
+        qsort(samples, (size_t)count, sizeof(uint64_t), cmp_u64);
+        printf("{\"count\":%ld,\"p50\":%.1f,\"p99\":%.1f}\n", count, samples[count / 2] / 1000.0,
+               samples[(count * 99) / 100] / 1000.0);
+        fflush(stdout);
+        usleep(100000);
+        mosquitto_disconnect(m);
+        mosquitto_loop_stop(m, false);
+        return 0;
+    }
+    fprintf(stderr, "bad arguments\n");
+    return 2;
+}
