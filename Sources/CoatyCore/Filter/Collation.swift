@@ -1,0 +1,312 @@
+/// The string collation Coaty filters use for ordering and for Less/Greater/Between on strings.
+///
+/// Coaty JS compares strings with `Intl.Collator` (the default locale, which on a server is the
+/// ICU root collation). `CoatyCollation` reproduces that order deterministically, without any
+/// locale data:
+///
+/// 1. **Primary** level, compared first over the whole string, ignoring case and accents:
+///    control and format characters are ignored; then whitespace < punctuation
+///    (`_ - , ; : ! ? . ' " ( ) [ ] { } @ * / \ & # %`) < symbols (`` ` ^ + < = > | ~ ``) <
+///    currency (`$`) < digits < letters (`a` … `z`, Latin letters with strokes and ligatures after
+///    their base letter, other scripts after Latin by code point of their lowercase form).
+/// 2. **Secondary** level: accents (`e` < `é`), precomposed or combining.
+/// 3. **Tertiary** level: lowercase before uppercase at the first difference.
+///
+/// So `"abc" < "Abc" < "ABc" < "abd"`, and `"a" < "B"`.
+/// Strings equal at all three levels compare equal (`compare` returns 0) even when their code
+/// points differ, as with `Intl.Collator`.
+public enum CoatyCollation {
+    /// Compares two strings by the Coaty collation.
+    /// - Parameters:
+    ///   - a: the first string.
+    ///   - b: the second string.
+    /// - Returns: a negative number when `a` sorts first, 0 when equal, a positive number otherwise.
+    public static func compare(_ a: String, _ b: String) -> Int {
+        if let result = compareASCII(a, b) { return result }
+        return sortKey(a).compare(to: sortKey(b))
+    }
+
+    /// The sort key of `string`: comparing sort keys gives the same result as ``compare(_:_:)``.
+    ///
+    /// Computing keys once is faster when one string is compared many times (ordering, a filter operand).
+    /// - Parameter string: the string.
+    /// - Returns: its sort key.
+    public static func sortKey(_ string: String) -> CollationSortKey {
+        var primaries: [UInt32] = []
+        var secondaries: [UInt32] = []
+        var tertiaries: [UInt32] = []
+        primaries.reserveCapacity(string.utf8.count)
+        for scalar in string.unicodeScalars {
+            appendElements(of: scalar) { p, s, t in
+                if p != 0 { primaries.append(p) }
+                secondaries.append(s)
+                tertiaries.append(t)
+            }
+        }
+        var weights = primaries
+        weights.reserveCapacity(primaries.count + secondaries.count + tertiaries.count + 2)
+        weights.append(levelSeparator)
+        weights.append(contentsOf: secondaries)
+        weights.append(levelSeparator)
+        weights.append(contentsOf: tertiaries)
+        return CollationSortKey(weights: weights)
+    }
+
+    // MARK: Weights
+
+    static let levelSeparator: UInt32 = 1
+    static let commonSecondary: UInt32 = 5
+    static let lowerTertiary: UInt32 = 5
+    static let upperTertiary: UInt32 = 6
+    static let variantTertiary: UInt32 = 7
+
+    static let spacePrimary: UInt32 = 0x110
+    static let punctuationBase: UInt32 = 0x1000
+    static let otherPunctuationBase: UInt32 = 0x2000
+    static let symbolBase: UInt32 = 0x20_0000
+    static let otherSymbolBase: UInt32 = 0x20_1000
+    static let currencyBase: UInt32 = 0x40_0000
+    static let digitBase: UInt32 = 0x60_0000
+    static let otherNumberBase: UInt32 = 0x60_1000
+    static let latinBase: UInt32 = 0x80_0000
+    static let otherLetterBase: UInt32 = 0x100_0000
+    static let unassignedBase: UInt32 = 0x200_0000
+
+    /// Primary weights of the ASCII characters (0 = ignorable).
+    static let asciiPrimary: [UInt32] = {
+        var table = [UInt32](repeating: 0, count: 128)
+        for (i, c) in [9, 10, 11, 12, 13].enumerated() { table[c] = 0x101 + UInt32(i) }
+        table[32] = spacePrimary
+        for (i, c) in "_-,;:!?.'\"()[]{}@*/\\&#%".unicodeScalars.enumerated() {
+            table[Int(c.value)] = punctuationBase + UInt32(i)
+        }
+        for (i, c) in "`^+<=>|~".unicodeScalars.enumerated() { table[Int(c.value)] = symbolBase + UInt32(i) }
+        table[36] = currencyBase + 36
+        for d in 0..<10 { table[48 + d] = digitBase + UInt32(d) }
+        for l in 0..<26 {
+            table[65 + l] = latinPrimary(l)
+            table[97 + l] = latinPrimary(l)
+        }
+        return table
+    }()
+
+    @inline(__always)
+    static func latinPrimary(_ letterIndex: Int) -> UInt32 { latinBase + UInt32(letterIndex) * 8 }
+
+    /// Secondary weights of combining accents, in the order of the Unicode collation algorithm.
+    static func accentWeight(_ mark: UInt32) -> UInt32 {
+        switch mark {
+        case 0x301: 0x10  // acute
+        case 0x300: 0x11  // grave
+        case 0x306: 0x12  // breve
+        case 0x302: 0x13  // circumflex
+        case 0x30C: 0x14  // caron
+        case 0x30A: 0x15  // ring above
+        case 0x308: 0x16  // diaeresis
+        case 0x30B: 0x17  // double acute
+        case 0x303: 0x18  // tilde
+        case 0x307: 0x19  // dot above
+        case 0x327: 0x1A  // cedilla
+        case 0x328: 0x1B  // ogonek
+        case 0x304: 0x1C  // macron
+        default: 0x100 + (mark & 0xFFFF)
+        }
+    }
+
+    /// Decompositions of U+00C0…U+017F: base letter and accent code.
+    /// Accent codes: ' acute, ` grave, u breve, ^ circumflex, v caron, o ring, : diaeresis,
+    /// " double acute, ~ tilde, . dot above, , cedilla, ; ogonek, - macron, 0 none,
+    /// / a letter of its own sorting right after the base letter; a space marks "not a letter".
+    private static let latinDecompositions: [UInt8] = Array(
+        ("A`A'A^A~A:AoA/C,E`E'E^E:I`I'I^I:D/N~O`O'O^O~O:  O/U`U'U^U:Y'Z/ss"
+            + "a`a'a^a~a:aoa/c,e`e'e^e:i`i'i^i:d/n~o`o'o^o~o:  o/u`u'u^u:y'z/y:"
+            + "A-a-AuauA;a;C'c'C^c^C.c.CvcvDvdvD/d/E-e-EueuE.e.E;e;EvevG^g^GuguG.g.G,g,H^h^H/h/"
+            + "I~i~I-i-IuiuI;i;I.i/IJijJ^j^K,k,q/L'l'L,l,LvlvL.l.L/l/N'n'N,n,Nvnvn'N/n/O-o-OuouO\"o\"OEoe"
+            + "R'r'R,r,RvrvS's'S^s^S,s,SvsvT,t,TvtvT/t/U~u~U-u-UuuuUouoU\"u\"U;u;W^w^Y^y^Y:Z'z'Z.z.Zvzvs0").utf8)
+
+    private static func accentCode(_ c: UInt8) -> UInt32? {
+        switch c {
+        case UInt8(ascii: "'"): 0x301
+        case UInt8(ascii: "`"): 0x300
+        case UInt8(ascii: "u"): 0x306
+        case UInt8(ascii: "^"): 0x302
+        case UInt8(ascii: "v"): 0x30C
+        case UInt8(ascii: "o"): 0x30A
+        case UInt8(ascii: ":"): 0x308
+        case UInt8(ascii: "\""): 0x30B
+        case UInt8(ascii: "~"): 0x303
+        case UInt8(ascii: "."): 0x307
+        case UInt8(ascii: ","): 0x327
+        case UInt8(ascii: ";"): 0x328
+        case UInt8(ascii: "-"): 0x304
+        default: nil
+        }
+    }
+
+    @inline(__always)
+    private static func letterElement(_ c: UInt8, tertiary: UInt32? = nil) -> (UInt32, UInt32, UInt32) {
+        let isUpper = c >= 65 && c <= 90
+        let index = Int(isUpper ? c - 65 : c - 97)
+        return (latinPrimary(index), commonSecondary, tertiary ?? (isUpper ? upperTertiary : lowerTertiary))
+    }
+
+    /// Calls `emit(primary, secondary, tertiary)` for each collation element of `scalar`.
+    static func appendElements(of scalar: Unicode.Scalar, _ emit: (UInt32, UInt32, UInt32) -> Void) {
+        let v = scalar.value
+        if v < 0x80 {
+            let p = asciiPrimary[Int(v)]
+            guard p != 0 else { return }
+            let isUpper = v >= 65 && v <= 90
+            emit(p, commonSecondary, isUpper ? upperTertiary : lowerTertiary)
+            return
+        }
+        if v >= 0xC0 && v <= 0x17F {
+            let i = Int(v - 0xC0) * 2
+            let base = latinDecompositions[i]
+            let mark = latinDecompositions[i + 1]
+            if base != UInt8(ascii: " ") {
+                if base == UInt8(ascii: "s") && mark == UInt8(ascii: "s") {
+                    // ß: an expansion to "ss" that sorts after "ss" at the tertiary level
+                    let e = letterElement(base, tertiary: variantTertiary)
+                    emit(e.0, e.1, e.2)
+                    emit(e.0, e.1, e.2)
+                    return
+                }
+                if (mark >= 65 && mark <= 90) || (mark >= 97 && mark <= 122) {
+                    // ligatures: Ĳ ĳ Œ œ expand to two letters
+                    let e1 = letterElement(base)
+                    let e2 = letterElement(mark)
+                    emit(e1.0, e1.1, e1.2)
+                    emit(e2.0, e2.1, e2.2)
+                    return
+                }
+                var e = letterElement(base)
+                if mark == UInt8(ascii: "/") {
+                    e.0 += 1
+                    emit(e.0, e.1, e.2)
+                } else if mark == UInt8(ascii: "0") {
+                    emit(e.0, e.1, variantTertiary)
+                } else {
+                    emit(e.0, e.1, e.2)
+                    if let accent = accentCode(mark) { emit(0, accentWeight(accent), lowerTertiary) }
+                }
+                return
+            }
+        }
+        let properties = scalar.properties
+        switch properties.generalCategory {
+        case .nonspacingMark, .spacingMark, .enclosingMark:
+            emit(0, accentWeight(v), lowerTertiary)
+        case .control, .format, .surrogate:
+            return
+        case .spaceSeparator, .lineSeparator, .paragraphSeparator:
+            emit(spacePrimary, commonSecondary, variantTertiary)
+        case .connectorPunctuation, .dashPunctuation, .openPunctuation, .closePunctuation,
+            .initialPunctuation, .finalPunctuation, .otherPunctuation:
+            emit(otherPunctuationBase + v, commonSecondary, lowerTertiary)
+        case .mathSymbol, .modifierSymbol, .otherSymbol:
+            emit(otherSymbolBase + v, commonSecondary, lowerTertiary)
+        case .currencySymbol:
+            emit(currencyBase + v, commonSecondary, lowerTertiary)
+        case .decimalNumber:
+            if let n = properties.numericValue, n >= 0, n <= 9, n == n.rounded() {
+                emit(digitBase + UInt32(n), commonSecondary, lowerTertiary)
+            } else {
+                emit(otherNumberBase + v, commonSecondary, lowerTertiary)
+            }
+        case .letterNumber, .otherNumber:
+            if let n = properties.numericValue, n >= 0, n <= 9, n == n.rounded() {
+                emit(digitBase + UInt32(n), commonSecondary, variantTertiary)
+            } else {
+                emit(otherNumberBase + v, commonSecondary, lowerTertiary)
+            }
+        case .uppercaseLetter, .lowercaseLetter, .titlecaseLetter, .modifierLetter, .otherLetter:
+            let isUpper = properties.changesWhenLowercased
+            let tertiary = isUpper ? upperTertiary : lowerTertiary
+            var lower = v
+            let mapping = properties.lowercaseMapping.unicodeScalars
+            if mapping.count == 1, let first = mapping.first { lower = first.value }
+            if lower < 0x80, lower >= 97, lower <= 122 {
+                emit(latinPrimary(Int(lower - 97)), commonSecondary, tertiary)
+            } else {
+                emit(otherLetterBase + lower, commonSecondary, tertiary)
+            }
+        default:
+            emit(unassignedBase + v, commonSecondary, lowerTertiary)
+        }
+    }
+
+    // MARK: ASCII fast path
+
+    /// Compares two ASCII strings without allocating; `nil` when either is not ASCII.
+    static func compareASCII(_ a: String, _ b: String) -> Int? {
+        var a = a
+        var b = b
+        return a.withUTF8 { ua in
+            b.withUTF8 { ub in compareASCII(ua, ub) }
+        }
+    }
+
+    static func compareASCII(_ ua: UnsafeBufferPointer<UInt8>, _ ub: UnsafeBufferPointer<UInt8>) -> Int? {
+        let table = asciiPrimary
+        var i = 0
+        var j = 0
+        // Primary level.
+        while true {
+            while i < ua.count, ua[i] < 0x80, table[Int(ua[i])] == 0 { i += 1 }
+            while j < ub.count, ub[j] < 0x80, table[Int(ub[j])] == 0 { j += 1 }
+            if i == ua.count || j == ub.count {
+                if i < ua.count { return ua[i] < 0x80 ? 1 : nil }
+                if j < ub.count { return ub[j] < 0x80 ? -1 : nil }
+                break
+            }
+            let ca = ua[i]
+            let cb = ub[j]
+            guard ca < 0x80, cb < 0x80 else { return nil }
+            let pa = table[Int(ca)]
+            let pb = table[Int(cb)]
+            if pa != pb { return pa < pb ? -1 : 1 }
+            i += 1
+            j += 1
+        }
+        // Secondary level: ASCII has no accents. Tertiary level: lowercase before uppercase.
+        i = 0
+        j = 0
+        while true {
+            while i < ua.count, table[Int(ua[i])] == 0 { i += 1 }
+            while j < ub.count, table[Int(ub[j])] == 0 { j += 1 }
+            if i == ua.count || j == ub.count { return 0 }
+            let upperA = ua[i] >= 65 && ua[i] <= 90
+            let upperB = ub[j] >= 65 && ub[j] <= 90
+            if upperA != upperB { return upperA ? 1 : -1 }
+            i += 1
+            j += 1
+        }
+    }
+}
+
+/// A precomputed sort key of a string under ``CoatyCollation``: keys compare as their strings do.
+public struct CollationSortKey: Sendable, Hashable, Comparable {
+    /// The weights: primary, separator, secondary, separator, tertiary.
+    let weights: [UInt32]
+
+    /// Three-way comparison.
+    /// - Parameter other: the other key.
+    /// - Returns: -1, 0 or 1.
+    public func compare(to other: CollationSortKey) -> Int {
+        let n = Swift.min(weights.count, other.weights.count)
+        var i = 0
+        while i < n {
+            let a = weights[i]
+            let b = other.weights[i]
+            if a != b { return a < b ? -1 : 1 }
+            i += 1
+        }
+        return weights.count == other.weights.count ? 0 : (weights.count < other.weights.count ? -1 : 1)
+    }
+
+    /// Whether `lhs` sorts before `rhs`.
+    public static func < (lhs: CollationSortKey, rhs: CollationSortKey) -> Bool {
+        lhs.compare(to: rhs) < 0
+    }
+}

@@ -1,0 +1,401 @@
+/// An ``ObjectFilter`` prepared once for matching, ordering and paging many objects.
+///
+/// Compiling splits property paths, builds LIKE automata and collation keys of string operands
+/// once, so matching an object does no string splitting or pattern parsing.
+///
+/// ```swift
+/// let compiled = CompiledObjectFilter(ObjectFilter.where("name", .like("Light%")).take(10))
+/// let lights = compiled.apply(to: objects)
+/// let isLight = compiled.matches(object)
+/// ```
+public struct CompiledObjectFilter: Sendable {
+    /// The filter this was compiled from.
+    public let filter: ObjectFilter
+    private let predicate: CompiledConditions
+    private let ordering: [(path: PropertyPath, descending: Bool)]
+
+    /// Compiles `filter`.
+    /// - Parameter filter: the filter; its conditions, ordering and paging are all used.
+    public init(_ filter: ObjectFilter) {
+        self.filter = filter
+        predicate = CompiledConditions(filter.conditions)
+        ordering = (filter.orderByProperties ?? []).map { (PropertyPath($0.property), $0.order == .descending) }
+    }
+
+    /// Compiles the conditions of a context filter (no ordering or paging).
+    /// - Parameter contextFilter: the context filter.
+    public init(_ contextFilter: ContextFilter) {
+        self.init(ObjectFilter(conditions: contextFilter.conditions))
+    }
+
+    /// Whether `object` satisfies the filter's conditions (ordering and paging do not apply).
+    /// - Parameter object: the object; `nil` never matches.
+    /// - Returns: `true` on a match.
+    public func matches(_ object: JSONValue?) -> Bool {
+        guard let object else { return false }
+        return predicate.matches(object)
+    }
+
+    /// Filters, orders, skips and takes, in that order, as Coaty JS's in-memory database does.
+    /// - Parameter objects: the candidate objects.
+    /// - Returns: the matching objects, ordered and paged.
+    public func apply(to objects: [JSONValue]) -> [JSONValue] {
+        apply(to: objects, json: { $0 })
+    }
+
+    /// Filters, orders, skips and takes items that are represented by a JSON value each.
+    /// - Parameters:
+    ///   - items: the candidate items, e.g. stored records.
+    ///   - json: the JSON object of an item; called once per item.
+    /// - Returns: the matching items, ordered and paged.
+    public func apply<Item>(to items: [Item], json: (Item) throws -> JSONValue) rethrows -> [Item] {
+        var selected: [(item: Item, json: JSONValue)] = []
+        for item in items {
+            let value = try json(item)
+            if predicate.matches(value) { selected.append((item, value)) }
+        }
+        var order = Array(selected.indices)
+        if !ordering.isEmpty {
+            let keys = selected.map { entry in ordering.map { SortValue(entry.json, at: $0.path) } }
+            order = StableSort.sorted(order) { a, b in
+                for (level, criterion) in ordering.enumerated() {
+                    let result =
+                        criterion.descending
+                        ? SortValue.compare(keys[b][level], keys[a][level])
+                        : SortValue.compare(keys[a][level], keys[b][level])
+                    if result != 0 { return result }
+                }
+                return 0
+            }
+        }
+        let range = Self.page(count: order.count, skip: filter.skip, take: filter.take)
+        return order[range].map { selected[$0].item }
+    }
+
+    /// The index range that skip and take select from `count` ordered objects.
+    ///
+    /// As in Coaty JS, a take of 0 (or none) is unlimited and a negative take selects nothing;
+    /// a negative skip counts as 0.
+    static func page(count: Int, skip: Int?, take: Int?) -> Range<Int> {
+        let start = Swift.min(Swift.max(skip ?? 0, 0), count)
+        guard let take, take != 0 else { return start..<count }
+        if take < 0 { return start..<start }
+        let end = take >= count - start ? count : start + take
+        return start..<end
+    }
+}
+
+// MARK: - Paths
+
+/// A property path split once, with array indexes parsed.
+struct PropertyPath: Sendable {
+    struct Segment: Sendable {
+        let key: String
+        /// The index when `key` is a canonical array index ("0", "17", not "01").
+        let index: Int?
+        let isLength: Bool
+    }
+
+    let segments: [Segment]
+
+    init(_ property: ObjectFilterProperty) {
+        segments = property.path.map { key in
+            Segment(key: key, index: Self.arrayIndex(key), isLength: key == "length")
+        }
+    }
+
+    private static func arrayIndex(_ key: String) -> Int? {
+        let utf8 = key.utf8
+        guard let first = utf8.first, utf8.count <= 10 else { return nil }
+        if first == UInt8(ascii: "0") { return utf8.count == 1 ? 0 : nil }
+        var value = 0
+        for c in utf8 {
+            guard c >= 48 && c <= 57 else { return nil }
+            value = value * 10 + Int(c - 48)
+        }
+        return value < 4_294_967_295 ? value : nil
+    }
+
+    /// The value at this path; `nil` (JavaScript `undefined`) when a step does not exist or an
+    /// intermediate value is not an object or array. Arrays take index steps and `length`.
+    func value(in root: JSONValue) -> JSONValue? {
+        var current = root
+        for segment in segments {
+            switch current {
+            case .object(let o):
+                guard let next = o[segment.key] else { return nil }
+                current = next
+            case .array(let a):
+                if let i = segment.index {
+                    guard i < a.count else { return nil }
+                    current = a[i]
+                } else if segment.isLength {
+                    current = .int(Int64(a.count))
+                } else {
+                    return nil
+                }
+            default:
+                return nil
+            }
+        }
+        return current
+    }
+}
+
+// MARK: - Conditions
+
+struct CompiledConditions: Sendable {
+    enum Combination: Sendable {
+        case all
+        case and
+        case or
+    }
+
+    let combination: Combination
+    let conditions: [CompiledCondition]
+
+    init(_ conditions: ObjectFilterConditions?) {
+        switch conditions {
+        case nil:
+            combination = .all
+            self.conditions = []
+        case .condition(let c):
+            combination = .and
+            self.conditions = [CompiledCondition(c)]
+        case .and(let list):
+            combination = .and
+            self.conditions = list.map(CompiledCondition.init)
+        case .or(let list):
+            combination = .or
+            self.conditions = list.map(CompiledCondition.init)
+        }
+    }
+
+    func matches(_ object: JSONValue) -> Bool {
+        switch combination {
+        case .all: true
+        case .and: conditions.allSatisfy { $0.matches(object) }
+        case .or: conditions.contains { $0.matches(object) }
+        }
+    }
+}
+
+/// A string operand with its collation key computed once.
+struct CollatedString: Sendable {
+    let string: String
+    let key: CollationSortKey
+    let isASCII: Bool
+
+    init(_ string: String) {
+        self.string = string
+        key = CoatyCollation.sortKey(string)
+        isASCII = string.utf8.allSatisfy { $0 < 0x80 }
+    }
+
+    /// `CoatyCollation.compare(value, self.string)`.
+    func compare(_ value: String) -> Int {
+        if isASCII, let result = CoatyCollation.compareASCII(value, string) { return result }
+        return CoatyCollation.sortKey(value).compare(to: key)
+    }
+}
+
+struct CompiledCondition: Sendable {
+    enum Test: Sendable {
+        case exists
+        case notExists
+        case relational(ObjectFilterOperator, JSONValue?, CollatedString?)
+        case between(negated: Bool, lower: JSONValue?, upper: JSONValue?, strings: (CollatedString, CollatedString)?)
+        case like(LikePattern?)
+        case equals(JSONValue?, negated: Bool)
+        case contains(JSONValue?, negated: Bool)
+        case includes(JSONValue?, negated: Bool)
+    }
+
+    let path: PropertyPath
+    let test: Test
+
+    init(_ condition: ObjectFilterCondition) {
+        path = PropertyPath(condition.property)
+        let e = condition.expression
+        switch e.operator {
+        case .exists:
+            test = .exists
+        case .notExists:
+            test = .notExists
+        case .lessThan, .lessThanOrEqual, .greaterThan, .greaterThanOrEqual:
+            test = .relational(e.operator, e.operand1, e.operand1?.stringValue.map(CollatedString.init))
+        case .between, .notBetween:
+            var strings: (CollatedString, CollatedString)?
+            if case .string(let a)? = e.operand1, case .string(let b)? = e.operand2 {
+                strings =
+                    CoatyCollation.compare(a, b) > 0
+                    ? (CollatedString(b), CollatedString(a)) : (CollatedString(a), CollatedString(b))
+            }
+            // Generic bounds are swapped when operand1 > operand2 in JavaScript.
+            let swap = JavaScript.greater(e.operand1, e.operand2)
+            test = .between(
+                negated: e.operator == .notBetween,
+                lower: swap ? e.operand2 : e.operand1,
+                upper: swap ? e.operand1 : e.operand2,
+                strings: strings)
+        case .like:
+            test = .like(e.operand1?.stringValue.map(LikePattern.init))
+        case .equals, .notEquals:
+            test = .equals(e.operand1, negated: e.operator == .notEquals)
+        case .contains, .notContains:
+            test = .contains(e.operand1, negated: e.operator == .notContains)
+        case .in, .notIn:
+            test = .includes(e.operand1, negated: e.operator == .notIn)
+        }
+    }
+
+    func matches(_ object: JSONValue) -> Bool {
+        let value = path.value(in: object)
+        if case .notExists = test { return value == nil }
+        guard let value else { return false }
+        switch test {
+        case .exists:
+            return true
+        case .notExists:
+            return false
+        case .relational(let op, let operand, let collated):
+            if case .string(let s) = value, let collated {
+                let c = collated.compare(s)
+                switch op {
+                case .lessThan: return c < 0
+                case .lessThanOrEqual: return c <= 0
+                case .greaterThan: return c > 0
+                default: return c >= 0
+                }
+            }
+            switch op {
+            case .lessThan: return JavaScript.less(value, operand)
+            case .lessThanOrEqual: return JavaScript.lessOrEqual(value, operand)
+            case .greaterThan: return JavaScript.greater(value, operand)
+            default: return JavaScript.greaterOrEqual(value, operand)
+            }
+        case .between(let negated, let lower, let upper, let strings):
+            if case .string(let s) = value, let (lo, hi) = strings {
+                let inside = lo.compare(s) >= 0 && hi.compare(s) <= 0
+                return negated ? !inside : inside
+            }
+            if negated {
+                return JavaScript.less(value, lower) || JavaScript.greater(value, upper)
+            }
+            return JavaScript.greaterOrEqual(value, lower) && JavaScript.lessOrEqual(value, upper)
+        case .like(let pattern):
+            guard let pattern, case .string(let s) = value else { return false }
+            return pattern.matches(s)
+        case .equals(let operand, let negated):
+            return JavaScript.deepEquals(value, operand) != negated
+        case .contains(let operand, let negated):
+            return JavaScript.deepContains(value, operand) != negated
+        case .includes(let operand, let negated):
+            // A non-array operand makes Coaty JS throw: no match either way.
+            guard let found = JavaScript.includes(operand, value) else { return false }
+            return found != negated
+        }
+    }
+}
+
+// MARK: - Ordering
+
+/// One ordering value of an object, prepared for Coaty JS's ordering comparer.
+enum SortValue: Sendable {
+    case undefined
+    case string(String, CollationSortKey)
+    case other(JSONValue)
+
+    init(_ object: JSONValue, at path: PropertyPath) {
+        switch path.value(in: object) {
+        case nil: self = .undefined
+        case .string(let s)?: self = .string(s, CoatyCollation.sortKey(s))
+        case let value?: self = .other(value)
+        }
+    }
+
+    var json: JSONValue? {
+        switch self {
+        case .undefined: nil
+        case .string(let s, _): .string(s)
+        case .other(let v): v
+        }
+    }
+
+    /// Coaty JS's comparer: equal primitives 0; strings by collation; numbers numerically;
+    /// false < true; undefined first; otherwise JavaScript `<`.
+    static func compare(_ x: SortValue, _ y: SortValue) -> Int {
+        switch (x, y) {
+        case (.undefined, .undefined):
+            return 0
+        case (.string(let a, let ka), .string(let b, let kb)):
+            if a.utf8.elementsEqual(b.utf8) { return 0 }
+            return ka.compare(to: kb)
+        case (.undefined, _):
+            return -1
+        case (_, .undefined):
+            return 1
+        default:
+            break
+        }
+        let a = x.json
+        let b = y.json
+        if JavaScript.strictEquals(a, b) { return 0 }
+        switch (a, b) {
+        case (.int(let i)?, .int(let j)?):
+            return i < j ? -1 : 1
+        case (let p?, let q?) where p.isNumber && q.isNumber:
+            let d = (p.doubleValue ?? 0) - (q.doubleValue ?? 0)
+            return d < 0 ? -1 : (d > 0 ? 1 : 0)
+        case (.bool(let p)?, .bool?):
+            return p ? 1 : -1
+        default:
+            return JavaScript.less(a, b) ? -1 : 1
+        }
+    }
+}
+
+/// A stable merge sort on a three-way comparator that tolerates inconsistent comparisons.
+enum StableSort {
+    static func sorted<T>(_ input: [T], by compare: (T, T) -> Int) -> [T] {
+        guard input.count > 1 else { return input }
+        var a = input
+        var b = input
+        var width = 1
+        let n = input.count
+        while width < n {
+            var start = 0
+            while start < n {
+                let mid = Swift.min(start + width, n)
+                let end = Swift.min(start + 2 * width, n)
+                var i = start
+                var j = mid
+                var k = start
+                while i < mid && j < end {
+                    if compare(a[j], a[i]) < 0 {
+                        b[k] = a[j]
+                        j += 1
+                    } else {
+                        b[k] = a[i]
+                        i += 1
+                    }
+                    k += 1
+                }
+                while i < mid {
+                    b[k] = a[i]
+                    i += 1
+                    k += 1
+                }
+                while j < end {
+                    b[k] = a[j]
+                    j += 1
+                    k += 1
+                }
+                start = end
+            }
+            swap(&a, &b)
+            width *= 2
+        }
+        return a
+    }
+}

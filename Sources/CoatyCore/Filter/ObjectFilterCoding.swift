@@ -1,0 +1,282 @@
+// Codable conformances of the filter types, in Coaty's exact wire form.
+
+extension ObjectFilterProperty: Codable {
+    /// Decodes a property in dot notation (a string) or array notation (an array of strings).
+    /// - Throws: `DecodingError` when the value is neither.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if let dotted = try? container.decode(String.self) {
+            self.init(dotted)
+        } else if let path = try? container.decode([String].self) {
+            self.init(path: path)
+        } else {
+            throw DecodingError.dataCorruptedError(
+                in: container,
+                debugDescription: "A filter property must be a string in dot notation or an array of strings")
+        }
+    }
+
+    /// Encodes the property in the form it was created with.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch form {
+        case .dotted(let s): try container.encode(s)
+        case .array(let names): try container.encode(names)
+        }
+    }
+}
+
+extension ObjectFilterExpression: Codable {
+    /// Decodes `[operator, operand1?, operand2?]` with an operator number from 0 to 14.
+    /// - Throws: `DecodingError` for a non-array, an unknown operator, or more than two operands.
+    public init(from decoder: any Decoder) throws {
+        var container = try decoder.unkeyedContainer()
+        if let count = container.count, !(1...3).contains(count) {
+            throw DecodingError.dataCorruptedError(
+                in: container,
+                debugDescription: "A filter expression must be [operator, operand1?, operand2?], got \(count) elements")
+        }
+        guard !container.isAtEnd else {
+            throw DecodingError.dataCorruptedError(
+                in: container, debugDescription: "A filter expression needs an operator number (0…14)")
+        }
+        let raw = try container.decode(Int.self)
+        guard let op = ObjectFilterOperator(rawValue: raw) else {
+            throw DecodingError.dataCorruptedError(
+                in: container, debugDescription: "Unknown filter operator \(raw); valid operators are 0…14")
+        }
+        var operand1: JSONValue?
+        var operand2: JSONValue?
+        if !container.isAtEnd { operand1 = try container.decode(FilterJSONCoding.self).value }
+        if !container.isAtEnd { operand2 = try container.decode(FilterJSONCoding.self).value }
+        if !container.isAtEnd {
+            throw DecodingError.dataCorruptedError(
+                in: container, debugDescription: "A filter expression has at most two operands")
+        }
+        self.init(op, operand1, operand2)
+    }
+
+    /// Encodes `[operator, operand1?, operand2?]`; an absent first operand before a present second
+    /// one is written as `null`.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.unkeyedContainer()
+        try container.encode(self.operator.rawValue)
+        if let operand2 {
+            try container.encode(FilterJSONCoding(operand1 ?? .null))
+            try container.encode(FilterJSONCoding(operand2))
+        } else if let operand1 {
+            try container.encode(FilterJSONCoding(operand1))
+        }
+    }
+}
+
+extension ObjectFilterCondition: Codable {
+    /// Decodes `[property, [operator, operand1?, operand2?]]`.
+    /// - Throws: `DecodingError` for any other shape.
+    public init(from decoder: any Decoder) throws {
+        var container = try decoder.unkeyedContainer()
+        if let count = container.count, count != 2 {
+            throw DecodingError.dataCorruptedError(
+                in: container,
+                debugDescription: "A filter condition must be [property, [operator, operands…]], got \(count) elements")
+        }
+        let property = try container.decode(ObjectFilterProperty.self)
+        let expression = try container.decode(ObjectFilterExpression.self)
+        self.init(property, expression)
+    }
+
+    /// Encodes `[property, [operator, operand1?, operand2?]]`.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.unkeyedContainer()
+        try container.encode(property)
+        try container.encode(expression)
+    }
+}
+
+extension ObjectFilterConditions: Codable {
+    private enum CodingKeys: String, CodingKey {
+        case and, or
+    }
+
+    /// Decodes a single condition (an array) or `{"and":[…]}` / `{"or":[…]}`; `{}` decodes as an
+    /// empty AND, which matches every object, as in Coaty JS.
+    /// - Throws: `DecodingError` for other shapes, or when both `and` and `or` are present.
+    public init(from decoder: any Decoder) throws {
+        if let keyed = try? decoder.container(keyedBy: CodingKeys.self) {
+            let hasAnd = keyed.contains(.and)
+            let hasOr = keyed.contains(.or)
+            if hasAnd && hasOr {
+                throw DecodingError.dataCorruptedError(
+                    forKey: .or, in: keyed,
+                    debugDescription: "Filter conditions must have either \"and\" or \"or\", not both")
+            }
+            if hasOr {
+                self = .or(try keyed.decode([ObjectFilterCondition].self, forKey: .or))
+            } else if hasAnd {
+                self = .and(try keyed.decode([ObjectFilterCondition].self, forKey: .and))
+            } else {
+                self = .and([])
+            }
+            return
+        }
+        self = .condition(try ObjectFilterCondition(from: decoder))
+    }
+
+    /// Encodes the single condition as an array, or `{"and":[…]}` / `{"or":[…]}`.
+    public func encode(to encoder: any Encoder) throws {
+        switch self {
+        case .condition(let condition):
+            try condition.encode(to: encoder)
+        case .and(let list):
+            var keyed = encoder.container(keyedBy: CodingKeys.self)
+            try keyed.encode(list, forKey: .and)
+        case .or(let list):
+            var keyed = encoder.container(keyedBy: CodingKeys.self)
+            try keyed.encode(list, forKey: .or)
+        }
+    }
+}
+
+extension ObjectFilterOrdering: Codable {
+    /// Decodes `[property, "Asc" | "Desc"]`.
+    /// - Throws: `DecodingError` for any other shape or direction.
+    public init(from decoder: any Decoder) throws {
+        var container = try decoder.unkeyedContainer()
+        if let count = container.count, count != 2 {
+            throw DecodingError.dataCorruptedError(
+                in: container, debugDescription: "An ordering must be [property, \"Asc\" | \"Desc\"]")
+        }
+        let property = try container.decode(ObjectFilterProperty.self)
+        let order = try container.decode(ObjectFilterSortOrder.self)
+        self.init(property, order)
+    }
+
+    /// Encodes `[property, "Asc" | "Desc"]`.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.unkeyedContainer()
+        try container.encode(property)
+        try container.encode(order)
+    }
+}
+
+extension ObjectFilter: Codable {
+    private enum CodingKeys: String, CodingKey {
+        case conditions, orderByProperties, skip, take
+    }
+
+    /// Decodes the wire form; absent fields stay `nil`.
+    /// - Throws: `DecodingError` for malformed conditions, orderings, or non-integer skip/take.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        conditions = try container.decodeIfPresent(ObjectFilterConditions.self, forKey: .conditions)
+        orderByProperties = try container.decodeIfPresent([ObjectFilterOrdering].self, forKey: .orderByProperties)
+        skip = try container.decodeIfPresent(Int.self, forKey: .skip)
+        take = try container.decodeIfPresent(Int.self, forKey: .take)
+    }
+
+    /// Encodes the wire form, leaving absent fields out.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encodeIfPresent(conditions, forKey: .conditions)
+        try container.encodeIfPresent(orderByProperties, forKey: .orderByProperties)
+        try container.encodeIfPresent(skip, forKey: .skip)
+        try container.encodeIfPresent(take, forKey: .take)
+    }
+}
+
+extension ContextFilter: Codable {
+    private enum CodingKeys: String, CodingKey {
+        case conditions
+    }
+
+    /// Decodes `{"conditions"?: …}`.
+    /// - Throws: `DecodingError` for malformed conditions.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        conditions = try container.decodeIfPresent(ObjectFilterConditions.self, forKey: .conditions)
+    }
+
+    /// Encodes `{"conditions": …}`, or `{}` without conditions.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encodeIfPresent(conditions, forKey: .conditions)
+    }
+}
+
+// MARK: - Operands
+
+/// Codes a filter operand as any JSON value, independently of any other `JSONValue` coding.
+struct FilterJSONCoding: Codable {
+    var value: JSONValue
+
+    init(_ value: JSONValue) {
+        self.value = value
+    }
+
+    private struct Key: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { return nil }
+    }
+
+    init(from decoder: any Decoder) throws {
+        if let keyed = try? decoder.container(keyedBy: Key.self) {
+            var object = JSONObject()
+            for key in keyed.allKeys {
+                object[key.stringValue] = try keyed.decode(FilterJSONCoding.self, forKey: key).value
+            }
+            value = .object(object)
+            return
+        }
+        if var unkeyed = try? decoder.unkeyedContainer() {
+            var array: [JSONValue] = []
+            if let count = unkeyed.count { array.reserveCapacity(count) }
+            while !unkeyed.isAtEnd {
+                array.append(try unkeyed.decode(FilterJSONCoding.self).value)
+            }
+            value = .array(array)
+            return
+        }
+        let single = try decoder.singleValueContainer()
+        if single.decodeNil() {
+            value = .null
+        } else if let b = try? single.decode(Bool.self) {
+            value = .bool(b)
+        } else if let i = try? single.decode(Int64.self) {
+            value = .int(i)
+        } else if let d = try? single.decode(Double.self) {
+            value = .double(d)
+        } else if let s = try? single.decode(String.self) {
+            value = .string(s)
+        } else {
+            throw DecodingError.dataCorruptedError(in: single, debugDescription: "Not a JSON value")
+        }
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        switch value {
+        case .null:
+            var c = encoder.singleValueContainer()
+            try c.encodeNil()
+        case .bool(let b):
+            var c = encoder.singleValueContainer()
+            try c.encode(b)
+        case .int(let i):
+            var c = encoder.singleValueContainer()
+            try c.encode(i)
+        case .double(let d):
+            var c = encoder.singleValueContainer()
+            try c.encode(d)
+        case .string(let s):
+            var c = encoder.singleValueContainer()
+            try c.encode(s)
+        case .array(let a):
+            var c = encoder.unkeyedContainer()
+            for element in a { try c.encode(FilterJSONCoding(element)) }
+        case .object(let o):
+            var c = encoder.container(keyedBy: Key.self)
+            for (key, member) in o { try c.encode(FilterJSONCoding(member), forKey: Key(stringValue: key)) }
+        }
+    }
+}
