@@ -1,0 +1,234 @@
+/// The MQTT quality of service of a publication, subscription or will.
+///
+/// Coaty uses ``atMostOnce`` for everything; higher levels are an opt-in beyond the protocol.
+public enum TransportQoS: UInt8, Sendable, Hashable, CaseIterable {
+    /// QoS 0: fire and forget (the Coaty default).
+    case atMostOnce = 0
+    /// QoS 1: acknowledged, possibly duplicated.
+    case atLeastOnce = 1
+    /// QoS 2: acknowledged exactly once.
+    case exactlyOnce = 2
+}
+
+extension TransportQoS: Comparable {
+    /// Orders by level: at most once < at least once < exactly once.
+    public static func < (lhs: TransportQoS, rhs: TransportQoS) -> Bool {
+        lhs.rawValue < rhs.rawValue
+    }
+}
+
+/// A message sent or received through a ``CoatyTransport``, also used as the last will.
+public struct TransportMessage: Sendable, Hashable {
+    /// The MQTT topic name.
+    public var topic: String
+    /// The payload bytes (UTF-8 JSON for Coaty events, anything for Raw and raw IoValues).
+    public var payload: [UInt8]
+    /// The quality of service.
+    public var qos: TransportQoS
+    /// Whether the broker keeps the message for future subscribers (only Raw publications ask
+    /// for this). A received message has `retain == true` only when it was stored before the
+    /// subscription was made.
+    public var retain: Bool
+
+    /// Creates a message.
+    ///
+    /// - Parameters:
+    ///   - topic: the MQTT topic name.
+    ///   - payload: the payload bytes.
+    ///   - qos: the quality of service; Coaty uses ``TransportQoS/atMostOnce``.
+    ///   - retain: whether the broker should retain the message.
+    public init(topic: String, payload: [UInt8], qos: TransportQoS = .atMostOnce, retain: Bool = false) {
+        self.topic = topic
+        self.payload = payload
+        self.qos = qos
+        self.retain = retain
+    }
+}
+
+/// The state of a transport's connection to its broker.
+public enum TransportConnectionState: Sendable, Hashable, CustomStringConvertible {
+    /// Not connected and not trying: before ``CoatyTransport/connect(will:)`` or after
+    /// ``CoatyTransport/disconnect()`` (or a permanent failure).
+    case disconnected
+    /// Trying to establish the first connection.
+    case connecting
+    /// Connected, and every subscription is established (acknowledged by the broker).
+    case connected
+    /// The connection was lost; the transport is trying to reconnect on its own.
+    case reconnecting
+
+    /// Whether the transport is ``connected`` (Coaty's communication state `online`).
+    public var isConnected: Bool { self == .connected }
+
+    /// The state name, e.g. `"connected"`.
+    public var description: String {
+        switch self {
+        case .disconnected: "disconnected"
+        case .connecting: "connecting"
+        case .connected: "connected"
+        case .reconnecting: "reconnecting"
+        }
+    }
+}
+
+/// An error reported by a ``CoatyTransport``.
+public enum TransportError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The operation needs a connection and the transport is not connected; the caller defers
+    /// the publication until the state is ``TransportConnectionState/connected`` again.
+    case notConnected
+    /// The broker refused the connection permanently (bad credentials, TLS verification failure,
+    /// protocol error); the transport does not retry. Fix the configuration named in the reason.
+    case connectionRefused(reason: String)
+    /// The topic name or topic filter is not valid MQTT; fix the topic.
+    case invalidTopic(String, MQTTTopicError)
+    /// The broker rejected a subscription (SUBACK failure code), e.g. for lack of authorization.
+    case subscriptionRejected(filter: String)
+    /// The operation failed for another reason given in the text.
+    case failed(String)
+
+    /// A message that says what is wrong and what to do.
+    public var description: String {
+        switch self {
+        case .notConnected:
+            "Not connected to the broker; retry (or defer the publication) once the connection is back."
+        case .connectionRefused(let reason):
+            "The broker refused the connection: \(reason). Check broker address, credentials and TLS settings."
+        case .invalidTopic(let topic, let error):
+            "Invalid MQTT topic '\(excerpt(topic))': \(error)"
+        case .subscriptionRejected(let filter):
+            "The broker rejected the subscription to '\(excerpt(filter))'; check the broker's access control."
+        case .failed(let reason):
+            "Transport failure: \(reason)"
+        }
+    }
+}
+
+/// The publish/subscribe transport under a Coaty communication manager.
+///
+/// CoatyCore talks to MQTT only through this protocol. CoatyKit binds it to `CoatyMQTT.MQTTClient`;
+/// CoatyTesting provides an in-process broker. A conforming type must meet these requirements:
+///
+/// - **Messages**: ``messages`` is a single-consumer sequence of every message received on any
+///   subscription, in the order the broker delivered them, across reconnects. It is consumed by
+///   one dispatcher task; iteration ends when that task is cancelled. Messages published by this
+///   transport are delivered back when they match one of its subscriptions (no echo
+///   suppression). The transport buffers messages until they are consumed; if it bounds the
+///   buffer it must count (and log) what it drops, never drop silently.
+/// - **Connection**: ``connect(will:)`` returns once the broker has accepted the first connection.
+///   While the broker is unreachable the transport keeps retrying (state
+///   ``TransportConnectionState/connecting``); cancelling the calling task stops the attempt
+///   (the transport goes back to ``TransportConnectionState/disconnected`` and `connect` throws
+///   `CancellationError`). After the first connection the transport reconnects by itself after
+///   every loss (``TransportConnectionState/reconnecting``) until ``disconnect()``.
+/// - **Subscriptions** are a set of topic filters owned by the transport: subscribing a filter
+///   that is already subscribed keeps one subscription; they survive reconnects — after every
+///   (re)connection the transport re-establishes all of them *before* it reports
+///   ``TransportConnectionState/connected``, so a caller may publish its join events as soon as
+///   it sees `connected`. Subscribing while not connected records the filter and returns; it is
+///   established with the next connection. Reference counting of observers is the caller's job.
+/// - **Will**: the last will given to ``connect(will:)`` (or the latest ``updateWill(_:)``) is
+///   published by the broker when the connection is lost without a clean ``disconnect()``, and
+///   not after one.
+/// - **Connection states**: ``connectionStates()`` starts with the current state and then yields
+///   every change in order; any number of observers may call it.
+/// - Every method is safe to call from any task; calls from one task take effect in order.
+public protocol CoatyTransport: Sendable {
+    /// The single-consumer sequence of received messages.
+    associatedtype Messages: AsyncSequence, Sendable
+    where Messages.Element == TransportMessage, Messages.Failure == Never
+
+    /// A sequence of connection states.
+    associatedtype ConnectionStates: AsyncSequence, Sendable
+    where ConnectionStates.Element == TransportConnectionState, ConnectionStates.Failure == Never
+
+    /// Every message received on any subscription, in delivery order; consume it from one task.
+    var messages: Messages { get }
+
+    /// The current connection state (a snapshot).
+    var connectionState: TransportConnectionState { get }
+
+    /// A new sequence that yields the current connection state, then every change.
+    ///
+    /// - Returns: a sequence that ends when the consuming task is cancelled.
+    func connectionStates() -> ConnectionStates
+
+    /// Connects to the broker and keeps the connection up, reconnecting after losses, until
+    /// ``disconnect()``.
+    ///
+    /// Calling it while already connected or connecting only replaces the will for the next
+    /// connection (see ``updateWill(_:)``).
+    ///
+    /// - Parameter will: the last will (for Coaty the Deadvertise of the identity and its
+    ///   IoNodes), or `nil` for none.
+    /// - Throws: ``TransportError/connectionRefused(reason:)`` on a permanent failure;
+    ///   `CancellationError` when the calling task is cancelled before the first connection.
+    func connect(will: TransportMessage?) async throws
+
+    /// Replaces the last will.
+    ///
+    /// While connected the new will must become effective on the broker. MQTT 3.1.1 cannot
+    /// change the will of a live connection, so a binding may reconnect without publishing the
+    /// old will (a clean disconnect followed by a connect); callers see
+    /// ``TransportConnectionState/reconnecting`` then ``TransportConnectionState/connected``
+    /// and treat it like any reconnection. While not connected the will is stored for the next
+    /// connection.
+    ///
+    /// - Parameter will: the new last will, or `nil` for none.
+    /// - Throws: a ``TransportError`` if the reconnection fails permanently.
+    func updateWill(_ will: TransportMessage?) async throws
+
+    /// Subscribes to a topic filter and returns when the broker has acknowledged it (or, when
+    /// not connected, when the filter is recorded for the next connection).
+    ///
+    /// Retained messages matching the filter are delivered to ``messages`` with `retain == true`.
+    ///
+    /// - Parameters:
+    ///   - filter: an MQTT topic filter.
+    ///   - qos: the maximum quality of service to receive with.
+    /// - Throws: ``TransportError/invalidTopic(_:_:)`` or
+    ///   ``TransportError/subscriptionRejected(filter:)``.
+    func subscribe(_ filter: String, qos: TransportQoS) async throws
+
+    /// Removes a subscription and returns when the broker has acknowledged it. After it returns
+    /// no further message is delivered for that filter (other subscriptions may still match).
+    ///
+    /// - Parameter filter: a filter previously given to ``subscribe(_:qos:)``; unknown filters
+    ///   are ignored.
+    /// - Throws: ``TransportError/invalidTopic(_:_:)`` for an invalid filter.
+    func unsubscribe(_ filter: String) async throws
+
+    /// Publishes a message.
+    ///
+    /// With QoS 0 it returns when the message is handed to the connection, in order with
+    /// earlier publications of the same task.
+    ///
+    /// - Parameter message: the message; its topic must be a valid MQTT topic name.
+    /// - Throws: ``TransportError/notConnected`` when not connected (the caller defers it), or
+    ///   ``TransportError/invalidTopic(_:_:)``.
+    func publish(_ message: TransportMessage) async throws
+
+    /// Disconnects cleanly (the broker does not publish the will) and stops reconnecting.
+    ///
+    /// The transport can be connected again with ``connect(will:)``; its subscriptions are kept.
+    func disconnect() async
+}
+
+extension CoatyTransport {
+    /// Subscribes to a topic filter with QoS 0, the Coaty default.
+    ///
+    /// - Parameter filter: an MQTT topic filter.
+    /// - Throws: see ``CoatyTransport/subscribe(_:qos:)``.
+    public func subscribe(_ filter: String) async throws {
+        try await subscribe(filter, qos: .atMostOnce)
+    }
+
+    /// Publishes a payload on a topic with QoS 0 and without retain, the Coaty default.
+    ///
+    /// - Parameters:
+    ///   - topic: the MQTT topic name.
+    ///   - payload: the payload bytes.
+    /// - Throws: see ``CoatyTransport/publish(_:)``.
+    public func publish(topic: String, payload: [UInt8]) async throws {
+        try await publish(TransportMessage(topic: topic, payload: payload))
+    }
+}
