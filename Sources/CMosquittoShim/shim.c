@@ -1,7 +1,576 @@
+// The CoatyMQTT C shim: owns the libmosquitto callbacks and a network-loop thread, and passes
+// messages (bounded ring, drop-new on overflow, counted) and events (unbounded list, never
+// dropped) to the Swift dispatcher thread through a mutex + condition variable.
+
+#define _GNU_SOURCE
 #include "CMosquittoShim.h"
+
+#include <errno.h>
 #include <mosquitto.h>
+#include <mqtt_protocol.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define SHIM_TIMEOUT_CODE (-1000)
+#define SHIM_LOOP_TIMEOUT_MS 100
+#define SHIM_STOP_FLUSH_MS 1000
+
+struct CMosquittoShim_Client {
+    struct mosquitto *mosq;
+    atomic_int refCount;
+
+    // Settings (immutable after create).
+    char *host;
+    int port;
+    int keepAlive;
+    int connectTimeoutMs;
+    int reconnectDelayMs;
+    int maxReconnectDelayMs;
+
+    // Queue state, guarded by queueLock; the dispatcher waits on queueCond.
+    pthread_mutex_t queueLock;
+    pthread_cond_t queueCond;
+    CMosquittoShim_Message **ring;
+    size_t capacity;
+    size_t head;
+    size_t count;
+    bool armed;          // a consumer waits for the next message
+    bool wakeMessages;   // wake the dispatcher: a waiting consumer can be served
+    bool wakeDrops;      // wake the dispatcher: drops happened
+    bool dispatcherClosed;
+    int64_t lastDropSignalMs;
+    CMosquittoShim_Event *eventHead;
+    CMosquittoShim_Event *eventTail;
+    atomic_uint_fast64_t dropped;
+
+    // Loop control, guarded by controlLock.
+    pthread_mutex_t controlLock;
+    pthread_cond_t controlCond;
+    bool loopRunning;
+    atomic_bool stopRequested;
+
+    // Loop-thread-only state (written in callbacks, which run on the loop thread).
+    bool sessionUp;
+    bool refusedThisAttempt;
+
+    // Tracked QoS 1/2 publish message ids, guarded by ackLock.
+    pthread_mutex_t ackLock;
+    uint8_t tracked[65536 / 8];
+
+    // The last error/warning line libmosquitto logged, guarded by errorLock.
+    pthread_mutex_t errorLock;
+    char lastError[256];
+};
+
+// MARK: - Library
+
+static pthread_once_t libraryOnce = PTHREAD_ONCE_INIT;
+static int libraryInitResult = 0;
+
+static void libraryInitOnce(void) { libraryInitResult = mosquitto_lib_init(); }
+
+int CMosquittoShim_libraryInit(void) {
+    pthread_once(&libraryOnce, libraryInitOnce);
+    return libraryInitResult;
+}
+
 int CMosquittoShim_libraryVersion(void) {
     int major = 0, minor = 0, revision = 0;
     mosquitto_lib_version(&major, &minor, &revision);
     return major * 1000000 + minor * 1000 + revision;
 }
+
+const char *CMosquittoShim_errorString(int code) {
+    if (code == SHIM_TIMEOUT_CODE) return "timed out waiting for CONNACK";
+    const char *text = mosquitto_strerror(code);
+    return text ? text : "unknown error";
+}
+
+const char *CMosquittoShim_reasonString(int code, bool v5) {
+    const char *text = v5 ? mosquitto_reason_string(code) : mosquitto_connack_string(code);
+    return text ? text : "unknown reason";
+}
+
+// MARK: - Helpers
+
+static int64_t nowMs(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static char *copyString(const char *s) { return s ? strdup(s) : NULL; }
+
+static void pushEvent(CMosquittoShim_Client *c, int kind, int code, int mid, const char *detail) {
+    CMosquittoShim_Event *event = calloc(1, sizeof(CMosquittoShim_Event));
+    if (!event) return;  // out of memory: nothing sensible left to do
+    event->kind = kind;
+    event->code = code;
+    event->mid = mid;
+    if (detail) snprintf(event->detail, sizeof(event->detail), "%s", detail);
+    pthread_mutex_lock(&c->queueLock);
+    if (c->eventTail) {
+        c->eventTail->next = event;
+    } else {
+        c->eventHead = event;
+    }
+    c->eventTail = event;
+    pthread_cond_signal(&c->queueCond);
+    pthread_mutex_unlock(&c->queueLock);
+}
+
+static void takeLastError(CMosquittoShim_Client *c, char *out, size_t size) {
+    pthread_mutex_lock(&c->errorLock);
+    snprintf(out, size, "%s", c->lastError);
+    c->lastError[0] = 0;
+    pthread_mutex_unlock(&c->errorLock);
+}
+
+// MARK: - Callbacks (run on the loop thread under libmosquitto's callback mutex; never set callbacks here)
+
+static void onConnect(struct mosquitto *mosq, void *obj, int rc, int flags, const mosquitto_property *props) {
+    (void)mosq; (void)flags; (void)props;
+    CMosquittoShim_Client *c = obj;
+    if (rc == 0) {
+        c->sessionUp = true;
+        pushEvent(c, CMosquittoShim_EventConnected, 0, 0, NULL);
+    } else {
+        c->refusedThisAttempt = true;
+        pushEvent(c, CMosquittoShim_EventConnectionRefused, rc, 0, NULL);
+    }
+}
+
+static void onMessage(struct mosquitto *mosq, void *obj, const struct mosquitto_message *msg,
+                      const mosquitto_property *props) {
+    (void)mosq; (void)props;
+    CMosquittoShim_Client *c = obj;
+    size_t topicLength = msg->topic ? strlen(msg->topic) : 0;
+    size_t payloadLength = msg->payloadlen > 0 ? (size_t)msg->payloadlen : 0;
+    CMosquittoShim_Message *m = malloc(sizeof(CMosquittoShim_Message) + topicLength + 1 + payloadLength);
+    if (!m) {
+        atomic_fetch_add(&c->dropped, 1);
+        return;
+    }
+    m->topicLength = (uint32_t)topicLength;
+    m->payloadLength = (uint32_t)payloadLength;
+    m->qos = msg->qos;
+    m->retain = msg->retain ? 1 : 0;
+    uint8_t *bytes = (uint8_t *)(m + 1);
+    if (topicLength) memcpy(bytes, msg->topic, topicLength);
+    bytes[topicLength] = 0;
+    if (payloadLength) memcpy(bytes + topicLength + 1, msg->payload, payloadLength);
+
+    pthread_mutex_lock(&c->queueLock);
+    if (c->count == c->capacity) {
+        atomic_fetch_add(&c->dropped, 1);
+        int64_t now = nowMs();
+        if (!c->wakeDrops && now - c->lastDropSignalMs >= 1000) {
+            c->lastDropSignalMs = now;
+            c->wakeDrops = true;
+            pthread_cond_signal(&c->queueCond);
+        }
+        pthread_mutex_unlock(&c->queueLock);
+        free(m);
+        return;
+    }
+    c->ring[(c->head + c->count) % c->capacity] = m;
+    c->count += 1;
+    if (c->armed) {
+        c->armed = false;
+        c->wakeMessages = true;
+        pthread_cond_signal(&c->queueCond);
+    }
+    pthread_mutex_unlock(&c->queueLock);
+}
+
+static void onPublish(struct mosquitto *mosq, void *obj, int mid, int reasonCode, const mosquitto_property *props) {
+    (void)mosq; (void)props;
+    CMosquittoShim_Client *c = obj;
+    if (mid < 0 || mid > 65535) return;
+    pthread_mutex_lock(&c->ackLock);
+    bool wasTracked = (c->tracked[mid >> 3] >> (mid & 7)) & 1;
+    c->tracked[mid >> 3] &= (uint8_t)~(1u << (mid & 7));
+    pthread_mutex_unlock(&c->ackLock);
+    if (wasTracked) pushEvent(c, CMosquittoShim_EventPublished, reasonCode, mid, NULL);
+}
+
+static void onSubscribe(struct mosquitto *mosq, void *obj, int mid, int count, const int *granted,
+                        const mosquitto_property *props) {
+    (void)mosq; (void)props;
+    CMosquittoShim_Client *c = obj;
+    int firstRefused = -1;
+    for (int i = 0; i < count; i++) {
+        if (granted[i] >= 0x80) {
+            firstRefused = i;
+            break;
+        }
+    }
+    pushEvent(c, CMosquittoShim_EventSubscribed, firstRefused, mid, NULL);
+}
+
+static void onUnsubscribe(struct mosquitto *mosq, void *obj, int mid, const mosquitto_property *props) {
+    (void)mosq; (void)props;
+    pushEvent(obj, CMosquittoShim_EventUnsubscribed, 0, mid, NULL);
+}
+
+static void onLog(struct mosquitto *mosq, void *obj, int level, const char *line) {
+    (void)mosq;
+    if (!(level & (MOSQ_LOG_ERR | MOSQ_LOG_WARNING)) || !line) return;
+    CMosquittoShim_Client *c = obj;
+    pthread_mutex_lock(&c->errorLock);
+    // Keep the first error of an attempt: it names the cause (e.g. "certificate verify failed").
+    if (c->lastError[0] == 0) snprintf(c->lastError, sizeof(c->lastError), "%s", line);
+    pthread_mutex_unlock(&c->errorLock);
+}
+
+// MARK: - Lifecycle
+
+void CMosquittoShim_Message_free(CMosquittoShim_Message *message) { free(message); }
+
+void CMosquittoShim_Event_free(CMosquittoShim_Event *event) { free(event); }
+
+static void destroyClient(CMosquittoShim_Client *c) {
+    if (c->mosq) mosquitto_destroy(c->mosq);
+    CMosquittoShim_Client_discardMessages(c);
+    CMosquittoShim_Event *event = c->eventHead;
+    while (event) {
+        CMosquittoShim_Event *next = event->next;
+        free(event);
+        event = next;
+    }
+    pthread_mutex_destroy(&c->queueLock);
+    pthread_cond_destroy(&c->queueCond);
+    pthread_mutex_destroy(&c->controlLock);
+    pthread_cond_destroy(&c->controlCond);
+    pthread_mutex_destroy(&c->ackLock);
+    pthread_mutex_destroy(&c->errorLock);
+    free(c->ring);
+    free(c->host);
+    free(c);
+}
+
+static int failCreate(CMosquittoShim_Client *c, int rc, const char *what, int *errorCode, char *errorText,
+                      size_t errorTextSize) {
+    if (errorCode) *errorCode = rc;
+    if (errorText && errorTextSize) {
+        snprintf(errorText, errorTextSize, "%s: %s", what, CMosquittoShim_errorString(rc));
+    }
+    destroyClient(c);
+    return rc;
+}
+
+CMosquittoShim_Client *CMosquittoShim_Client_create(const CMosquittoShim_Options *o, int *errorCode,
+                                                    char *errorText, size_t errorTextSize) {
+    CMosquittoShim_libraryInit();
+    CMosquittoShim_Client *c = calloc(1, sizeof(CMosquittoShim_Client));
+    if (!c) {
+        if (errorCode) *errorCode = MOSQ_ERR_NOMEM;
+        return NULL;
+    }
+    atomic_init(&c->refCount, 1);
+    atomic_init(&c->dropped, 0);
+    atomic_init(&c->stopRequested, false);
+    pthread_mutex_init(&c->queueLock, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&c->queueCond, &attr);
+    pthread_cond_init(&c->controlCond, &attr);
+    pthread_condattr_destroy(&attr);
+    pthread_mutex_init(&c->controlLock, NULL);
+    pthread_mutex_init(&c->ackLock, NULL);
+    pthread_mutex_init(&c->errorLock, NULL);
+    c->capacity = o->messageCapacity > 0 ? (size_t)o->messageCapacity : 1;
+    c->ring = calloc(c->capacity, sizeof(CMosquittoShim_Message *));
+    c->host = copyString(o->host);
+    c->port = o->port;
+    c->keepAlive = o->keepAliveSeconds;
+    c->connectTimeoutMs = o->connectTimeoutMilliseconds > 0 ? o->connectTimeoutMilliseconds : 5000;
+    c->reconnectDelayMs = o->reconnectDelayMilliseconds > 0 ? o->reconnectDelayMilliseconds : 1000;
+    c->maxReconnectDelayMs = o->maxReconnectDelayMilliseconds >= c->reconnectDelayMs ? o->maxReconnectDelayMilliseconds
+                                                                                      : c->reconnectDelayMs;
+    if (!c->ring || !c->host) {
+        failCreate(c, MOSQ_ERR_NOMEM, "allocating the client", errorCode, errorText, errorTextSize);
+        return NULL;
+    }
+
+    c->mosq = mosquitto_new(o->clientId, o->cleanSession, c);
+    if (!c->mosq) {
+        failCreate(c, errno == EINVAL ? MOSQ_ERR_INVAL : MOSQ_ERR_NOMEM, "mosquitto_new", errorCode, errorText,
+                   errorTextSize);
+        return NULL;
+    }
+    int rc;
+    // All socket I/O happens on our loop thread; other threads only queue packets.
+    mosquitto_threaded_set(c->mosq, true);
+    rc = mosquitto_int_option(c->mosq, MOSQ_OPT_PROTOCOL_VERSION, o->protocolV5 ? MQTT_PROTOCOL_V5 : MQTT_PROTOCOL_V311);
+    if (rc) { failCreate(c, rc, "setting the protocol version", errorCode, errorText, errorTextSize); return NULL; }
+
+    if (o->username || o->password) {
+        rc = mosquitto_username_pw_set(c->mosq, o->username, o->password);
+        if (rc) { failCreate(c, rc, "setting username/password", errorCode, errorText, errorTextSize); return NULL; }
+    }
+    if (o->useTLS) {
+        const char *capath = o->caFile ? NULL : "/etc/ssl/certs";
+        rc = mosquitto_tls_set(c->mosq, o->caFile, capath, o->certificateFile, o->privateKeyFile, NULL);
+        if (rc) { failCreate(c, rc, "configuring TLS", errorCode, errorText, errorTextSize); return NULL; }
+        if (!o->caFile) mosquitto_int_option(c->mosq, MOSQ_OPT_TLS_USE_OS_CERTS, 1);
+        rc = mosquitto_tls_opts_set(c->mosq, o->verifyServer ? 1 : 0, NULL, NULL);
+        if (rc) { failCreate(c, rc, "configuring TLS options", errorCode, errorText, errorTextSize); return NULL; }
+        rc = mosquitto_tls_insecure_set(c->mosq, !o->verifyServer);
+        if (rc) { failCreate(c, rc, "configuring TLS hostname checks", errorCode, errorText, errorTextSize); return NULL; }
+    }
+    if (o->hasWill) {
+        rc = mosquitto_will_set_v5(c->mosq, o->willTopic, o->willPayloadLength, o->willPayload, o->willQoS,
+                                   o->willRetain, NULL);
+        if (rc) { failCreate(c, rc, "setting the will", errorCode, errorText, errorTextSize); return NULL; }
+    }
+    mosquitto_connect_v5_callback_set(c->mosq, onConnect);
+    mosquitto_message_v5_callback_set(c->mosq, onMessage);
+    mosquitto_publish_v5_callback_set(c->mosq, onPublish);
+    mosquitto_subscribe_v5_callback_set(c->mosq, onSubscribe);
+    mosquitto_unsubscribe_v5_callback_set(c->mosq, onUnsubscribe);
+    mosquitto_log_callback_set(c->mosq, onLog);
+    return c;
+}
+
+void CMosquittoShim_Client_release(CMosquittoShim_Client *client) {
+    if (!client) return;
+    if (atomic_fetch_sub(&client->refCount, 1) == 1) destroyClient(client);
+}
+
+// MARK: - Network loop
+
+static bool stopRequested(CMosquittoShim_Client *c) { return atomic_load(&c->stopRequested); }
+
+/// Sleeps up to `ms`, returning early when a stop is requested.
+static void backoffSleep(CMosquittoShim_Client *c, int ms) {
+    struct timespec deadline;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    deadline.tv_sec += ms / 1000;
+    deadline.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (deadline.tv_nsec >= 1000000000L) {
+        deadline.tv_sec += 1;
+        deadline.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&c->controlLock);
+    while (!stopRequested(c)) {
+        if (pthread_cond_timedwait(&c->controlCond, &c->controlLock, &deadline) == ETIMEDOUT) break;
+    }
+    pthread_mutex_unlock(&c->controlLock);
+}
+
+static void *loopMain(void *arg) {
+    CMosquittoShim_Client *c = arg;
+    int delay = c->reconnectDelayMs;
+    char detail[256];
+    while (!stopRequested(c)) {
+        c->sessionUp = false;
+        c->refusedThisAttempt = false;
+        int savedErrno = 0;
+        errno = 0;
+        int rc = mosquitto_connect_async(c->mosq, c->host, c->port, c->keepAlive);
+        if (rc == MOSQ_ERR_ERRNO) savedErrno = errno;
+        if (rc == MOSQ_ERR_SUCCESS) {
+            int64_t start = nowMs();
+            for (;;) {
+                errno = 0;
+                rc = mosquitto_loop(c->mosq, SHIM_LOOP_TIMEOUT_MS, 1);
+                if (rc != MOSQ_ERR_SUCCESS) {
+                    if (rc == MOSQ_ERR_ERRNO) savedErrno = errno;
+                    break;
+                }
+                if (stopRequested(c)) break;
+                if (!c->sessionUp && !c->refusedThisAttempt && nowMs() - start > c->connectTimeoutMs) {
+                    rc = SHIM_TIMEOUT_CODE;
+                    break;
+                }
+            }
+        }
+        if (stopRequested(c)) break;
+
+        takeLastError(c, detail, sizeof(detail));
+        if (detail[0] == 0) {
+            if (savedErrno) {
+                snprintf(detail, sizeof(detail), "%s", strerror(savedErrno));
+            } else {
+                snprintf(detail, sizeof(detail), "%s", CMosquittoShim_errorString(rc));
+            }
+        }
+        if (c->sessionUp) {
+            pushEvent(c, CMosquittoShim_EventConnectionLost, rc, 0, detail);
+            delay = c->reconnectDelayMs;
+        } else if (!c->refusedThisAttempt) {
+            pushEvent(c, CMosquittoShim_EventConnectFailed, rc, 0, detail);
+        }
+        // Close a half-open attempt (e.g. after a CONNACK timeout) before waiting.
+        mosquitto_disconnect(c->mosq);
+        backoffSleep(c, delay);
+        delay = delay * 2 > c->maxReconnectDelayMs ? c->maxReconnectDelayMs : delay * 2;
+    }
+
+    // Graceful stop: queued packets go out first, then DISCONNECT (packets are sent in order).
+    if (c->sessionUp && mosquitto_disconnect(c->mosq) == MOSQ_ERR_SUCCESS) {
+        int64_t deadline = nowMs() + SHIM_STOP_FLUSH_MS;
+        while (nowMs() < deadline) {
+            if (mosquitto_loop(c->mosq, 50, 1) != MOSQ_ERR_SUCCESS) break;
+        }
+    } else {
+        mosquitto_disconnect(c->mosq);
+    }
+    c->sessionUp = false;
+
+    pthread_mutex_lock(&c->controlLock);
+    c->loopRunning = false;
+    pthread_mutex_unlock(&c->controlLock);
+    pushEvent(c, CMosquittoShim_EventStopped, 0, 0, NULL);
+    CMosquittoShim_Client_release(c);
+    return NULL;
+}
+
+int CMosquittoShim_Client_start(CMosquittoShim_Client *c) {
+    pthread_mutex_lock(&c->controlLock);
+    if (c->loopRunning) {
+        pthread_mutex_unlock(&c->controlLock);
+        return MOSQ_ERR_INVAL;
+    }
+    atomic_store(&c->stopRequested, false);
+    c->loopRunning = true;
+    atomic_fetch_add(&c->refCount, 1);
+    pthread_t thread;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    int err = pthread_create(&thread, &attr, loopMain, c);
+    pthread_attr_destroy(&attr);
+    if (err != 0) {
+        c->loopRunning = false;
+        pthread_mutex_unlock(&c->controlLock);
+        atomic_fetch_sub(&c->refCount, 1);
+        errno = err;
+        return MOSQ_ERR_ERRNO;
+    }
+    pthread_setname_np(thread, "coaty-mqtt-net");
+    pthread_mutex_unlock(&c->controlLock);
+    return MOSQ_ERR_SUCCESS;
+}
+
+void CMosquittoShim_Client_stop(CMosquittoShim_Client *c) {
+    pthread_mutex_lock(&c->controlLock);
+    atomic_store(&c->stopRequested, true);
+    pthread_cond_broadcast(&c->controlCond);
+    pthread_mutex_unlock(&c->controlLock);
+}
+
+// MARK: - Operations (any thread)
+
+int CMosquittoShim_Client_publish(CMosquittoShim_Client *c, int *mid, const char *topic, const void *payload,
+                                  int payloadLength, int qos, bool retain) {
+    if (qos == 0) return mosquitto_publish_v5(c->mosq, mid, topic, payloadLength, payload, 0, retain, NULL);
+    int localMid = 0;
+    // Holding ackLock while publishing means the acknowledgement callback cannot run before the mid is tracked.
+    pthread_mutex_lock(&c->ackLock);
+    int rc = mosquitto_publish_v5(c->mosq, &localMid, topic, payloadLength, payload, qos, retain, NULL);
+    if (rc == MOSQ_ERR_SUCCESS && localMid >= 0 && localMid <= 65535) {
+        c->tracked[localMid >> 3] |= (uint8_t)(1u << (localMid & 7));
+    }
+    pthread_mutex_unlock(&c->ackLock);
+    if (mid) *mid = localMid;
+    return rc;
+}
+
+int CMosquittoShim_Client_subscribe(CMosquittoShim_Client *c, int *mid, const char *const *filters, int count,
+                                    int qos) {
+    return mosquitto_subscribe_multiple(c->mosq, mid, count, (char *const *const)filters, qos, 0, NULL);
+}
+
+int CMosquittoShim_Client_unsubscribe(CMosquittoShim_Client *c, int *mid, const char *filter) {
+    return mosquitto_unsubscribe(c->mosq, mid, filter);
+}
+
+// MARK: - Dispatcher side
+
+int CMosquittoShim_Client_wait(CMosquittoShim_Client *c, int timeoutMs) {
+    struct timespec deadline;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    deadline.tv_sec += timeoutMs / 1000;
+    deadline.tv_nsec += (long)(timeoutMs % 1000) * 1000000L;
+    if (deadline.tv_nsec >= 1000000000L) {
+        deadline.tv_sec += 1;
+        deadline.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&c->queueLock);
+    while (!c->wakeMessages && !c->wakeDrops && !c->eventHead && !c->dispatcherClosed) {
+        if (pthread_cond_timedwait(&c->queueCond, &c->queueLock, &deadline) == ETIMEDOUT) break;
+    }
+    int mask = 0;
+    if (c->wakeMessages) mask |= CMosquittoShim_WakeMessages;
+    if (c->wakeDrops) mask |= CMosquittoShim_WakeDrops;
+    if (c->eventHead) mask |= CMosquittoShim_WakeEvents;
+    if (c->dispatcherClosed) mask |= CMosquittoShim_WakeClosed;
+    c->wakeMessages = false;
+    c->wakeDrops = false;
+    pthread_mutex_unlock(&c->queueLock);
+    return mask;
+}
+
+void CMosquittoShim_Client_closeDispatcher(CMosquittoShim_Client *c) {
+    pthread_mutex_lock(&c->queueLock);
+    c->dispatcherClosed = true;
+    pthread_cond_broadcast(&c->queueCond);
+    pthread_mutex_unlock(&c->queueLock);
+}
+
+void CMosquittoShim_Client_openDispatcher(CMosquittoShim_Client *c) {
+    pthread_mutex_lock(&c->queueLock);
+    c->dispatcherClosed = false;
+    pthread_mutex_unlock(&c->queueLock);
+}
+
+CMosquittoShim_Event *CMosquittoShim_Client_popEvent(CMosquittoShim_Client *c) {
+    pthread_mutex_lock(&c->queueLock);
+    CMosquittoShim_Event *event = c->eventHead;
+    if (event) {
+        c->eventHead = event->next;
+        if (!c->eventHead) c->eventTail = NULL;
+        event->next = NULL;
+    }
+    pthread_mutex_unlock(&c->queueLock);
+    return event;
+}
+
+size_t CMosquittoShim_Client_takeMessages(CMosquittoShim_Client *c, CMosquittoShim_Message **out, size_t max,
+                                          bool arm) {
+    pthread_mutex_lock(&c->queueLock);
+    size_t n = c->count < max ? c->count : max;
+    for (size_t i = 0; i < n; i++) {
+        out[i] = c->ring[c->head];
+        c->ring[c->head] = NULL;
+        c->head = (c->head + 1) % c->capacity;
+    }
+    c->count -= n;
+    if (n > 0) {
+        c->armed = false;
+    } else if (arm) {
+        c->armed = true;
+    }
+    pthread_mutex_unlock(&c->queueLock);
+    return n;
+}
+
+void CMosquittoShim_Client_discardMessages(CMosquittoShim_Client *c) {
+    pthread_mutex_lock(&c->queueLock);
+    while (c->count > 0) {
+        free(c->ring[c->head]);
+        c->ring[c->head] = NULL;
+        c->head = (c->head + 1) % c->capacity;
+        c->count -= 1;
+    }
+    pthread_mutex_unlock(&c->queueLock);
+}
+
+uint64_t CMosquittoShim_Client_droppedCount(CMosquittoShim_Client *c) { return atomic_load(&c->dropped); }

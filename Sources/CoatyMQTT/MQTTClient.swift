@@ -1,4 +1,874 @@
 import CMosquittoShim
+import Foundation
+public import Logging
+public import Metrics
+import Synchronization
 
-/// The version of the linked libmosquitto, e.g. `2000011` for 2.0.11.
-public var libmosquittoVersion: Int { Int(CMosquittoShim_libraryVersion()) }
+/// An MQTT client on libmosquitto: connect, subscribe, publish, receive, with automatic reconnect and resubscribe.
+///
+/// ```swift
+/// let client = MQTTClient(configuration: try MQTTConfiguration(url: "mqtt://127.0.0.1:1883", clientId: "demo"))
+/// try await client.connect()
+/// try await client.subscribe("sensors/+/temperature")
+/// try await client.publish("sensors/1/temperature", payload: Array("21.5".utf8))
+/// for await message in client.messages { print(message.topic) }
+/// ```
+///
+/// All network I/O runs on a C thread owned by the shim; received messages and acknowledgements reach Swift
+/// through bounded queues and a Swift dispatcher thread, so no Swift code runs on a libmosquitto thread.
+/// After a successful ``connect()``, the client reconnects with exponential backoff until ``disconnect()``
+/// (also after the broker refuses or a TLS handshake fails), re-subscribes every remembered filter, and only then
+/// reports ``MQTTConnectionState/connected`` again.
+public final class MQTTClient: Sendable {
+    let core: ClientCore
+
+    /// Creates a client; nothing happens on the network until ``connect()``.
+    /// - Parameters:
+    ///   - configuration: The broker address, credentials, TLS, will and buffer settings.
+    ///   - logger: Where connection changes, reconnect attempts and dropped messages are logged.
+    ///   - metricsFactory: The metrics backend for `coaty_mqtt_dropped_messages_total`; `nil` uses the global one.
+    public init(
+        configuration: MQTTConfiguration,
+        logger: Logger = Logger(label: "coaty.mqtt"),
+        metricsFactory: (any MetricsFactory)? = nil
+    ) {
+        core = ClientCore(configuration: configuration, logger: logger, metricsFactory: metricsFactory)
+    }
+
+    deinit {
+        core.shutdown()
+    }
+
+    /// The configuration this client was created with.
+    public var configuration: MQTTConfiguration { core.configuration }
+
+    /// Connects to the broker, and keeps reconnecting (with backoff) after a success until ``disconnect()``.
+    ///
+    /// Returns when the broker accepted the connection and every remembered subscription is acknowledged.
+    /// - Throws: ``MQTTError`` of kind `.brokerUnreachable` (nothing answered within
+    ///   ``MQTTConfiguration/connectTimeout``), `.tlsVerificationFailed`, `.authenticationRefused`,
+    ///   `.connectionRefused`, `.alreadyConnected` or `.invalidConfiguration`; `CancellationError` when cancelled.
+    public func connect() async throws { try await core.connect() }
+
+    /// Flushes queued publications, sends DISCONNECT and stops reconnecting; ends ``messages``.
+    ///
+    /// Never hangs: when the broker is down or a reconnect is under way it returns within about a second,
+    /// and after 3 s at most it abandons the network thread. The client may connect again afterwards.
+    public func disconnect() async { await core.disconnect() }
+
+    /// Subscribes to a topic filter and waits for the broker's SUBACK.
+    ///
+    /// The filter is remembered and subscribed again after every reconnect. While reconnecting, the call waits
+    /// until the connection is back.
+    /// - Parameters:
+    ///   - topicFilter: A topic filter (`+` and `#` allowed as whole levels).
+    ///   - qos: The maximum QoS of delivered messages.
+    /// - Throws: ``MQTTError`` of kind `.invalidTopic`, `.notConnected` (before `connect()`), or
+    ///   `.subscriptionRefused`; `CancellationError` when cancelled.
+    public func subscribe(_ topicFilter: String, qos: MQTTQoS = .atMostOnce) async throws {
+        try await core.subscribe([(topicFilter, qos)])
+    }
+
+    /// Subscribes to several topic filters (one SUBSCRIBE packet per QoS) and waits for every SUBACK.
+    /// - Parameter filters: Topic filters with their QoS.
+    /// - Throws: See ``subscribe(_:qos:)``.
+    public func subscribe(_ filters: [(String, MQTTQoS)]) async throws {
+        try await core.subscribe(filters)
+    }
+
+    /// Unsubscribes from a topic filter, forgets it for reconnects, and waits for the UNSUBACK.
+    /// - Parameter topicFilter: A filter passed to ``subscribe(_:qos:)`` before.
+    /// - Throws: ``MQTTError`` of kind `.invalidTopic`; `CancellationError` when cancelled.
+    public func unsubscribe(_ topicFilter: String) async throws {
+        try await core.unsubscribe(topicFilter)
+    }
+
+    /// Publishes a message.
+    ///
+    /// QoS 0 returns as soon as libmosquitto has queued the message (it is sent before a later `disconnect()`
+    /// completes); QoS 1 and 2 return when the broker acknowledged it.
+    /// - Parameters:
+    ///   - topic: A topic name without wildcards.
+    ///   - payload: The payload bytes (`[UInt8]`, `Data`, a slice, …).
+    ///   - qos: The quality of service (default QoS 0).
+    ///   - retain: Whether the broker keeps the message for future subscribers.
+    /// - Throws: ``MQTTError`` of kind `.invalidTopic`, `.notConnected`, `.payloadTooLarge` or `.publishRefused`;
+    ///   `CancellationError` when cancelled while waiting for the acknowledgement.
+    public func publish(
+        _ topic: String,
+        payload: some Collection<UInt8>,
+        qos: MQTTQoS = .atMostOnce,
+        retain: Bool = false
+    ) async throws {
+        try await core.publish(topic, payload: payload, qos: qos, retain: retain)
+    }
+
+    /// Publishes a message value; see ``publish(_:payload:qos:retain:)``.
+    /// - Parameter message: The topic, payload, QoS and retain flag.
+    /// - Throws: See ``publish(_:payload:qos:retain:)``.
+    public func publish(_ message: MQTTMessage) async throws {
+        try await core.publish(message.topic, payload: message.payload, qos: message.qos, retain: message.retain)
+    }
+
+    /// The received messages (one consumer); see ``MQTTMessages``.
+    public var messages: MQTTMessages { MQTTMessages(core: core) }
+
+    /// A new sequence of connection states: the current one first, then every change.
+    /// - Returns: A sequence any number of tasks may iterate (one sequence per consumer).
+    public func connectionStates() -> MQTTConnectionStates { core.connectionStates() }
+
+    /// The current connection state.
+    public var connectionState: MQTTConnectionState { core.state.withLock { $0.connection } }
+
+    /// How many received messages were dropped because the consumer lagged more than
+    /// ``MQTTConfiguration/messageBufferCapacity`` messages behind (since the client was created).
+    public var droppedMessageCount: Int { core.droppedMessageCount }
+
+    /// The topic filters that are remembered and re-subscribed after a reconnect.
+    public var subscriptions: [String: MQTTQoS] { core.state.withLock { $0.subscriptions } }
+}
+
+// MARK: - Core
+
+/// The mutable state of a client, guarded by `ClientCore.state`.
+struct ClientState: ~Copyable {
+    var connection: MQTTConnectionState = .disconnected
+    /// A network loop runs (between `connect()` and the loop's Stopped event).
+    var running = false
+    /// The first connection attempt of `connect()` is not decided yet.
+    var initialPhase = false
+    var initialToken: UInt64?
+    var initialResult: Result<Void, MQTTError>?
+    /// A CONNACK was received and the connection is not known to be lost.
+    var transportUp = false
+    var nextToken: UInt64 = 0
+    var waiters: [UInt64: CheckedContinuation<Void, any Error>] = [:]
+    var publishMids: [Int32: UInt64] = [:]
+    var subscribeMids: [Int32: (token: UInt64, filters: [String])] = [:]
+    var ackGroups: [UInt64: Int] = [:]
+    var unsubscribeMids: [Int32: UInt64] = [:]
+    var awaitingConnected: Set<UInt64> = []
+    var resubscribeMids: Set<Int32> = []
+    var subscriptions: [String: MQTTQoS] = [:]
+    var observers: [UInt64: AsyncStream<MQTTConnectionState>.Continuation] = [:]
+    var reconnectAttempts = 0
+
+    mutating func makeToken() -> UInt64 {
+        nextToken += 1
+        return nextToken
+    }
+
+    mutating func setConnection(_ new: MQTTConnectionState) {
+        guard new != connection else { return }
+        connection = new
+        for observer in observers.values { observer.yield(new) }
+    }
+}
+
+/// Continuations to resume after the state lock is released.
+struct Resumptions {
+    var list: [(CheckedContinuation<Void, any Error>, Result<Void, any Error>)] = []
+
+    mutating func resolve(_ token: UInt64, _ result: Result<Void, any Error>, in state: inout ClientState) {
+        if let continuation = state.waiters.removeValue(forKey: token) { list.append((continuation, result)) }
+    }
+
+    func resume() {
+        for (continuation, result) in list { continuation.resume(with: result) }
+    }
+}
+
+/// The single-consumer hand-off of message batches.
+struct MessageChannel: ~Copyable {
+    var waiter: CheckedContinuation<[MQTTMessage]?, Never>?
+    var closed = false
+}
+
+/// Drop accounting, touched by the dispatcher thread only (a Mutex keeps it Sendable).
+struct DropReport {
+    var counted: UInt64 = 0
+    var logged: UInt64 = 0
+    var lastLog: ContinuousClock.Instant?
+}
+
+/// The shared engine behind ``MQTTClient``; the dispatcher thread holds it, not the client, so the client can deinit.
+final class ClientCore: Sendable {
+    let configuration: MQTTConfiguration
+    let logger: Logger
+    let setup: Result<MosquittoHandle, MQTTError>
+    let droppedCounter: Counter
+    let state = Mutex(ClientState())
+    let channel = Mutex(MessageChannel())
+    let dropReport = Mutex(DropReport())
+    /// Mirrors `ClientState.running` for the lock-free QoS 0 publish path.
+    let running = Atomic<Bool>(false)
+
+    static let stopTimeout: Duration = .seconds(3)
+    static let dropLogInterval: Duration = .seconds(5)
+    static let resubscribeChunk = 200
+
+    init(configuration: MQTTConfiguration, logger: Logger, metricsFactory: (any MetricsFactory)?) {
+        self.configuration = configuration
+        var logger = logger
+        logger[metadataKey: "mqtt.client_id"] = .string(configuration.clientId)
+        self.logger = logger
+        let dimensions = [("client_id", configuration.clientId)]
+        if let metricsFactory {
+            droppedCounter = Counter(
+                label: "coaty_mqtt_dropped_messages_total",
+                dimensions: dimensions,
+                factory: metricsFactory
+            )
+        } else {
+            droppedCounter = Counter(label: "coaty_mqtt_dropped_messages_total", dimensions: dimensions)
+        }
+        do {
+            setup = .success(try MosquittoHandle(configuration: configuration))
+        } catch let error as MQTTError {
+            setup = .failure(error)
+        } catch {
+            setup = .failure(MQTTError(.invalidConfiguration, "\(error)"))
+        }
+    }
+
+    var url: String { configuration.url }
+
+    func requireHandle() throws(MQTTError) -> MosquittoHandle {
+        switch setup {
+        case .success(let handle): return handle
+        case .failure(let error): throw error
+        }
+    }
+
+    var droppedMessageCount: Int {
+        guard case .success(let handle) = setup else { return 0 }
+        return Int(clamping: handle.droppedCount)
+    }
+
+    /// Stops everything without waiting (client deinit).
+    func shutdown() {
+        if case .success(let handle) = setup { handle.stop() }
+        closeMessages()
+        let observers = state.withLock { state in
+            let observers = state.observers
+            state.observers = [:]
+            return observers
+        }
+        for observer in observers.values { observer.finish() }
+    }
+
+    // MARK: Suspension
+
+    /// Suspends until the token registered by `register` is resolved; `register` returns `true` when it is
+    /// already done. Cancellation resumes with `CancellationError`.
+    private func suspend(_ register: (inout ClientState, UInt64) throws -> Bool) async throws {
+        let token = state.withLock { $0.makeToken() }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let immediate: Result<Void, any Error>? = state.withLock { state in
+                    if Task.isCancelled { return .failure(CancellationError()) }
+                    do {
+                        if try register(&state, token) { return .success(()) }
+                        state.waiters[token] = continuation
+                        return nil
+                    } catch {
+                        return .failure(error)
+                    }
+                }
+                if let immediate { continuation.resume(with: immediate) }
+            }
+        } onCancel: {
+            let continuation = state.withLock { $0.waiters.removeValue(forKey: token) }
+            continuation?.resume(throwing: CancellationError())
+        }
+    }
+
+    private func notConnected(_ what: String) -> MQTTError {
+        MQTTError(.notConnected, "Cannot \(what): the client is not connected to \(url); call connect() first.")
+    }
+
+    // MARK: Connect / disconnect
+
+    func connect() async throws {
+        let handle = try requireHandle()
+        try state.withLock { state throws(MQTTError) in
+            guard !state.running else {
+                throw MQTTError(
+                    .alreadyConnected,
+                    "The client \"\(configuration.clientId)\" is already connected or connecting to \(url)."
+                )
+            }
+            state.running = true
+            state.initialPhase = true
+            state.initialToken = nil
+            state.initialResult = nil
+            state.transportUp = false
+            state.reconnectAttempts = 0
+            state.setConnection(.connecting)
+        }
+        channel.withLock { $0.closed = false }
+        while handle.popEvent() != nil {}  // stale events of an abandoned session
+        handle.openDispatcher()
+        running.store(true, ordering: .releasing)
+        let thread = Thread { [self] in runDispatcher(handle) }
+        thread.name = "coaty-mqtt-dispatch"
+        thread.start()
+
+        let rc = handle.start()
+        guard rc == MosquittoCode.success else {
+            handle.closeDispatcher()
+            finishSession(reason: "the network thread could not start")
+            throw MQTTError(
+                .protocolError,
+                "Cannot start the MQTT network thread for \(url): \(MosquittoHandle.errorString(rc))"
+                    + " (a previous connection may still be closing; retry in a few seconds)."
+            )
+        }
+        logger.debug("Connecting", metadata: ["mqtt.broker": .string(url)])
+        do {
+            try await suspend { state, token in
+                if let result = state.initialResult {
+                    state.initialResult = nil
+                    try result.get()
+                    return true
+                }
+                guard state.running else { throw self.notConnected("connect") }
+                state.initialToken = token
+                return false
+            }
+        } catch {
+            await stopSession()
+            throw error
+        }
+    }
+
+    func disconnect() async {
+        closeMessages()
+        guard state.withLock({ $0.running }) else { return }
+        await stopSession()
+        logger.debug("Disconnected", metadata: ["mqtt.broker": .string(url)])
+    }
+
+    /// Asks the network loop to stop and waits (bounded) until the dispatcher has seen it stop.
+    private func stopSession() async {
+        guard case .success(let handle) = setup else { return }
+        handle.stop()
+        let deadline = ContinuousClock.now + Self.stopTimeout
+        while state.withLock({ $0.running }) {
+            if ContinuousClock.now >= deadline {
+                logger.warning(
+                    "The MQTT network thread did not stop within 3 s; abandoning it",
+                    metadata: ["mqtt.broker": .string(url)]
+                )
+                handle.closeDispatcher()
+                finishSession(reason: "the network thread was abandoned")
+                return
+            }
+            // Sleep without honouring cancellation: the session must end before disconnect() returns.
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { try? await Task.sleep(for: .milliseconds(10)) }
+            }
+        }
+    }
+
+    /// Ends a session: state `.disconnected`, every waiter fails with `.notConnected`.
+    private func finishSession(reason: String) {
+        var resumptions = Resumptions()
+        state.withLock { state in
+            guard state.running else { return }
+            state.running = false
+            state.transportUp = false
+            running.store(false, ordering: .releasing)
+            let error = MQTTError(
+                .notConnected,
+                "The connection to \(url) was closed (\(reason)) before the operation completed."
+            )
+            if state.initialPhase, state.initialToken == nil, state.initialResult == nil {
+                state.initialResult = .failure(error)
+            }
+            state.initialPhase = false
+            for token in Array(state.waiters.keys) { resumptions.resolve(token, .failure(error), in: &state) }
+            state.publishMids = [:]
+            state.subscribeMids = [:]
+            state.unsubscribeMids = [:]
+            state.ackGroups = [:]
+            state.awaitingConnected = []
+            state.resubscribeMids = []
+            state.initialToken = nil
+            state.setConnection(.disconnected)
+        }
+        resumptions.resume()
+    }
+
+    // MARK: Subscribe / unsubscribe / publish
+
+    func subscribe(_ filters: [(String, MQTTQoS)]) async throws {
+        let handle = try requireHandle()
+        guard !filters.isEmpty else { return }
+        for (filter, _) in filters { try MQTTTopic.validateFilter(filter) }
+        try await suspend { state, token in
+            guard state.running else {
+                throw notConnected("subscribe to \"\(filters[0].0)\"\(filters.count > 1 ? " and more" : "")")
+            }
+            var added: [String] = []
+            for (filter, qos) in filters where state.subscriptions.updateValue(qos, forKey: filter) == nil {
+                added.append(filter)
+            }
+            guard state.transportUp else {
+                // The resubscribe after the next CONNACK includes these filters.
+                state.awaitingConnected.insert(token)
+                return false
+            }
+            var mids: [Int32] = []
+            for (qos, group) in Self.groupByQoS(filters) {
+                for start in stride(from: 0, to: group.count, by: Self.resubscribeChunk) {
+                    let chunk = Array(group[start..<min(start + Self.resubscribeChunk, group.count)])
+                    let (rc, mid) = handle.subscribe(chunk, qos: qos)
+                    if rc == MosquittoCode.noConnection {
+                        for mid in mids { state.subscribeMids[mid] = nil }
+                        state.awaitingConnected.insert(token)
+                        return false
+                    }
+                    guard rc == MosquittoCode.success else {
+                        for mid in mids { state.subscribeMids[mid] = nil }
+                        for filter in added { state.subscriptions[filter] = nil }
+                        throw MQTTError(
+                            .protocolError,
+                            "Cannot subscribe to \"\(chunk[0])\" on \(url): \(MosquittoHandle.errorString(rc))."
+                        )
+                    }
+                    mids.append(mid)
+                    state.subscribeMids[mid] = (token, chunk)
+                }
+            }
+            state.ackGroups[token] = mids.count
+            return false
+        }
+    }
+
+    private static func groupByQoS(_ filters: [(String, MQTTQoS)]) -> [(MQTTQoS, [String])] {
+        var groups: [MQTTQoS: [String]] = [:]
+        var seen = Set<String>()
+        for (filter, qos) in filters where seen.insert(filter).inserted { groups[qos, default: []].append(filter) }
+        return MQTTQoS.allCases.compactMap { qos in groups[qos].map { (qos, $0) } }
+    }
+
+    func unsubscribe(_ filter: String) async throws {
+        let handle = try requireHandle()
+        try MQTTTopic.validateFilter(filter)
+        try await suspend { state, token in
+            state.subscriptions[filter] = nil
+            guard state.running, state.transportUp else { return true }
+            let (rc, mid) = handle.unsubscribe(filter)
+            if rc == MosquittoCode.noConnection { return true }
+            guard rc == MosquittoCode.success else {
+                throw MQTTError(
+                    .protocolError,
+                    "Cannot unsubscribe from \"\(filter)\" on \(url): \(MosquittoHandle.errorString(rc))."
+                )
+            }
+            state.unsubscribeMids[mid] = token
+            return false
+        }
+    }
+
+    func publish(_ topic: String, payload: some Collection<UInt8>, qos: MQTTQoS, retain: Bool) async throws {
+        let handle = try requireHandle()
+        try MQTTTopic.validateName(topic)
+        if qos == .atMostOnce {
+            guard running.load(ordering: .acquiring) else { throw notConnected("publish on \"\(topic)\"") }
+            let rc =
+                payload.withContiguousStorageIfAvailable { buffer in
+                    publishNow(handle, topic, UnsafeRawBufferPointer(buffer), qos, retain).0
+                }
+                ?? Array(payload).withUnsafeBytes { publishNow(handle, topic, $0, qos, retain).0 }
+            if rc != MosquittoCode.success { throw publishError(rc, topic: topic, size: payload.count) }
+            return
+        }
+        let bytes = Array(payload)
+        try await suspend { state, token in
+            guard state.running else { throw notConnected("publish on \"\(topic)\"") }
+            let (rc, mid) = bytes.withUnsafeBytes { publishNow(handle, topic, $0, qos, retain) }
+            guard rc == MosquittoCode.success else { throw publishError(rc, topic: topic, size: bytes.count) }
+            state.publishMids[mid] = token
+            return false
+        }
+    }
+
+    private func publishNow(
+        _ handle: MosquittoHandle,
+        _ topic: String,
+        _ payload: UnsafeRawBufferPointer,
+        _ qos: MQTTQoS,
+        _ retain: Bool
+    ) -> (Int32, Int32) {
+        guard payload.count <= 268_435_455 - 65_542 else { return (MosquittoCode.payloadSize, 0) }
+        return handle.publish(topic: topic, payload: payload, qos: qos, retain: retain)
+    }
+
+    private func publishError(_ rc: Int32, topic: String, size: Int) -> MQTTError {
+        switch rc {
+        case MosquittoCode.noConnection:
+            return MQTTError(
+                .notConnected,
+                "Cannot publish on \"\(topic)\": the connection to \(url) is down (reconnecting); retry later."
+            )
+        case MosquittoCode.payloadSize, MosquittoCode.oversizePacket:
+            return MQTTError(
+                .payloadTooLarge,
+                "Cannot publish \(size) bytes on \"\(topic)\": the payload exceeds what MQTT or the broker at \(url) allows."
+            )
+        default:
+            return MQTTError(
+                .protocolError,
+                "Cannot publish on \"\(topic)\" to \(url): \(MosquittoHandle.errorString(rc))."
+            )
+        }
+    }
+
+    // MARK: Messages
+
+    func nextMessageBatch() async -> [MQTTMessage]? {
+        guard case .success(let handle) = setup else { return nil }
+        let fast = handle.takeMessages(arm: false)
+        if !fast.isEmpty { return fast }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<[MQTTMessage]?, Never>) in
+                let immediate: [MQTTMessage]?? = channel.withLock { channel in
+                    let batch = handle.takeMessages(arm: true)
+                    if !batch.isEmpty { return .some(batch) }
+                    if channel.closed || Task.isCancelled { return .some(nil) }
+                    if let previous = channel.waiter {
+                        // A second concurrent consumer: let the previous one end rather than leak it.
+                        previous.resume(returning: nil)
+                    }
+                    channel.waiter = continuation
+                    return .none
+                }
+                if case .some(let result) = immediate { continuation.resume(returning: result) }
+            }
+        } onCancel: {
+            let waiter = channel.withLock { channel in
+                let waiter = channel.waiter
+                channel.waiter = nil
+                return waiter
+            }
+            waiter?.resume(returning: nil)
+        }
+    }
+
+    /// Called by the dispatcher when a waiting consumer can be served.
+    private func serveMessageWaiter(_ handle: MosquittoHandle) {
+        let served: (CheckedContinuation<[MQTTMessage]?, Never>, [MQTTMessage])? = channel.withLock { channel in
+            guard let waiter = channel.waiter else { return nil }
+            let batch = handle.takeMessages(arm: true)
+            guard !batch.isEmpty else { return nil }
+            channel.waiter = nil
+            return (waiter, batch)
+        }
+        if let (waiter, batch) = served { waiter.resume(returning: batch) }
+    }
+
+    private func closeMessages() {
+        let waiter = channel.withLock { channel in
+            channel.closed = true
+            let waiter = channel.waiter
+            channel.waiter = nil
+            return waiter
+        }
+        waiter?.resume(returning: nil)
+    }
+
+    // MARK: Connection states
+
+    func connectionStates() -> MQTTConnectionStates {
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: MQTTConnectionState.self,
+            bufferingPolicy: .unbounded
+        )
+        let id = state.withLock { $0.makeToken() }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.state.withLock { $0.observers.removeValue(forKey: id) }
+        }
+        state.withLock { state in
+            continuation.yield(state.connection)
+            state.observers[id] = continuation
+        }
+        return MQTTConnectionStates(stream: stream)
+    }
+
+    // MARK: Dispatcher
+
+    /// The dispatcher thread: serves message consumers, applies events, reports drops; ends with the session.
+    private func runDispatcher(_ handle: MosquittoHandle) {
+        while true {
+            let mask = handle.wait(timeoutMilliseconds: 1000)
+            if mask & Int32(CMosquittoShim_WakeMessages) != 0 { serveMessageWaiter(handle) }
+            var stopped = false
+            if mask & Int32(CMosquittoShim_WakeEvents) != 0 {
+                while let event = handle.popEvent() {
+                    apply(event, handle)
+                    if event.kind == .stopped { stopped = true }
+                }
+            }
+            reportDrops(handle)
+            if stopped || mask & Int32(CMosquittoShim_WakeClosed) != 0 { return }
+        }
+    }
+
+    private func apply(_ event: ShimEvent, _ handle: MosquittoHandle) {
+        if event.kind == .stopped {
+            finishSession(reason: "disconnect() was called")
+            return
+        }
+        var resumptions = Resumptions()
+        var stopAfterInitialFailure = false
+        state.withLock { state in
+            guard state.running else { return }
+            switch event.kind {
+            case .connected:
+                state.transportUp = true
+                resubscribe(&state, handle, &resumptions)
+            case .connectionRefused:
+                let error = refusedError(code: event.code)
+                stopAfterInitialFailure = failInitial(error, &state, &resumptions)
+                if !stopAfterInitialFailure { logReconnectProblem(error.message, &state) }
+            case .connectFailed:
+                let error = connectFailedError(code: event.code, detail: event.detail)
+                stopAfterInitialFailure = failInitial(error, &state, &resumptions)
+                if !stopAfterInitialFailure { logReconnectProblem(error.message, &state) }
+            case .connectionLost:
+                connectionLost(event, &state, &resumptions)
+            case .published:
+                guard let token = state.publishMids.removeValue(forKey: event.mid) else { return }
+                if event.code >= 0x80 {
+                    let reason = MosquittoHandle.reasonString(event.code, v5: true)
+                    resumptions.resolve(
+                        token,
+                        .failure(MQTTError(.publishRefused, "The broker at \(url) refused a publication: \(reason).")),
+                        in: &state
+                    )
+                } else {
+                    resumptions.resolve(token, .success(()), in: &state)
+                }
+            case .subscribed:
+                subscribed(event, &state, &resumptions)
+            case .unsubscribed:
+                if let token = state.unsubscribeMids.removeValue(forKey: event.mid) {
+                    resumptions.resolve(token, .success(()), in: &state)
+                }
+            case .stopped:
+                break
+            }
+        }
+        resumptions.resume()
+        if stopAfterInitialFailure { handle.stop() }
+    }
+
+    /// Fails the pending `connect()` when the first attempt failed; returns whether it did.
+    private func failInitial(_ error: MQTTError, _ state: inout ClientState, _ resumptions: inout Resumptions) -> Bool {
+        guard state.initialPhase else { return false }
+        state.initialPhase = false
+        if let token = state.initialToken {
+            state.initialToken = nil
+            resumptions.resolve(token, .failure(error), in: &state)
+        } else {
+            state.initialResult = .failure(error)
+        }
+        return true
+    }
+
+    private func logReconnectProblem(_ message: String, _ state: inout ClientState) {
+        state.reconnectAttempts += 1
+        state.setConnection(.reconnecting)
+        logger.info(
+            "Reconnect attempt failed; retrying with backoff",
+            metadata: ["mqtt.broker": .string(url), "mqtt.reason": .string(message),
+                       "mqtt.attempt": .stringConvertible(state.reconnectAttempts)]
+        )
+    }
+
+    private func resubscribe(_ state: inout ClientState, _ handle: MosquittoHandle, _ resumptions: inout Resumptions) {
+        state.resubscribeMids = []
+        let filters = state.subscriptions.map { ($0.key, $0.value) }
+        for (qos, group) in Self.groupByQoS(filters) {
+            for start in stride(from: 0, to: group.count, by: Self.resubscribeChunk) {
+                let chunk = Array(group[start..<min(start + Self.resubscribeChunk, group.count)])
+                let (rc, mid) = handle.subscribe(chunk, qos: qos)
+                if rc == MosquittoCode.success {
+                    state.resubscribeMids.insert(mid)
+                } else {
+                    logger.error(
+                        "Re-subscribing failed",
+                        metadata: ["mqtt.broker": .string(url), "mqtt.filter": .string(chunk[0]),
+                                   "mqtt.reason": .string(MosquittoHandle.errorString(rc))]
+                    )
+                }
+            }
+        }
+        if state.resubscribeMids.isEmpty { becomeConnected(&state, &resumptions) }
+    }
+
+    private func becomeConnected(_ state: inout ClientState, _ resumptions: inout Resumptions) {
+        let wasReconnect = !state.initialPhase
+        state.setConnection(.connected)
+        if state.initialPhase {
+            state.initialPhase = false
+            if let token = state.initialToken {
+                state.initialToken = nil
+                resumptions.resolve(token, .success(()), in: &state)
+            } else {
+                state.initialResult = .success(())
+            }
+        }
+        for token in state.awaitingConnected { resumptions.resolve(token, .success(()), in: &state) }
+        state.awaitingConnected = []
+        state.reconnectAttempts = 0
+        logger.info(
+            wasReconnect ? "Reconnected" : "Connected",
+            metadata: ["mqtt.broker": .string(url), "mqtt.subscriptions": .stringConvertible(state.subscriptions.count)]
+        )
+    }
+
+    private func connectionLost(_ event: ShimEvent, _ state: inout ClientState, _ resumptions: inout Resumptions) {
+        state.transportUp = false
+        for (_, pending) in state.subscribeMids {
+            state.ackGroups[pending.token] = nil
+            state.awaitingConnected.insert(pending.token)
+        }
+        state.subscribeMids = [:]
+        for token in state.unsubscribeMids.values { resumptions.resolve(token, .success(()), in: &state) }
+        state.unsubscribeMids = [:]
+        state.resubscribeMids = []
+        if state.initialPhase {
+            // Lost while re-subscribing during connect(): treat like a failed first attempt.
+            _ = failInitial(connectFailedError(code: event.code, detail: event.detail), &state, &resumptions)
+        }
+        state.setConnection(.reconnecting)
+        logger.warning(
+            "Connection lost; reconnecting",
+            metadata: ["mqtt.broker": .string(url), "mqtt.reason": .string(event.detail)]
+        )
+    }
+
+    private func subscribed(_ event: ShimEvent, _ state: inout ClientState, _ resumptions: inout Resumptions) {
+        if state.resubscribeMids.remove(event.mid) != nil {
+            if event.code >= 0 {
+                logger.warning("The broker refused a re-subscription", metadata: ["mqtt.broker": .string(url)])
+            }
+            if state.resubscribeMids.isEmpty, state.transportUp { becomeConnected(&state, &resumptions) }
+            return
+        }
+        guard let pending = state.subscribeMids.removeValue(forKey: event.mid) else { return }
+        if event.code >= 0 {
+            let index = Int(event.code)
+            let filter = index < pending.filters.count ? pending.filters[index] : pending.filters[0]
+            state.subscriptions[filter] = nil
+            state.ackGroups[pending.token] = nil
+            resumptions.resolve(
+                pending.token,
+                .failure(
+                    MQTTError(
+                        .subscriptionRefused,
+                        "The broker at \(url) refused the subscription to \"\(filter)\" (check its ACL)."
+                    )
+                ),
+                in: &state
+            )
+            return
+        }
+        guard let remaining = state.ackGroups[pending.token] else { return }
+        if remaining <= 1 {
+            state.ackGroups[pending.token] = nil
+            resumptions.resolve(pending.token, .success(()), in: &state)
+        } else {
+            state.ackGroups[pending.token] = remaining - 1
+        }
+    }
+
+    private func reportDrops(_ handle: MosquittoHandle) {
+        let total = handle.droppedCount
+        let (delta, toLog): (UInt64, UInt64) = dropReport.withLock { report in
+            let delta = total - report.counted
+            report.counted = total
+            var toLog: UInt64 = 0
+            let now = ContinuousClock.now
+            if total > report.logged, report.lastLog.map({ now - $0 >= Self.dropLogInterval }) ?? true {
+                toLog = total - report.logged
+                report.logged = total
+                report.lastLog = now
+            }
+            return (delta, toLog)
+        }
+        if delta > 0 { droppedCounter.increment(by: delta) }
+        if toLog > 0 {
+            logger.warning(
+                "Dropped incoming MQTT messages: the consumer of `messages` is too slow",
+                metadata: [
+                    "mqtt.broker": .string(url),
+                    "mqtt.dropped": .stringConvertible(toLog),
+                    "mqtt.dropped_total": .stringConvertible(total),
+                    "mqtt.buffer_capacity": .stringConvertible(configuration.messageBufferCapacity),
+                ]
+            )
+        }
+    }
+
+    // MARK: Error classification
+
+    private func refusedError(code: Int32) -> MQTTError {
+        let v5 = configuration.protocolVersion == .v5
+        let reason = MosquittoHandle.reasonString(code, v5: v5)
+        let authCodes: Set<Int32> = v5 ? [0x86, 0x87, 0x8C] : [4, 5]
+        if authCodes.contains(code) {
+            return MQTTError(
+                .authenticationRefused,
+                "The broker at \(url) refused the credentials of client \"\(configuration.clientId)\": \(reason)."
+                    + " Check the user name and password."
+            )
+        }
+        let protocolCodes: Set<Int32> = v5 ? [0x81, 0x82, 0x84] : [1]
+        if protocolCodes.contains(code) {
+            return MQTTError(.protocolError, "The broker at \(url) rejected the protocol: \(reason).")
+        }
+        return MQTTError(
+            .connectionRefused,
+            "The broker at \(url) refused the connection of client \"\(configuration.clientId)\": \(reason)."
+        )
+    }
+
+    private func connectFailedError(code: Int32, detail: String) -> MQTTError {
+        let lowered = detail.lowercased()
+        let looksLikeTLS =
+            configuration.tls != nil
+            && (code == MosquittoCode.tls || code == MosquittoCode.tlsHandshake || lowered.contains("ssl")
+                || lowered.contains("certificate") || lowered.contains("tls"))
+        if looksLikeTLS {
+            return MQTTError(
+                .tlsVerificationFailed,
+                "The TLS handshake with \(url) failed: \(detail). Check that the CA file signs the broker"
+                    + " certificate and that the certificate names this host."
+            )
+        }
+        switch code {
+        case MosquittoCode.timeout:
+            return MQTTError(
+                .brokerUnreachable,
+                "No MQTT broker answered at \(url) within \(configuration.connectTimeout)."
+                    + " Check that the broker runs and the address is right."
+            )
+        case MosquittoCode.protocolError:
+            return MQTTError(.protocolError, "Protocol error while connecting to \(url): \(detail).")
+        case MosquittoCode.authentication:
+            return MQTTError(
+                .authenticationRefused,
+                "The broker at \(url) refused the credentials: \(detail). Check the user name and password."
+            )
+        default:
+            return MQTTError(
+                .brokerUnreachable,
+                "Cannot reach the MQTT broker at \(url): \(detail). Check that the broker runs and the address is right."
+            )
+        }
+    }
+}

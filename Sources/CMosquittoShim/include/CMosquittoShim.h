@@ -1,5 +1,165 @@
 #ifndef CMOSQUITTOSHIM_H
 #define CMOSQUITTOSHIM_H
+
+// The C side of CoatyMQTT. It owns every libmosquitto callback and its own network-loop thread,
+// and hands messages, connection events and acknowledgements to Swift through queues with a
+// wake-up, so no Swift code ever runs on a libmosquitto thread. Raw pointers stay between this
+// file and the thin Swift wrapper in CoatyMQTT.
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
 /// Returns the libmosquitto library version as major*1000000 + minor*1000 + revision.
 int CMosquittoShim_libraryVersion(void);
+
+/// Calls mosquitto_lib_init exactly once per process (thread-safe). Returns its result.
+int CMosquittoShim_libraryInit(void);
+
+/// Returns libmosquitto's description of an error code (never NULL).
+const char *CMosquittoShim_errorString(int code);
+
+/// Returns a description of a CONNACK / MQTT 5 reason code (never NULL).
+const char *CMosquittoShim_reasonString(int code, bool v5);
+
+/// An incoming message: one allocation holding the header, the topic (NUL-terminated) and the payload.
+typedef struct CMosquittoShim_Message {
+    uint32_t topicLength;
+    uint32_t payloadLength;
+    int32_t qos;
+    int32_t retain;
+} CMosquittoShim_Message;
+
+/// The topic bytes of a message (topicLength bytes, followed by a NUL).
+static inline const uint8_t *CMosquittoShim_Message_topic(const CMosquittoShim_Message *message) {
+    return (const uint8_t *)(message + 1);
+}
+
+/// The payload bytes of a message (payloadLength bytes).
+static inline const uint8_t *CMosquittoShim_Message_payload(const CMosquittoShim_Message *message) {
+    return (const uint8_t *)(message + 1) + message->topicLength + 1;
+}
+
+/// Frees a message taken from the ring.
+void CMosquittoShim_Message_free(CMosquittoShim_Message *message);
+
+/// Kinds of events handed to Swift. Events are never dropped.
+typedef enum CMosquittoShim_EventKind {
+    /// A CONNACK with reason code 0 arrived: the session is up.
+    CMosquittoShim_EventConnected = 1,
+    /// A CONNACK refused the connection (`code` is the CONNACK / reason code).
+    CMosquittoShim_EventConnectionRefused = 2,
+    /// A connection attempt failed before a CONNACK (`code` is a MOSQ_ERR_* code, or -1000 for a CONNACK timeout).
+    CMosquittoShim_EventConnectFailed = 3,
+    /// An established connection was lost (`code` is a MOSQ_ERR_* code).
+    CMosquittoShim_EventConnectionLost = 4,
+    /// A tracked QoS 1/2 publish was acknowledged (`mid`, `code` = v5 reason code, 0 on success).
+    CMosquittoShim_EventPublished = 5,
+    /// A SUBACK arrived (`mid`; `code` = index of the first refused filter, or -1 when all were granted).
+    CMosquittoShim_EventSubscribed = 6,
+    /// An UNSUBACK arrived (`mid`).
+    CMosquittoShim_EventUnsubscribed = 7,
+    /// The network loop thread has stopped after a stop request.
+    CMosquittoShim_EventStopped = 8,
+} CMosquittoShim_EventKind;
+
+/// An event; `detail` holds the last error line libmosquitto logged, when relevant.
+typedef struct CMosquittoShim_Event {
+    int32_t kind;
+    int32_t code;
+    int32_t mid;
+    int32_t reserved;
+    char detail[256];
+    struct CMosquittoShim_Event *next;
+} CMosquittoShim_Event;
+
+/// Frees an event taken with CMosquittoShim_Client_popEvent.
+void CMosquittoShim_Event_free(CMosquittoShim_Event *event);
+
+/// Options for a client; strings are copied by CMosquittoShim_Client_create.
+typedef struct CMosquittoShim_Options {
+    const char *clientId;
+    const char *host;
+    int32_t port;
+    int32_t keepAliveSeconds;
+    bool cleanSession;
+    bool protocolV5;
+    const char *username;   // may be NULL
+    const char *password;   // may be NULL
+    bool useTLS;
+    const char *caFile;     // may be NULL (system CAs)
+    const char *certificateFile;  // may be NULL
+    const char *privateKeyFile;   // may be NULL
+    bool verifyServer;
+    bool hasWill;
+    const char *willTopic;
+    const void *willPayload;
+    int32_t willPayloadLength;
+    int32_t willQoS;
+    bool willRetain;
+    int32_t connectTimeoutMilliseconds;
+    int32_t reconnectDelayMilliseconds;
+    int32_t maxReconnectDelayMilliseconds;
+    int32_t messageCapacity;
+} CMosquittoShim_Options;
+
+typedef struct CMosquittoShim_Client CMosquittoShim_Client;
+
+/// Creates a client (no thread yet). Returns NULL and sets *errorCode (MOSQ_ERR_*) and errorText on failure.
+CMosquittoShim_Client *CMosquittoShim_Client_create(const CMosquittoShim_Options *options, int *errorCode,
+                                                    char *errorText, size_t errorTextSize);
+
+/// Drops the caller's reference; the client is destroyed when its loop thread has ended too.
+void CMosquittoShim_Client_release(CMosquittoShim_Client *client);
+
+/// Starts the network loop thread, which connects and reconnects with backoff until stopped.
+/// Returns MOSQ_ERR_SUCCESS, or an error when a loop is already running or the thread cannot start.
+int CMosquittoShim_Client_start(CMosquittoShim_Client *client);
+
+/// Asks the loop thread to flush, send DISCONNECT and end; never blocks. A Stopped event follows.
+void CMosquittoShim_Client_stop(CMosquittoShim_Client *client);
+
+/// Publishes. For QoS 1/2 the acknowledgement is reported as a Published event for *mid.
+int CMosquittoShim_Client_publish(CMosquittoShim_Client *client, int *mid, const char *topic, const void *payload,
+                                  int payloadLength, int qos, bool retain);
+
+/// Subscribes to `count` filters with one QoS in one SUBSCRIBE packet; the SUBACK is a Subscribed event.
+int CMosquittoShim_Client_subscribe(CMosquittoShim_Client *client, int *mid, const char *const *filters, int count,
+                                    int qos);
+
+/// Unsubscribes from one filter; the UNSUBACK is an Unsubscribed event.
+int CMosquittoShim_Client_unsubscribe(CMosquittoShim_Client *client, int *mid, const char *filter);
+
+/// Wait results (bit mask) of CMosquittoShim_Client_wait.
+enum {
+    CMosquittoShim_WakeMessages = 1,
+    CMosquittoShim_WakeEvents = 2,
+    CMosquittoShim_WakeDrops = 4,
+    CMosquittoShim_WakeClosed = 8,
+};
+
+/// Blocks the calling (dispatcher) thread until a waiting message consumer can be served, an event is queued,
+/// messages were dropped, the dispatcher was closed, or the timeout elapsed. Returns a mask of the reasons.
+int CMosquittoShim_Client_wait(CMosquittoShim_Client *client, int timeoutMilliseconds);
+
+/// Wakes a thread blocked in CMosquittoShim_Client_wait and makes it (and later waits) return WakeClosed.
+void CMosquittoShim_Client_closeDispatcher(CMosquittoShim_Client *client);
+
+/// Re-opens the dispatcher wait after CMosquittoShim_Client_closeDispatcher (for a new session).
+void CMosquittoShim_Client_openDispatcher(CMosquittoShim_Client *client);
+
+/// Removes and returns the oldest event, or NULL.
+CMosquittoShim_Event *CMosquittoShim_Client_popEvent(CMosquittoShim_Client *client);
+
+/// Takes up to `max` messages (ownership passes to the caller). When none is queued and `arm` is true,
+/// the next incoming message wakes the dispatcher with WakeMessages. Returns the number taken.
+size_t CMosquittoShim_Client_takeMessages(CMosquittoShim_Client *client, CMosquittoShim_Message **out, size_t max,
+                                          bool arm);
+
+/// Frees every queued message.
+void CMosquittoShim_Client_discardMessages(CMosquittoShim_Client *client);
+
+/// The number of incoming messages dropped because the ring was full (monotonic).
+uint64_t CMosquittoShim_Client_droppedCount(CMosquittoShim_Client *client);
+
 #endif

@@ -1,0 +1,258 @@
+/// The MQTT quality of service of a publication or subscription.
+public enum MQTTQoS: Int, Sendable, Hashable, CaseIterable {
+    /// Fire and forget (QoS 0).
+    case atMostOnce = 0
+    /// Acknowledged delivery, duplicates possible (QoS 1).
+    case atLeastOnce = 1
+    /// Assured single delivery (QoS 2).
+    case exactlyOnce = 2
+}
+
+/// The MQTT protocol version spoken to the broker.
+public enum MQTTProtocolVersion: Sendable, Hashable {
+    /// MQTT 3.1.1 (the default, and what the Coaty protocol uses).
+    case v311
+    /// MQTT 5 (opt-in).
+    case v5
+}
+
+/// One MQTT application message: a topic, a binary payload, its QoS and retain flag.
+public struct MQTTMessage: Sendable, Hashable {
+    /// The topic the message was published on.
+    public var topic: String
+    /// The payload bytes.
+    public var payload: [UInt8]
+    /// The quality of service it was published (or delivered) with.
+    public var qos: MQTTQoS
+    /// Whether the message is (or was delivered as) a retained message.
+    public var retain: Bool
+
+    /// Creates a message.
+    /// - Parameters:
+    ///   - topic: A topic name (no wildcards).
+    ///   - payload: The payload bytes.
+    ///   - qos: The quality of service (default QoS 0).
+    ///   - retain: Whether the broker keeps the message for future subscribers.
+    public init(topic: String, payload: [UInt8], qos: MQTTQoS = .atMostOnce, retain: Bool = false) {
+        self.topic = topic
+        self.payload = payload
+        self.qos = qos
+        self.retain = retain
+    }
+}
+
+/// TLS settings for an `mqtts://` connection. The broker certificate is verified by default.
+public struct MQTTTLSConfiguration: Sendable, Hashable {
+    /// A PEM file with the CA certificate(s) that signed the broker certificate; `nil` uses the system CAs.
+    public var caFile: String?
+    /// A PEM client certificate for mutual TLS (requires `privateKeyFile`).
+    public var certificateFile: String?
+    /// The PEM private key of `certificateFile`.
+    public var privateKeyFile: String?
+    /// Whether the broker certificate and host name are verified. Only set `false` explicitly, for testing.
+    public var verifyServer: Bool
+
+    /// Creates TLS settings.
+    /// - Parameters:
+    ///   - caFile: A PEM CA file; `nil` uses the system CAs.
+    ///   - certificateFile: A client certificate for mutual TLS.
+    ///   - privateKeyFile: The client certificate's private key.
+    ///   - verifyServer: Verify the broker certificate (default `true`).
+    public init(
+        caFile: String? = nil,
+        certificateFile: String? = nil,
+        privateKeyFile: String? = nil,
+        verifyServer: Bool = true
+    ) {
+        self.caFile = caFile
+        self.certificateFile = certificateFile
+        self.privateKeyFile = privateKeyFile
+        self.verifyServer = verifyServer
+    }
+}
+
+/// Everything an ``MQTTClient`` needs to connect; defaults follow the Coaty protocol (3.1.1, clean session, 60 s keepalive).
+public struct MQTTConfiguration: Sendable {
+    /// The client identifier; must be unique per connection on the broker.
+    public var clientId: String
+    /// The broker host name or IP address.
+    public var host: String
+    /// The broker port.
+    public var port: Int
+    /// The MQTT keepalive interval (default 60 s).
+    public var keepAlive: Duration = .seconds(60)
+    /// Whether the broker discards session state on connect (default `true`).
+    public var cleanSession: Bool = true
+    /// The user name sent in CONNECT.
+    public var username: String?
+    /// The password sent in CONNECT (never logged).
+    public var password: String?
+    /// TLS settings; set for `mqtts://` URLs, `nil` for plain TCP.
+    public var tls: MQTTTLSConfiguration?
+    /// The protocol version (default 3.1.1).
+    public var protocolVersion: MQTTProtocolVersion = .v311
+    /// The last will the broker publishes when the connection ends without DISCONNECT.
+    public var will: MQTTMessage?
+    /// How long one connection attempt may take until CONNACK (default 5 s).
+    public var connectTimeout: Duration = .seconds(5)
+    /// The first delay between reconnect attempts (default 1 s); it doubles up to `maxReconnectDelay`.
+    public var reconnectDelay: Duration = .seconds(1)
+    /// The largest delay between reconnect attempts (default 30 s).
+    public var maxReconnectDelay: Duration = .seconds(30)
+    /// How many received messages are buffered for the consumer; newer messages beyond this are dropped and counted.
+    public var messageBufferCapacity: Int = 10_000
+
+    /// Creates a configuration from a broker URL.
+    ///
+    /// ```swift
+    /// var configuration = try MQTTConfiguration(url: "mqtt://127.0.0.1:1883", clientId: "sensor-1")
+    /// configuration.will = MQTTMessage(topic: "sensors/1/status", payload: Array("offline".utf8))
+    /// ```
+    /// - Parameters:
+    ///   - url: `mqtt://host[:port]` (default port 1883) or `mqtts://host[:port]` (default 8883, TLS verified);
+    ///     `user:password@` before the host is accepted. `tcp://`, `ssl://` and `tls://` are aliases.
+    ///   - clientId: The client identifier (1…65535 UTF-8 bytes).
+    /// - Throws: ``MQTTError`` with kind `.invalidConfiguration` when the URL or client id is malformed.
+    public init(url: String, clientId: String) throws {
+        guard !clientId.isEmpty, clientId.utf8.count <= 65_535, !clientId.utf8.contains(0) else {
+            throw MQTTError(.invalidConfiguration, "Invalid MQTT client id \"\(clientId)\": use 1…65535 bytes without NUL.")
+        }
+        self.clientId = clientId
+        let parsed = try Self.parse(url)
+        self.host = parsed.host
+        self.port = parsed.port
+        self.username = parsed.username
+        self.password = parsed.password
+        self.tls = parsed.secure ? MQTTTLSConfiguration() : nil
+    }
+
+    /// The broker URL this configuration connects to (`mqtt://host:port` or `mqtts://host:port`), without credentials.
+    public var url: String {
+        let hostPart = host.contains(":") ? "[\(host)]" : host
+        return "\(tls == nil ? "mqtt" : "mqtts")://\(hostPart):\(port)"
+    }
+
+    private static func parse(
+        _ url: String
+    ) throws -> (host: String, port: Int, secure: Bool, username: String?, password: String?) {
+        func invalid(_ why: String) -> MQTTError {
+            MQTTError(
+                .invalidConfiguration,
+                "Invalid broker URL \"\(url)\": \(why). Use mqtt://HOST:PORT or mqtts://HOST:PORT."
+            )
+        }
+        let parts = url.split(separator: "://", maxSplits: 1, omittingEmptySubsequences: false)
+        guard parts.count == 2 else { throw invalid("missing scheme") }
+        let scheme = parts[0].lowercased()
+        let secure: Bool
+        switch scheme {
+        case "mqtt", "tcp": secure = false
+        case "mqtts", "ssl", "tls": secure = true
+        default: throw invalid("unknown scheme \"\(scheme)\"")
+        }
+        var rest = parts[1]
+        if let slash = rest.firstIndex(of: "/") {
+            guard rest[slash...].allSatisfy({ $0 == "/" }) else { throw invalid("a path is not allowed") }
+            rest = rest[..<slash]
+        }
+        var username: String?
+        var password: String?
+        if let at = rest.lastIndex(of: "@") {
+            let credentials = rest[..<at]
+            rest = rest[rest.index(after: at)...]
+            if let colon = credentials.firstIndex(of: ":") {
+                username = String(credentials[..<colon])
+                password = String(credentials[credentials.index(after: colon)...])
+            } else {
+                username = String(credentials)
+            }
+        }
+        var host: Substring
+        var portText: Substring?
+        if rest.hasPrefix("[") {
+            guard let close = rest.firstIndex(of: "]") else { throw invalid("unterminated IPv6 address") }
+            host = rest[rest.index(after: rest.startIndex)..<close]
+            let after = rest[rest.index(after: close)...]
+            if !after.isEmpty {
+                guard after.hasPrefix(":") else { throw invalid("unexpected text after the host") }
+                portText = after.dropFirst()
+            }
+        } else if let colon = rest.lastIndex(of: ":") {
+            host = rest[..<colon]
+            portText = rest[rest.index(after: colon)...]
+        } else {
+            host = rest
+        }
+        guard !host.isEmpty, !host.contains(where: { $0.isWhitespace }) else { throw invalid("missing host") }
+        var port = secure ? 8883 : 1883
+        if let portText {
+            guard let value = Int(portText), (1...65_535).contains(value) else {
+                throw invalid("port must be 1…65535")
+            }
+            port = value
+        }
+        return (String(host), port, secure, username, password)
+    }
+}
+
+/// The state of an ``MQTTClient``'s connection.
+public enum MQTTConnectionState: Sendable, Hashable {
+    /// Not connected, and not trying (before `connect()` or after `disconnect()`).
+    case disconnected
+    /// The first connection attempt of `connect()` is under way.
+    case connecting
+    /// Connected, and every remembered subscription is acknowledged.
+    case connected
+    /// The connection was lost; reconnecting with backoff (and re-subscribing) until `disconnect()`.
+    case reconnecting
+}
+
+/// An error of the MQTT client, with a message naming the broker or topic and what to do.
+public struct MQTTError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What went wrong.
+    public enum Kind: Sendable, Hashable {
+        /// The URL, client id or another setting is malformed.
+        case invalidConfiguration
+        /// No broker accepted a connection at the configured address.
+        case brokerUnreachable
+        /// The TLS handshake failed, typically because the broker certificate could not be verified.
+        case tlsVerificationFailed
+        /// The broker refused the credentials (bad user name or password, or not authorized).
+        case authenticationRefused
+        /// The broker refused the connection for another reason (e.g. client id rejected).
+        case connectionRefused
+        /// A topic or topic filter is invalid.
+        case invalidTopic
+        /// The operation needs a connection; call `connect()` first or wait for the reconnect.
+        case notConnected
+        /// The client is already connected or connecting.
+        case alreadyConnected
+        /// The broker refused a subscription.
+        case subscriptionRefused
+        /// The broker refused a QoS 1/2 publication (MQTT 5 reason code).
+        case publishRefused
+        /// The payload is larger than MQTT allows.
+        case payloadTooLarge
+        /// A protocol error or another libmosquitto failure.
+        case protocolError
+        /// An operation did not finish in time.
+        case timeout
+    }
+
+    /// What went wrong.
+    public var kind: Kind
+    /// A human-readable explanation naming the broker or topic involved and what to do.
+    public var message: String
+
+    /// Creates an error.
+    /// - Parameters:
+    ///   - kind: What went wrong.
+    ///   - message: A human-readable explanation.
+    public init(_ kind: Kind, _ message: String) {
+        self.kind = kind
+        self.message = message
+    }
+
+    /// The message.
+    public var description: String { message }
+}

@@ -1,0 +1,311 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A local `mosquitto` broker process on a free loopback port with a pinned configuration, for tests,
+/// benchmarks and demos.
+///
+/// ```swift
+/// let broker = try MosquittoBroker()
+/// try await broker.start()
+/// let client = MQTTClient(configuration: try MQTTConfiguration(url: broker.url, clientId: "test"))
+/// // …
+/// await broker.stop()
+/// ```
+///
+/// The configuration listens on `127.0.0.1` only, keeps no persistence, and raises mosquitto's queue limits
+/// (`max_queued_messages 1000000`, unlimited bytes and in-flight messages) so the broker never drops messages
+/// silently for a slow subscriber. The process is stopped when the value is deinitialized.
+public final class MosquittoBroker: Sendable {
+    /// A TLS listener on a second loopback port.
+    public struct TLSListener: Sendable, Hashable {
+        /// The PEM CA certificate (used to verify client certificates).
+        public var caFile: String
+        /// The PEM server certificate (should name `IP:127.0.0.1` in its subjectAltName).
+        public var certificateFile: String
+        /// The PEM private key of the server certificate.
+        public var privateKeyFile: String
+        /// Whether clients must present a certificate signed by `caFile` (mutual TLS).
+        public var requireClientCertificate: Bool
+
+        /// Creates TLS listener settings.
+        /// - Parameters:
+        ///   - caFile: The CA certificate file.
+        ///   - certificateFile: The server certificate file.
+        ///   - privateKeyFile: The server key file.
+        ///   - requireClientCertificate: Require mutual TLS (default `false`).
+        public init(caFile: String, certificateFile: String, privateKeyFile: String, requireClientCertificate: Bool = false) {
+            self.caFile = caFile
+            self.certificateFile = certificateFile
+            self.privateKeyFile = privateKeyFile
+            self.requireClientCertificate = requireClientCertificate
+        }
+    }
+
+    /// An error starting or finding the broker, with what to do.
+    public struct Error: Swift.Error, Sendable, CustomStringConvertible {
+        /// What went wrong and what to do.
+        public var message: String
+        /// The message.
+        public var description: String { message }
+    }
+
+    private struct State: ~Copyable {
+        var process: Process?
+    }
+
+    /// The plain MQTT port on 127.0.0.1.
+    public let port: Int
+    /// The TLS port on 127.0.0.1, when a TLS listener was configured.
+    public let tlsPort: Int?
+    /// The path of the mosquitto executable.
+    public let executablePath: String
+    /// The directory holding the configuration and log files (removed on deinit).
+    public let directory: String
+    /// The pinned configuration file.
+    public let configurationFile: String
+    /// The broker's log file (errors, warnings, notices, connections).
+    public let logFile: String
+    private let state = Mutex(State())
+
+    /// `mqtt://127.0.0.1:PORT`.
+    public var url: String { "mqtt://127.0.0.1:\(port)" }
+    /// `mqtts://127.0.0.1:TLSPORT`, when a TLS listener was configured.
+    public var tlsURL: String? { tlsPort.map { "mqtts://127.0.0.1:\($0)" } }
+
+    /// Finds the `mosquitto` executable: `$PATH`, then `/usr/sbin`, `/usr/local/sbin`, Homebrew locations.
+    /// - Returns: The path, or `nil` when mosquitto is not installed.
+    public static func findExecutable() -> String? {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? ""
+        var candidates = path.split(separator: ":").map { "\($0)/mosquitto" }
+        candidates += [
+            "/usr/sbin/mosquitto", "/usr/local/sbin/mosquitto", "/opt/homebrew/sbin/mosquitto",
+            "/opt/homebrew/opt/mosquitto/sbin/mosquitto", "/usr/local/opt/mosquitto/sbin/mosquitto",
+        ]
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    /// Prepares a broker (finds the executable, picks free ports, writes the configuration); call ``start()`` next.
+    /// - Parameters:
+    ///   - tls: An optional TLS listener on a second port.
+    ///   - passwordFile: A `mosquitto_passwd` file; when given, anonymous clients are refused.
+    ///   - additionalConfiguration: Extra configuration lines appended to the pinned ones.
+    /// - Throws: ``Error`` when mosquitto is not installed or the files cannot be written.
+    public init(tls: TLSListener? = nil, passwordFile: String? = nil, additionalConfiguration: [String] = []) throws {
+        guard let executable = Self.findExecutable() else {
+            throw Error(message: "mosquitto is not installed; install it with: apt-get install mosquitto")
+        }
+        executablePath = executable
+        port = try Self.freeLoopbackPort()
+        tlsPort = tls == nil ? nil : try Self.freeLoopbackPort(avoiding: port)
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("coaty-mosquitto-\(UUID().uuidString.lowercased())").path
+        self.directory = directory
+        configurationFile = directory + "/mosquitto.conf"
+        logFile = directory + "/mosquitto.log"
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            var lines = [
+                "# Pinned by CoatyMQTT.MosquittoBroker",
+                "per_listener_settings false",
+                passwordFile == nil ? "allow_anonymous true" : "allow_anonymous false",
+                "persistence false",
+                "max_queued_messages 1000000",
+                "max_queued_bytes 0",
+                "max_inflight_messages 0",
+                "max_keepalive 65535",
+                "log_dest file \(logFile)",
+                "log_type error", "log_type warning", "log_type notice", "log_type information",
+                "connection_messages true",
+            ]
+            if let user = Self.currentUserName() { lines.append("user \(user)") }
+            if let passwordFile { lines.append("password_file \(passwordFile)") }
+            lines.append("listener \(port) 127.0.0.1")
+            if let tls, let tlsPort {
+                lines += [
+                    "listener \(tlsPort) 127.0.0.1",
+                    "cafile \(tls.caFile)",
+                    "certfile \(tls.certificateFile)",
+                    "keyfile \(tls.privateKeyFile)",
+                    "require_certificate \(tls.requireClientCertificate)",
+                ]
+            }
+            lines += additionalConfiguration
+            try (lines.joined(separator: "\n") + "\n").write(toFile: configurationFile, atomically: true, encoding: .utf8)
+        } catch {
+            throw Error(message: "Cannot write the mosquitto configuration in \(directory): \(error)")
+        }
+    }
+
+    /// Starts a broker with ``init(tls:passwordFile:additionalConfiguration:)`` and ``start()``.
+    /// - Parameters:
+    ///   - tls: An optional TLS listener on a second port.
+    ///   - passwordFile: A `mosquitto_passwd` file; when given, anonymous clients are refused.
+    /// - Returns: The running broker.
+    /// - Throws: ``Error`` when mosquitto is missing or does not start.
+    public static func start(tls: TLSListener? = nil, passwordFile: String? = nil) async throws -> MosquittoBroker {
+        let broker = try MosquittoBroker(tls: tls, passwordFile: passwordFile)
+        try await broker.start()
+        return broker
+    }
+
+    deinit {
+        state.withLock { state in
+            if let process = state.process, process.isRunning {
+                _ = sendSignal(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+            }
+            state.process = nil
+        }
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// Whether the broker process runs.
+    public var isRunning: Bool { state.withLock { $0.process?.isRunning ?? false } }
+
+    /// Starts the broker (again, on the same ports) and waits until it accepts connections (10 s at most).
+    /// - Throws: ``Error`` with the broker's log when it exits or does not listen in time.
+    public func start() async throws {
+        let launched: Bool = try state.withLock { state in
+            if let process = state.process, process.isRunning { return false }
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: executablePath)
+            process.arguments = ["-c", configurationFile]
+            process.standardInput = FileHandle.nullDevice
+            process.standardOutput = FileHandle.nullDevice
+            let stderrPath = directory + "/stderr.log"
+            _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
+            process.standardError = FileHandle(forWritingAtPath: stderrPath) ?? FileHandle.nullDevice
+            do {
+                try process.run()
+            } catch {
+                throw Error(message: "Cannot run \(executablePath): \(error)")
+            }
+            state.process = process
+            return true
+        }
+        guard launched else { return }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline {
+            if !isRunning {
+                throw Error(message: "mosquitto exited at start; its output:\n\(diagnostics())")
+            }
+            if Self.accepts(port: port), tlsPort.map(Self.accepts(port:)) ?? true { return }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        await stop()
+        throw Error(message: "mosquitto did not listen on 127.0.0.1:\(port) within 10 s; its output:\n\(diagnostics())")
+    }
+
+    /// Stops the broker: SIGTERM, then SIGKILL after 5 s; returns when the process has exited.
+    public func stop() async {
+        let pid: Int32? = state.withLock { state in
+            guard let process = state.process, process.isRunning else { return nil }
+            process.terminate()
+            return process.processIdentifier
+        }
+        guard let pid else { return }
+        let deadline = ContinuousClock.now + .seconds(5)
+        while isRunning {
+            if ContinuousClock.now >= deadline {
+                _ = sendSignal(pid, SIGKILL)
+                break
+            }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        while isRunning { try? await Task.sleep(for: .milliseconds(10)) }
+        state.withLock { $0.process = nil }
+    }
+
+    /// Kills the broker with SIGKILL (an abrupt crash, no goodbye to clients) and waits until it exited.
+    public func kill() async {
+        let pid: Int32? = state.withLock { $0.process.flatMap { $0.isRunning ? $0.processIdentifier : nil } }
+        guard let pid else { return }
+        _ = sendSignal(pid, SIGKILL)
+        while isRunning { try? await Task.sleep(for: .milliseconds(10)) }
+        state.withLock { $0.process = nil }
+    }
+
+    /// The broker's stderr and log file contents (for error messages).
+    public func diagnostics() -> String {
+        let stderrText = (try? String(contentsOfFile: directory + "/stderr.log", encoding: .utf8)) ?? ""
+        let logText = (try? String(contentsOfFile: logFile, encoding: .utf8)) ?? ""
+        return (stderrText + logText).split(separator: "\n").suffix(30).joined(separator: "\n")
+    }
+
+    // MARK: Sockets
+
+    private static func currentUserName() -> String? {
+        guard let entry = getpwuid(geteuid()), let name = entry.pointee.pw_name else { return nil }
+        return String(cString: name)
+    }
+
+    private static func loopbackAddress(port: Int) -> sockaddr_in {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = in_addr_t(0x7F00_0001).bigEndian
+        return address
+    }
+
+    private static func makeSocket() -> Int32 {
+        #if canImport(Glibc) || canImport(Musl)
+        return socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #else
+        return socket(AF_INET, SOCK_STREAM, 0)
+        #endif
+    }
+
+    /// A loopback port that nothing listens on right now (bound with port 0, then released).
+    /// - Parameter avoiding: A port not to return.
+    /// - Returns: The port number.
+    /// - Throws: ``Error`` when no socket can be bound.
+    public static func freeLoopbackPort(avoiding: Int? = nil) throws -> Int {
+        for _ in 0..<10 {
+            let fd = makeSocket()
+            guard fd >= 0 else { break }
+            defer { close(fd) }
+            var address = loopbackAddress(port: 0)
+            let bound = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+            guard bound == 0 else { continue }
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let named = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+            }
+            guard named == 0 else { continue }
+            let port = Int(UInt16(bigEndian: address.sin_port))
+            if port != avoiding { return port }
+        }
+        throw Error(message: "Cannot find a free loopback port (socket/bind failed: \(String(cString: strerror(errno))))")
+    }
+
+    /// Whether something accepts TCP connections on 127.0.0.1:`port`.
+    /// - Parameter port: The port.
+    /// - Returns: `true` when a connect succeeds.
+    public static func accepts(port: Int) -> Bool {
+        let fd = makeSocket()
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = loopbackAddress(port: port)
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        return result == 0
+    }
+}
+
+/// `kill(2)`, reachable from inside `MosquittoBroker` where `kill()` is a method.
+private func sendSignal(_ pid: pid_t, _ signal: Int32) -> Int32 { kill(pid, signal) }

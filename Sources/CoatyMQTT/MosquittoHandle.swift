@@ -1,0 +1,252 @@
+import CMosquittoShim
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The version of the linked libmosquitto, e.g. `2000011` for 2.0.11 (major × 1 000 000 + minor × 1000 + revision).
+public var libmosquittoVersion: Int { Int(CMosquittoShim_libraryVersion()) }
+
+/// An event from the C shim, copied out of its C representation.
+struct ShimEvent: Sendable {
+    enum Kind: Int32, Sendable {
+        case connected = 1
+        case connectionRefused = 2
+        case connectFailed = 3
+        case connectionLost = 4
+        case published = 5
+        case subscribed = 6
+        case unsubscribed = 7
+        case stopped = 8
+    }
+
+    var kind: Kind
+    var code: Int32
+    var mid: Int32
+    var detail: String
+}
+
+/// The thin Swift wrapper around one C shim client; the only place that touches its raw pointer.
+///
+/// `@unchecked Sendable`: this box carries a pointer across the C boundary. The C client guards all of its
+/// state with its own mutexes (queue, control, acknowledgement and error locks) and libmosquitto's, so
+/// calling it from any thread is safe; the pointer itself is immutable and released exactly once in `deinit`.
+final class MosquittoHandle: @unchecked Sendable {
+    private let pointer: OpaquePointer
+    static let maximumBatch = 512
+
+    init(configuration: MQTTConfiguration) throws {
+        var arena = CStringArena()
+        defer { arena.free() }
+        var options = CMosquittoShim_Options()
+        options.clientId = arena.copy(configuration.clientId)
+        options.host = arena.copy(configuration.host)
+        options.port = Int32(clamping: configuration.port)
+        options.keepAliveSeconds = Int32(clamping: configuration.keepAlive.components.seconds)
+        options.cleanSession = configuration.cleanSession
+        options.protocolV5 = configuration.protocolVersion == .v5
+        options.username = arena.copy(configuration.username)
+        options.password = arena.copy(configuration.password)
+        if let tls = configuration.tls {
+            options.useTLS = true
+            options.caFile = arena.copy(tls.caFile)
+            options.certificateFile = arena.copy(tls.certificateFile)
+            options.privateKeyFile = arena.copy(tls.privateKeyFile)
+            options.verifyServer = tls.verifyServer
+        }
+        if let will = configuration.will {
+            options.hasWill = true
+            options.willTopic = arena.copy(will.topic)
+            options.willPayload = UnsafeRawPointer(arena.copy(bytes: will.payload))
+            options.willPayloadLength = Int32(clamping: will.payload.count)
+            options.willQoS = Int32(will.qos.rawValue)
+            options.willRetain = will.retain
+        }
+        options.connectTimeoutMilliseconds = Self.milliseconds(configuration.connectTimeout)
+        options.reconnectDelayMilliseconds = Self.milliseconds(configuration.reconnectDelay)
+        options.maxReconnectDelayMilliseconds = Self.milliseconds(configuration.maxReconnectDelay)
+        options.messageCapacity = Int32(clamping: max(1, configuration.messageBufferCapacity))
+
+        var code: Int32 = 0
+        var text = [CChar](repeating: 0, count: 256)
+        let created = text.withUnsafeMutableBufferPointer { buffer in
+            CMosquittoShim_Client_create(&options, &code, buffer.baseAddress, buffer.count)
+        }
+        guard let created else {
+            let message = text.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+            throw MQTTError(
+                .invalidConfiguration,
+                "Cannot set up the MQTT client for \(configuration.url): \(message)"
+                    + " (check the TLS file paths and the will topic)."
+            )
+        }
+        pointer = created
+    }
+
+    deinit {
+        CMosquittoShim_Client_stop(pointer)
+        CMosquittoShim_Client_closeDispatcher(pointer)
+        CMosquittoShim_Client_release(pointer)
+    }
+
+    private static func milliseconds(_ duration: Duration) -> Int32 {
+        let (seconds, attoseconds) = duration.components
+        return Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000)
+    }
+
+    /// Starts the network loop thread; returns a MOSQ_ERR_* code.
+    func start() -> Int32 { CMosquittoShim_Client_start(pointer) }
+
+    /// Asks the network loop to flush, disconnect and end (non-blocking).
+    func stop() { CMosquittoShim_Client_stop(pointer) }
+
+    func openDispatcher() { CMosquittoShim_Client_openDispatcher(pointer) }
+
+    func closeDispatcher() { CMosquittoShim_Client_closeDispatcher(pointer) }
+
+    /// Blocks until something is ready; returns the wake mask.
+    func wait(timeoutMilliseconds: Int32) -> Int32 { CMosquittoShim_Client_wait(pointer, timeoutMilliseconds) }
+
+    func popEvent() -> ShimEvent? {
+        guard let event = CMosquittoShim_Client_popEvent(pointer) else { return nil }
+        defer { CMosquittoShim_Event_free(event) }
+        let detail = withUnsafeBytes(of: &event.pointee.detail) { raw in
+            String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+        }
+        guard let kind = ShimEvent.Kind(rawValue: event.pointee.kind) else { return nil }
+        return ShimEvent(kind: kind, code: event.pointee.code, mid: event.pointee.mid, detail: detail)
+    }
+
+    var droppedCount: UInt64 { CMosquittoShim_Client_droppedCount(pointer) }
+
+    func discardMessages() { CMosquittoShim_Client_discardMessages(pointer) }
+
+    /// Takes up to `maximumBatch` queued messages, converting each into an ``MQTTMessage`` and freeing the C copy.
+    /// When none is queued and `arm` is set, the next message wakes the dispatcher.
+    func takeMessages(arm: Bool) -> [MQTTMessage] {
+        withUnsafeTemporaryAllocation(
+            of: UnsafeMutablePointer<CMosquittoShim_Message>?.self,
+            capacity: Self.maximumBatch
+        ) { buffer in
+            let count = CMosquittoShim_Client_takeMessages(pointer, buffer.baseAddress, buffer.count, arm)
+            guard count > 0 else { return [] }
+            var messages = [MQTTMessage]()
+            messages.reserveCapacity(count)
+            for index in 0..<count {
+                guard let message = buffer[index] else { continue }
+                let header = message.pointee
+                let topic = String(
+                    decoding: UnsafeBufferPointer(
+                        start: CMosquittoShim_Message_topic(message),
+                        count: Int(header.topicLength)
+                    ),
+                    as: UTF8.self
+                )
+                let payload = [UInt8](
+                    UnsafeBufferPointer(start: CMosquittoShim_Message_payload(message), count: Int(header.payloadLength))
+                )
+                messages.append(
+                    MQTTMessage(
+                        topic: topic,
+                        payload: payload,
+                        qos: MQTTQoS(rawValue: Int(header.qos)) ?? .atMostOnce,
+                        retain: header.retain != 0
+                    )
+                )
+                CMosquittoShim_Message_free(message)
+            }
+            return messages
+        }
+    }
+
+    /// Publishes; returns the MOSQ_ERR_* code and the message id.
+    func publish(topic: String, payload: UnsafeRawBufferPointer, qos: MQTTQoS, retain: Bool) -> (Int32, Int32) {
+        var mid: Int32 = 0
+        let rc = topic.withCString { topicPointer in
+            CMosquittoShim_Client_publish(
+                pointer,
+                &mid,
+                topicPointer,
+                payload.baseAddress,
+                Int32(payload.count),
+                Int32(qos.rawValue),
+                retain
+            )
+        }
+        return (rc, mid)
+    }
+
+    /// Subscribes to filters with one QoS in one SUBSCRIBE packet; returns the MOSQ_ERR_* code and the message id.
+    func subscribe(_ filters: [String], qos: MQTTQoS) -> (Int32, Int32) {
+        var arena = CStringArena()
+        defer { arena.free() }
+        let pointers: [UnsafePointer<CChar>?] = filters.map { arena.copy($0) }
+        var mid: Int32 = 0
+        let rc = pointers.withUnsafeBufferPointer { buffer in
+            CMosquittoShim_Client_subscribe(pointer, &mid, buffer.baseAddress, Int32(buffer.count), Int32(qos.rawValue))
+        }
+        return (rc, mid)
+    }
+
+    /// Unsubscribes from one filter; returns the MOSQ_ERR_* code and the message id.
+    func unsubscribe(_ filter: String) -> (Int32, Int32) {
+        var mid: Int32 = 0
+        let rc = filter.withCString { CMosquittoShim_Client_unsubscribe(pointer, &mid, $0) }
+        return (rc, mid)
+    }
+
+    static func errorString(_ code: Int32) -> String { String(cString: CMosquittoShim_errorString(code)) }
+
+    static func reasonString(_ code: Int32, v5: Bool) -> String {
+        String(cString: CMosquittoShim_reasonString(code, v5))
+    }
+}
+
+/// libmosquitto error codes the Swift side interprets (values from mosquitto.h).
+enum MosquittoCode {
+    static let success: Int32 = 0
+    static let noMemory: Int32 = 1
+    static let protocolError: Int32 = 2
+    static let invalid: Int32 = 3
+    static let noConnection: Int32 = 4
+    static let connectionRefused: Int32 = 5
+    static let connectionLost: Int32 = 7
+    static let tls: Int32 = 8
+    static let payloadSize: Int32 = 9
+    static let authentication: Int32 = 11
+    static let errno: Int32 = 14
+    static let keepalive: Int32 = 19
+    static let oversizePacket: Int32 = 25
+    static let addressInfo: Int32 = 15
+    static let lookup: Int32 = 20
+    static let tlsHandshake: Int32 = 23
+    static let timeout: Int32 = -1000
+}
+
+/// Short-lived C copies of Swift strings for one C call.
+struct CStringArena {
+    private var allocations: [UnsafeMutableRawPointer] = []
+
+    mutating func copy(_ string: String?) -> UnsafePointer<CChar>? {
+        guard let string else { return nil }
+        guard let copy = strdup(string) else { return nil }
+        allocations.append(UnsafeMutableRawPointer(copy))
+        return UnsafePointer(copy)
+    }
+
+    mutating func copy(bytes: [UInt8]) -> UnsafePointer<UInt8>? {
+        let memory = UnsafeMutablePointer<UInt8>.allocate(capacity: max(1, bytes.count))
+        memory.initialize(from: bytes, count: bytes.count)
+        allocations.append(UnsafeMutableRawPointer(memory))
+        return UnsafePointer(memory)
+    }
+
+    mutating func free() {
+        for allocation in allocations { allocation.deallocate() }
+        allocations.removeAll()
+    }
+}
