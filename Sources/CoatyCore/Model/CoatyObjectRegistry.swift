@@ -1,0 +1,99 @@
+import Synchronization
+
+/// The object types an agent decodes into its own Swift types. Thread-safe; share one per agent.
+///
+/// Decoding a received object follows the Coaty rule: a registered object type decodes into the
+/// registered Swift type; otherwise a known core type decodes into that core type's struct with
+/// every unknown field kept in `custom`; otherwise decoding fails with a ``CoatyObjectError``.
+///
+/// ```swift
+/// let registry = CoatyObjectRegistry()
+/// registry.register(Light.self)
+/// let object = try registry.decode(json)      // AnyCoatyObject
+/// if let light = object.as(Light.self) { … }
+/// ```
+public final class CoatyObjectRegistry: Sendable {
+    private let types: Mutex<[String: any CoatyObject.Type]>
+
+    /// The `userInfo` key under which a registry can be handed to other decoders (such as
+    /// Foundation's `JSONDecoder`) for nested ``AnyCoatyObject`` values.
+    public static let userInfoKey = CodingUserInfoKey(rawValue: "coaty.CoatyObjectRegistry")!
+
+    /// A registry that knows the core types only.
+    static let coreTypesOnly = CoatyObjectRegistry()
+
+    /// A registry knowing the core types and `types`.
+    /// - Parameter types: custom object types to register.
+    public init(_ types: [any CoatyObject.Type] = []) {
+        var map: [String: any CoatyObject.Type] = [:]
+        for type in types { map[type.objectType] = type }
+        self.types = Mutex(map)
+    }
+
+    /// Registers a Swift type for its ``CoatyObject/objectType-swift.type.property``; a later
+    /// registration for the same object type replaces the earlier one.
+    /// - Parameter type: the type to register.
+    public func register<T: CoatyObject>(_ type: T.Type) {
+        types.withLock { $0[T.objectType] = type }
+    }
+
+    /// Removes the registration for `objectType`, if any.
+    /// - Parameter objectType: the object type.
+    public func unregister(objectType: String) {
+        _ = types.withLock { $0.removeValue(forKey: objectType) }
+    }
+
+    /// The Swift type registered for `objectType`, if any (core types are not listed).
+    /// - Parameter objectType: the object type.
+    /// - Returns: the registered type.
+    public func registeredType(for objectType: String) -> (any CoatyObject.Type)? {
+        types.withLock { $0[objectType] }
+    }
+
+    /// The Swift type a received object of `objectType`/`coreType` decodes into.
+    /// - Parameters:
+    ///   - objectType: the object type.
+    ///   - coreType: the core type.
+    /// - Returns: the registered type, else the core type's struct.
+    public func swiftType(objectType: String, coreType: CoreType) -> any CoatyObject.Type {
+        registeredType(for: objectType) ?? coreType.coreObjectType
+    }
+
+    /// Decodes a received object.
+    /// - Parameter json: the object's JSON.
+    /// - Returns: the object, keeping `json` as received.
+    /// - Throws: ``CoatyObjectError`` naming the field and object type when the object is invalid.
+    public func decode(_ json: JSONObject) throws -> AnyCoatyObject {
+        try decode(json, decoder: JSONValueDecoder(registry: self))
+    }
+
+    /// Decodes a received object from a JSON value.
+    /// - Parameter json: the object's JSON.
+    /// - Returns: the object.
+    /// - Throws: ``CoatyObjectError`` (``CoatyObjectError/Kind/notAnObject`` for a non-object).
+    public func decode(_ json: JSONValue) throws -> AnyCoatyObject {
+        guard case .object(let object) = json else { throw CoatyObjectError(.notAnObject) }
+        return try decode(object)
+    }
+
+    /// Parses and decodes a received object from UTF-8 JSON bytes.
+    /// - Parameter bytes: the JSON text of one object.
+    /// - Returns: the object.
+    /// - Throws: ``JSONParseError`` or ``CoatyObjectError``.
+    public func decode(bytes: [UInt8]) throws -> AnyCoatyObject {
+        try decode(try JSONValue(parsing: bytes))
+    }
+
+    func decode(_ json: JSONObject, decoder: JSONValueDecoder) throws -> AnyCoatyObject {
+        let header = try CoatyObjectValidation.validateHeader(json)
+        let type = swiftType(objectType: header.objectType, coreType: header.coreType)
+        var decoder = decoder
+        if decoder.registry == nil { decoder.registry = self }
+        let value = try Self.decodeValue(type, from: json, decoder: decoder)
+        return AnyCoatyObject(json: json, value: value, objectType: header.objectType, coreType: header.coreType)
+    }
+
+    private static func decodeValue<T: CoatyObject>(_ type: T.Type, from json: JSONObject, decoder: JSONValueDecoder) throws -> any CoatyObject {
+        try decoder.decode(T.self, from: .object(json))
+    }
+}

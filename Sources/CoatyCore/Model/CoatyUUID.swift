@@ -1,0 +1,143 @@
+/// An RFC 4122 UUID as Coaty uses it: object ids, source ids, correlation ids.
+///
+/// Sixteen bytes held in two integers: cheap to copy, hash and compare. `CoatyUUID()` makes a
+/// fresh random (version 4) UUID; the text form is lowercase `8-4-4-4-12` hex, and it is encoded
+/// as that string.
+///
+/// ```swift
+/// let id = CoatyUUID()
+/// let same = CoatyUUID("\(id)")      // Optional(id)
+/// CoatyUUID("not-a-uuid")            // nil
+/// ```
+public struct CoatyUUID: Sendable, Hashable, Comparable {
+    /// The first eight bytes, big-endian.
+    public let high: UInt64
+    /// The last eight bytes, big-endian.
+    public let low: UInt64
+
+    /// A fresh random version 4 UUID.
+    public init() {
+        var generator = SystemRandomNumberGenerator()
+        self.init(randomUsing: &generator)
+    }
+
+    /// A random version 4 UUID drawn from `generator` (for reproducible tests).
+    /// - Parameter generator: the source of randomness.
+    public init(randomUsing generator: inout some RandomNumberGenerator) {
+        let high = generator.next() as UInt64
+        let low = generator.next() as UInt64
+        // Version 4 in the high nibble of byte 6, variant 10xx in byte 8.
+        self.high = (high & 0xFFFF_FFFF_FFFF_0FFF) | 0x0000_0000_0000_4000
+        self.low = (low & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000
+    }
+
+    /// A UUID from its two halves.
+    /// - Parameters:
+    ///   - high: the first eight bytes, big-endian.
+    ///   - low: the last eight bytes, big-endian.
+    public init(high: UInt64, low: UInt64) {
+        self.high = high
+        self.low = low
+    }
+
+    /// Parses the `8-4-4-4-12` hex form (either case); `nil` for anything else.
+    /// - Parameter text: the UUID text.
+    public init?(_ text: String) {
+        var text = text
+        guard let parsed = text.withUTF8({ CoatyUUID.parse(UnsafeRawBufferPointer($0)) }) else { return nil }
+        self = parsed
+    }
+
+    /// Parses the `8-4-4-4-12` hex form (either case) from UTF-8 bytes.
+    /// - Parameter utf8: exactly 36 bytes of UUID text.
+    /// - Returns: the UUID, or `nil` when the bytes are not a UUID.
+    public static func parse(_ utf8: UnsafeRawBufferPointer) -> CoatyUUID? {
+        guard utf8.count == 36 else { return nil }
+        var high: UInt64 = 0
+        var low: UInt64 = 0
+        var nibbles = 0
+        for i in 0..<36 {
+            let byte = utf8[i]
+            if i == 8 || i == 13 || i == 18 || i == 23 {
+                guard byte == UInt8(ascii: "-") else { return nil }
+                continue
+            }
+            let nibble: UInt8
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): nibble = byte &- UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): nibble = byte &- UInt8(ascii: "a") &+ 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): nibble = byte &- UInt8(ascii: "A") &+ 10
+            default: return nil
+            }
+            if nibbles < 16 {
+                high = high << 4 | UInt64(nibble)
+            } else {
+                low = low << 4 | UInt64(nibble)
+            }
+            nibbles += 1
+        }
+        return CoatyUUID(high: high, low: low)
+    }
+
+    /// The lowercase `8-4-4-4-12` text form.
+    public var uuidString: String {
+        String(unsafeUninitializedCapacity: 36) { buffer in
+            let hex: StaticString = "0123456789abcdef"
+            let digits = hex.utf8Start
+            var out = 0
+            for nibbleIndex in 0..<32 {
+                if nibbleIndex == 8 || nibbleIndex == 12 || nibbleIndex == 16 || nibbleIndex == 20 {
+                    buffer[out] = UInt8(ascii: "-")
+                    out += 1
+                }
+                let word = nibbleIndex < 16 ? high : low
+                let shift = UInt64(60 - (nibbleIndex % 16) * 4)
+                buffer[out] = digits[Int((word >> shift) & 0xF)]
+                out += 1
+            }
+            return 36
+        }
+    }
+
+    /// The lowercase hex digits without dashes (32 characters).
+    public var compactString: String {
+        var s = uuidString
+        s.removeAll { $0 == "-" }
+        return s
+    }
+
+    /// The version number (4 for random UUIDs).
+    public var version: Int { Int((high >> 12) & 0xF) }
+
+    /// Orders by the 128-bit value.
+    public static func < (lhs: CoatyUUID, rhs: CoatyUUID) -> Bool {
+        (lhs.high, lhs.low) < (rhs.high, rhs.low)
+    }
+}
+
+extension CoatyUUID: LosslessStringConvertible {
+    /// The lowercase text form.
+    public var description: String { uuidString }
+}
+
+extension CoatyUUID: Codable {
+    /// Decodes the text form.
+    /// - Parameter decoder: the decoder.
+    /// - Throws: `DecodingError.dataCorrupted` when the string is not a UUID.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        let text = try container.decode(String.self)
+        guard let uuid = CoatyUUID(text) else {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "Not a UUID: \"\(text)\"")
+        }
+        self = uuid
+    }
+
+    /// Encodes the lowercase text form.
+    /// - Parameter encoder: the encoder.
+    /// - Throws: whatever the encoder throws.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(uuidString)
+    }
+}
