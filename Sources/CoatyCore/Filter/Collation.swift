@@ -209,13 +209,13 @@ public enum CoatyCollation {
         case .currencySymbol:
             emit(currencyBase + v, commonSecondary, lowerTertiary)
         case .decimalNumber:
-            if let n = properties.numericValue, n >= 0, n <= 9, n == n.rounded() {
+            if let n = properties.numericValue, n >= 0, n <= 9, Double(Int(n)) == n {
                 emit(digitBase + UInt32(n), commonSecondary, lowerTertiary)
             } else {
                 emit(otherNumberBase + v, commonSecondary, lowerTertiary)
             }
         case .letterNumber, .otherNumber:
-            if let n = properties.numericValue, n >= 0, n <= 9, n == n.rounded() {
+            if let n = properties.numericValue, n >= 0, n <= 9, Double(Int(n)) == n {
                 emit(digitBase + UInt32(n), commonSecondary, variantTertiary)
             } else {
                 emit(otherNumberBase + v, commonSecondary, lowerTertiary)

@@ -173,9 +173,13 @@ struct CompiledConditions: Sendable {
 
     func matches(_ object: JSONValue) -> Bool {
         switch combination {
-        case .all: true
-        case .and: conditions.allSatisfy { $0.matches(object) }
-        case .or: conditions.contains { $0.matches(object) }
+        case .all: return true
+        case .and:
+            for i in conditions.indices where !conditions[i].matches(object) { return false }
+            return true
+        case .or:
+            for i in conditions.indices where conditions[i].matches(object) { return true }
+            return false
         }
     }
 }
@@ -200,100 +204,130 @@ struct CollatedString: Sendable {
 }
 
 struct CompiledCondition: Sendable {
-    enum Test: Sendable {
-        case exists
-        case notExists
-        case relational(ObjectFilterOperator, JSONValue?, CollatedString?)
-        case between(negated: Bool, lower: JSONValue?, upper: JSONValue?, strings: (CollatedString, CollatedString)?)
-        case like(LikePattern?)
-        case equals(JSONValue?, negated: Bool)
-        case contains(JSONValue?, negated: Bool)
-        case includes(JSONValue?, negated: Bool)
-    }
+    /// Tests a defined property value.
+    typealias Test = @Sendable (JSONValue) -> Bool
 
     let path: PropertyPath
+    /// NotExists: the only operator that is true on an undefined value.
+    let isNotExists: Bool
     let test: Test
 
     init(_ condition: ObjectFilterCondition) {
         path = PropertyPath(condition.property)
         let e = condition.expression
+        isNotExists = e.operator == .notExists
+        test = Self.compile(e)
+    }
+
+    @inline(__always)
+    func matches(_ object: JSONValue) -> Bool {
+        guard let value = path.value(in: object) else { return isNotExists }
+        return !isNotExists && test(value)
+    }
+
+    private static func compile(_ e: ObjectFilterExpression) -> Test {
+        let operand = e.operand1
         switch e.operator {
-        case .exists:
-            test = .exists
-        case .notExists:
-            test = .notExists
+        case .exists, .notExists:
+            return { _ in true }
         case .lessThan, .lessThanOrEqual, .greaterThan, .greaterThanOrEqual:
-            test = .relational(e.operator, e.operand1, e.operand1?.stringValue.map(CollatedString.init))
+            return relational(e.operator, operand)
         case .between, .notBetween:
-            var strings: (CollatedString, CollatedString)?
-            if case .string(let a)? = e.operand1, case .string(let b)? = e.operand2 {
-                strings =
-                    CoatyCollation.compare(a, b) > 0
-                    ? (CollatedString(b), CollatedString(a)) : (CollatedString(a), CollatedString(b))
-            }
-            // Generic bounds are swapped when operand1 > operand2 in JavaScript.
-            let swap = JavaScript.greater(e.operand1, e.operand2)
-            test = .between(
-                negated: e.operator == .notBetween,
-                lower: swap ? e.operand2 : e.operand1,
-                upper: swap ? e.operand1 : e.operand2,
-                strings: strings)
+            return between(negated: e.operator == .notBetween, operand, e.operand2)
         case .like:
-            test = .like(e.operand1?.stringValue.map(LikePattern.init))
+            guard case .string(let p)? = operand else { return { _ in false } }
+            let pattern = LikePattern(p)
+            return { value in
+                guard case .string(let s) = value else { return false }
+                return pattern.matches(s)
+            }
         case .equals, .notEquals:
-            test = .equals(e.operand1, negated: e.operator == .notEquals)
+            let negated = e.operator == .notEquals
+            guard let operand else { return { _ in negated } }
+            switch operand {
+            case .int, .double:
+                let number = operand
+                return { value in value.isNumber ? ((value == number) != negated) : negated }
+            case .string(let string):
+                return { value in
+                    guard case .string(let s) = value else { return negated }
+                    return JavaScript.sameCodeUnits(s, string) != negated
+                }
+            case .bool(let bool):
+                return { value in (value.boolValue == bool) != negated }
+            default:
+                return { value in JavaScript.deepEquals(value, operand) != negated }
+            }
         case .contains, .notContains:
-            test = .contains(e.operand1, negated: e.operator == .notContains)
+            let negated = e.operator == .notContains
+            return { value in JavaScript.deepContains(value, operand) != negated }
         case .in, .notIn:
-            test = .includes(e.operand1, negated: e.operator == .notIn)
+            // A non-array operand makes Coaty JS throw: no match either way.
+            guard case .array(let elements)? = operand else { return { _ in false } }
+            let negated = e.operator == .notIn
+            return { value in elements.contains { JavaScript.deepEquals($0, value) } != negated }
         }
     }
 
-    func matches(_ object: JSONValue) -> Bool {
-        let value = path.value(in: object)
-        if case .notExists = test { return value == nil }
-        guard let value else { return false }
-        switch test {
-        case .exists:
-            return true
-        case .notExists:
-            return false
-        case .relational(let op, let operand, let collated):
-            if case .string(let s) = value, let collated {
-                let c = collated.compare(s)
-                switch op {
-                case .lessThan: return c < 0
-                case .lessThanOrEqual: return c <= 0
-                case .greaterThan: return c > 0
-                default: return c >= 0
+    private static func relational(_ op: ObjectFilterOperator, _ operand: JSONValue?) -> Test {
+        let collated = operand?.stringValue.map(CollatedString.init)
+        let jsCompare: @Sendable (JSONValue?, JSONValue?) -> Bool
+        let fromCollation: @Sendable (Int) -> Bool
+        switch op {
+        case .lessThan:
+            jsCompare = JavaScript.less
+            fromCollation = { $0 < 0 }
+        case .lessThanOrEqual:
+            jsCompare = JavaScript.lessOrEqual
+            fromCollation = { $0 <= 0 }
+        case .greaterThan:
+            jsCompare = JavaScript.greater
+            fromCollation = { $0 > 0 }
+        default:
+            jsCompare = JavaScript.greaterOrEqual
+            fromCollation = { $0 >= 0 }
+        }
+        if case .int(let n)? = operand {
+            // The common numeric case without JavaScript conversions.
+            return { value in
+                if case .int(let v) = value {
+                    switch op {
+                    case .lessThan: return v < n
+                    case .lessThanOrEqual: return v <= n
+                    case .greaterThan: return v > n
+                    default: return v >= n
+                    }
                 }
+                return jsCompare(value, operand)
             }
-            switch op {
-            case .lessThan: return JavaScript.less(value, operand)
-            case .lessThanOrEqual: return JavaScript.lessOrEqual(value, operand)
-            case .greaterThan: return JavaScript.greater(value, operand)
-            default: return JavaScript.greaterOrEqual(value, operand)
-            }
-        case .between(let negated, let lower, let upper, let strings):
-            if case .string(let s) = value, let (lo, hi) = strings {
+        }
+        return { value in
+            if let collated, case .string(let s) = value { return fromCollation(collated.compare(s)) }
+            return jsCompare(value, operand)
+        }
+    }
+
+    private static func between(negated: Bool, _ operand1: JSONValue?, _ operand2: JSONValue?) -> Test {
+        var strings: (CollatedString, CollatedString)?
+        if case .string(let a)? = operand1, case .string(let b)? = operand2 {
+            strings =
+                CoatyCollation.compare(a, b) > 0
+                ? (CollatedString(b), CollatedString(a)) : (CollatedString(a), CollatedString(b))
+        }
+        // Generic bounds are swapped when operand1 > operand2 in JavaScript.
+        let swap = JavaScript.greater(operand1, operand2)
+        let lower = swap ? operand2 : operand1
+        let upper = swap ? operand1 : operand2
+        let stringBounds = strings
+        return { value in
+            if let (lo, hi) = stringBounds, case .string(let s) = value {
                 let inside = lo.compare(s) >= 0 && hi.compare(s) <= 0
-                return negated ? !inside : inside
+                return inside != negated
             }
             if negated {
                 return JavaScript.less(value, lower) || JavaScript.greater(value, upper)
             }
             return JavaScript.greaterOrEqual(value, lower) && JavaScript.lessOrEqual(value, upper)
-        case .like(let pattern):
-            guard let pattern, case .string(let s) = value else { return false }
-            return pattern.matches(s)
-        case .equals(let operand, let negated):
-            return JavaScript.deepEquals(value, operand) != negated
-        case .contains(let operand, let negated):
-            return JavaScript.deepContains(value, operand) != negated
-        case .includes(let operand, let negated):
-            // A non-array operand makes Coaty JS throw: no match either way.
-            guard let found = JavaScript.includes(operand, value) else { return false }
-            return found != negated
         }
     }
 }
@@ -329,7 +363,7 @@ enum SortValue: Sendable {
         case (.undefined, .undefined):
             return 0
         case (.string(let a, let ka), .string(let b, let kb)):
-            if a.utf8.elementsEqual(b.utf8) { return 0 }
+            if JavaScript.sameCodeUnits(a, b) { return 0 }
             return ka.compare(to: kb)
         case (.undefined, _):
             return -1

@@ -12,10 +12,24 @@ enum JavaScript {
         case (nil, nil): return true
         case (.null?, .null?): return true
         case (.bool(let x)?, .bool(let y)?): return x == y
-        case (.string(let x)?, .string(let y)?): return x.utf8.elementsEqual(y.utf8)
+        case (.string(let x)?, .string(let y)?): return sameCodeUnits(x, y)
         case (.int(let x)?, .int(let y)?): return x == y
         case (let x?, let y?) where x.isNumber && y.isNumber: return x == y
         default: return false
+        }
+    }
+
+    /// Whether two strings have the same code units (JavaScript string `===`; Swift's `==` would
+    /// also equate canonically equivalent strings).
+    static func sameCodeUnits(_ a: String, _ b: String) -> Bool {
+        var a = a
+        var b = b
+        return a.withUTF8 { pa in
+            b.withUTF8 { pb in
+                guard pa.count == pb.count else { return false }
+                for i in 0..<pa.count where pa[i] != pb[i] { return false }
+                return true
+            }
         }
     }
 
