@@ -70,6 +70,27 @@ struct ObjectFilterCodingTests {
         #expect(try filterJSONText(decoded) == c.json)
     }
 
+    /// With CoatyKit's own JSON codec, key order (including inside operands) survives, so a
+    /// filter re-encodes to the very text Coaty JS sent.
+    @Test(arguments: [
+        #"{"conditions":["a",[7,{"z":1,"a":[2,{"y":null,"b":true}]}]]}"#,
+        #"{"conditions":{"or":[["b",[11,{"k":1,"c":2}]],[["x.y"],[13,[{"q":1,"p":2}]]]]},"orderByProperties":[["b","Desc"]],"skip":2,"take":1}"#,
+        #"{"conditions":["v",[4,1.5,-2]],"take":5}"#,
+    ])
+    func ownCodecKeepsCoatyTextExactly(_ json: String) throws {
+        let filter = try JSONValueDecoder().decode(ObjectFilter.self, from: json)
+        #expect(try JSONValueEncoder().encodeToString(filter) == json)
+        // And through a JSONValue tree.
+        let tree = try JSONValue(parsing: json)
+        #expect(try JSONValueEncoder().encode(try JSONValueDecoder().decode(ObjectFilter.self, from: tree)) == tree)
+    }
+
+    @Test func ownCodecReportsMalformedFilters() {
+        for json in Self.malformedFilters {
+            #expect(throws: (any Error).self, "\(json)") { try JSONValueDecoder().decode(ObjectFilter.self, from: json) }
+        }
+    }
+
     @Test func absentFirstOperandBeforeASecondIsWrittenAsNull() throws {
         // As JavaScript's JSON.stringify writes [4, undefined, 5].
         let filter = ObjectFilter.where("v", ObjectFilterExpression(.between, nil, 5))

@@ -47,8 +47,8 @@ extension ObjectFilterExpression: Codable {
         }
         var operand1: JSONValue?
         var operand2: JSONValue?
-        if !container.isAtEnd { operand1 = try container.decode(FilterJSONCoding.self).value }
-        if !container.isAtEnd { operand2 = try container.decode(FilterJSONCoding.self).value }
+        if !container.isAtEnd { operand1 = try container.decode(JSONValue.self) }
+        if !container.isAtEnd { operand2 = try container.decode(JSONValue.self) }
         if !container.isAtEnd {
             throw DecodingError.dataCorruptedError(
                 in: container, debugDescription: "A filter expression has at most two operands")
@@ -62,10 +62,10 @@ extension ObjectFilterExpression: Codable {
         var container = encoder.unkeyedContainer()
         try container.encode(self.operator.rawValue)
         if let operand2 {
-            try container.encode(FilterJSONCoding(operand1 ?? .null))
-            try container.encode(FilterJSONCoding(operand2))
+            try container.encode(operand1 ?? .null)
+            try container.encode(operand2)
         } else if let operand1 {
-            try container.encode(FilterJSONCoding(operand1))
+            try container.encode(operand1)
         }
     }
 }
@@ -200,83 +200,5 @@ extension ContextFilter: Codable {
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encodeIfPresent(conditions, forKey: .conditions)
-    }
-}
-
-// MARK: - Operands
-
-/// Codes a filter operand as any JSON value, independently of any other `JSONValue` coding.
-struct FilterJSONCoding: Codable {
-    var value: JSONValue
-
-    init(_ value: JSONValue) {
-        self.value = value
-    }
-
-    private struct Key: CodingKey {
-        var stringValue: String
-        var intValue: Int? { nil }
-        init(stringValue: String) { self.stringValue = stringValue }
-        init?(intValue: Int) { return nil }
-    }
-
-    init(from decoder: any Decoder) throws {
-        if let keyed = try? decoder.container(keyedBy: Key.self) {
-            var object = JSONObject()
-            for key in keyed.allKeys {
-                object[key.stringValue] = try keyed.decode(FilterJSONCoding.self, forKey: key).value
-            }
-            value = .object(object)
-            return
-        }
-        if var unkeyed = try? decoder.unkeyedContainer() {
-            var array: [JSONValue] = []
-            if let count = unkeyed.count { array.reserveCapacity(count) }
-            while !unkeyed.isAtEnd {
-                array.append(try unkeyed.decode(FilterJSONCoding.self).value)
-            }
-            value = .array(array)
-            return
-        }
-        let single = try decoder.singleValueContainer()
-        if single.decodeNil() {
-            value = .null
-        } else if let b = try? single.decode(Bool.self) {
-            value = .bool(b)
-        } else if let i = try? single.decode(Int64.self) {
-            value = .int(i)
-        } else if let d = try? single.decode(Double.self) {
-            value = .double(d)
-        } else if let s = try? single.decode(String.self) {
-            value = .string(s)
-        } else {
-            throw DecodingError.dataCorruptedError(in: single, debugDescription: "Not a JSON value")
-        }
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        switch value {
-        case .null:
-            var c = encoder.singleValueContainer()
-            try c.encodeNil()
-        case .bool(let b):
-            var c = encoder.singleValueContainer()
-            try c.encode(b)
-        case .int(let i):
-            var c = encoder.singleValueContainer()
-            try c.encode(i)
-        case .double(let d):
-            var c = encoder.singleValueContainer()
-            try c.encode(d)
-        case .string(let s):
-            var c = encoder.singleValueContainer()
-            try c.encode(s)
-        case .array(let a):
-            var c = encoder.unkeyedContainer()
-            for element in a { try c.encode(FilterJSONCoding(element)) }
-        case .object(let o):
-            var c = encoder.container(keyedBy: Key.self)
-            for (key, member) in o { try c.encode(FilterJSONCoding(member), forKey: Key(stringValue: key)) }
-        }
     }
 }
