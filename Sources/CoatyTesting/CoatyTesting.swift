@@ -1,2 +1,0 @@
-/// Test support for Coaty agents: an in-process broker and fixtures.
-public enum CoatyTesting {}

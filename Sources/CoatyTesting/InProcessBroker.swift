@@ -1,0 +1,365 @@
+public import CoatyCore
+import Synchronization
+
+/// An MQTT 3.1.1 broker that lives in the test process, with transports that implement
+/// ``CoatyCore/CoatyTransport``.
+///
+/// It delivers with MQTT semantics: `+`/`#` wildcard subscriptions, `$`-topics not matched by
+/// leading wildcards, per-client delivery in publish order, no echo suppression (a client
+/// receives its own publications), retained messages, and the last will on an unclean
+/// connection loss (``InProcessTransport/simulateConnectionLoss(reconnect:)``,
+/// ``InProcessTransport/kill()``) but not on ``InProcessTransport/disconnect()``. Toggle it with
+/// ``goOffline()`` / ``goOnline()`` / ``simulateRestart()`` to exercise reconnect logic, and
+/// inspect ``publications`` to assert what was sent.
+///
+/// Everything is synchronous under one lock: when `publish` returns, the message is in the
+/// mailbox of every matching subscriber, so tests need no sleeps.
+///
+/// ```swift
+/// let broker = InProcessBroker()
+/// let transport = broker.makeTransport(clientId: "agent-1")
+/// try await transport.connect(will: nil)
+/// try await transport.subscribe("coaty/3/-/ADV:Task/+")
+/// ```
+public final class InProcessBroker: Sendable {
+    /// Options that select between behaviors of real brokers.
+    public struct Configuration: Sendable, Hashable {
+        /// Whether a client whose subscriptions overlap receives one copy of a message per
+        /// matching subscription, as mosquitto 2 does by default (`true`), or one copy in total.
+        public var deliversCopyPerMatchingSubscription: Bool
+        /// Whether retained messages survive ``simulateRestart()`` / ``goOffline()`` (a broker with
+        /// persistence); mosquitto's default is not to keep them.
+        public var keepsRetainedMessagesAcrossRestarts: Bool
+        /// Whether ``InProcessTransport/updateWill(_:)`` while connected reconnects (reporting
+        /// `reconnecting` then `connected`), as the MQTT 3.1.1 binding must; with `false` the will is
+        /// replaced silently.
+        public var reconnectsToUpdateWill: Bool
+        /// Whether publications are recorded in ``InProcessBroker/publications``.
+        public var recordsPublications: Bool
+
+        /// Creates a configuration; the defaults mimic mosquitto 2 with its default settings.
+        ///
+        /// - Parameters:
+        ///   - deliversCopyPerMatchingSubscription: one copy per matching subscription.
+        ///   - keepsRetainedMessagesAcrossRestarts: keep retained messages over restarts.
+        ///   - reconnectsToUpdateWill: reconnect to make an updated will effective.
+        ///   - recordsPublications: record every publication.
+        public init(
+            deliversCopyPerMatchingSubscription: Bool = true,
+            keepsRetainedMessagesAcrossRestarts: Bool = false,
+            reconnectsToUpdateWill: Bool = true,
+            recordsPublications: Bool = true
+        ) {
+            self.deliversCopyPerMatchingSubscription = deliversCopyPerMatchingSubscription
+            self.keepsRetainedMessagesAcrossRestarts = keepsRetainedMessagesAcrossRestarts
+            self.reconnectsToUpdateWill = reconnectsToUpdateWill
+            self.recordsPublications = recordsPublications
+        }
+    }
+
+    /// A message as it was published to the broker.
+    public struct Publication: Sendable, Hashable {
+        /// The client id of the publisher, or `nil` for ``InProcessBroker/publish(_:)``.
+        public var clientId: String?
+        /// The message as sent (with the publisher's retain flag).
+        public var message: TransportMessage
+        /// Whether the broker published it as the last will of `clientId`.
+        public var isWill: Bool
+
+        /// Creates a publication record.
+        ///
+        /// - Parameters:
+        ///   - clientId: the publisher's client id, `nil` for an injected message.
+        ///   - message: the message as sent.
+        ///   - isWill: whether it is a last will.
+        public init(clientId: String?, message: TransportMessage, isWill: Bool = false) {
+            self.clientId = clientId
+            self.message = message
+            self.isWill = isWill
+        }
+    }
+
+    /// The configuration given at creation.
+    public let configuration: Configuration
+    let state: Mutex<BrokerState>
+
+    /// Creates a broker that is online and has no clients.
+    ///
+    /// - Parameter configuration: behavior options; the defaults mimic mosquitto 2.
+    public init(configuration: Configuration = Configuration()) {
+        self.configuration = configuration
+        self.state = Mutex(BrokerState())
+    }
+
+    /// Creates a transport (an MQTT client) attached to this broker. It starts disconnected.
+    ///
+    /// - Parameter clientId: the MQTT client id, used in ``publications`` and diagnostics.
+    /// - Returns: a transport implementing `CoatyTransport`.
+    public func makeTransport(clientId: String) -> InProcessTransport {
+        let index = state.withLock { state in
+            state.clients.append(ClientState(clientId: clientId))
+            return state.clients.count - 1
+        }
+        return InProcessTransport(broker: self, index: index, clientId: clientId)
+    }
+
+    // MARK: Availability
+
+    /// Whether the broker accepts connections.
+    public var isOnline: Bool { state.withLock { $0.online } }
+
+    /// Takes the broker down: every connected client loses its connection without wills being
+    /// published (the broker is gone) and keeps trying to reconnect (`reconnecting`); retained
+    /// messages are dropped unless ``Configuration/keepsRetainedMessagesAcrossRestarts``.
+    public func goOffline() {
+        state.withLock { state in
+            guard state.online else { return }
+            state.online = false
+            if !configuration.keepsRetainedMessagesAcrossRestarts { state.retained.removeAll() }
+            for i in state.clients.indices where state.clients[i].lifecycle == .connected {
+                state.setLifecycle(i, .reconnecting)
+            }
+        }
+    }
+
+    /// Brings the broker up: every client that wants a connection (connecting or reconnecting)
+    /// connects, its subscriptions are re-established, then it reports `connected`.
+    public func goOnline() {
+        state.withLock { state in
+            guard !state.online else { return }
+            state.online = true
+            for i in state.clients.indices {
+                state.establishIfPossible(i, configuration)
+            }
+        }
+    }
+
+    /// Restarts the broker: ``goOffline()`` then ``goOnline()``. Each client observes
+    /// `reconnecting` then `connected`.
+    public func simulateRestart() {
+        goOffline()
+        goOnline()
+    }
+
+    // MARK: Publishing from outside
+
+    /// Publishes a message as an anonymous client that is not subscribed to anything, e.g. to
+    /// inject what a foreign agent would send.
+    ///
+    /// - Parameter message: the message; its topic is not validated, so tests can inject
+    ///   malformed Coaty topics.
+    /// - Returns: whether the broker was online and routed the message.
+    @discardableResult
+    public func publish(_ message: TransportMessage) -> Bool {
+        state.withLock { state in
+            guard state.online else { return false }
+            state.route(message, from: nil, isWill: false, configuration)
+            return true
+        }
+    }
+
+    // MARK: Inspection
+
+    /// Every publication since creation or ``clearPublications()``, in order (wills included).
+    public var publications: [Publication] { state.withLock { $0.publications } }
+
+    /// The publications whose topic matches an MQTT topic filter.
+    ///
+    /// - Parameter filter: an MQTT topic filter, e.g. `coaty/3/+/ADV:Identity/+`.
+    /// - Returns: the matching publications in order.
+    public func publications(matching filter: String) -> [Publication] {
+        state.withLock { state in
+            state.publications.filter { MQTTTopicFilter.matches(topic: $0.message.topic, filter: filter) }
+        }
+    }
+
+    /// Forgets the recorded publications.
+    public func clearPublications() {
+        state.withLock { $0.publications.removeAll() }
+    }
+
+    /// The retained messages, sorted by topic.
+    public var retainedMessages: [TransportMessage] {
+        state.withLock { state in state.retained.values.sorted { $0.topic < $1.topic } }
+    }
+
+    /// The client ids of the currently connected clients, in creation order.
+    public var connectedClientIds: [String] {
+        state.withLock { state in state.clients.filter { $0.lifecycle == .connected }.map(\.clientId) }
+    }
+
+    /// The topic filters a client has subscribed, in subscription order (empty if unknown).
+    ///
+    /// The broker applies them only while the client is connected.
+    ///
+    /// - Parameter clientId: the client id given to ``makeTransport(clientId:)``.
+    /// - Returns: the filters of the first client with that id.
+    public func subscriptions(ofClient clientId: String) -> [String] {
+        state.withLock { state in
+            state.clients.first { $0.clientId == clientId }?.subscriptions.map(\.filter) ?? []
+        }
+    }
+}
+
+// MARK: - State
+
+/// A subscription of a client.
+struct Subscription {
+    var filter: String
+    var qos: TransportQoS
+}
+
+/// The result of waiting for a connection.
+enum ConnectOutcome {
+    case connected
+    case cancelled
+    case stopped
+}
+
+/// The broker-side view of one transport, mailbox included.
+struct ClientState {
+    let clientId: String
+    var lifecycle: TransportConnectionState = .disconnected
+    /// `connect` was called and neither `disconnect` nor `kill` since.
+    var wantsConnection = false
+    /// The simulated network link is down (``InProcessTransport/simulateConnectionLoss(reconnect:)``).
+    var linkDown = false
+    var will: TransportMessage?
+    /// The transport-owned subscription set, in order; active on the broker while connected.
+    var subscriptions: [Subscription] = []
+    /// Received messages not yet consumed: `mailbox[mailboxHead...]`.
+    var mailbox: [TransportMessage] = []
+    var mailboxHead = 0
+    /// The consumer waiting in `messages.next()`.
+    var messageWaiter: UnsafeContinuation<Bool, Never>?
+    var stateObservers: [Int: AsyncStream<TransportConnectionState>.Continuation] = [:]
+    var connectWaiters: [Int: UnsafeContinuation<ConnectOutcome, Never>] = [:]
+
+    init(clientId: String) {
+        self.clientId = clientId
+    }
+
+    mutating func deliver(_ message: TransportMessage) {
+        mailbox.append(message)
+        if let waiter = messageWaiter {
+            messageWaiter = nil
+            waiter.resume(returning: true)
+        }
+    }
+
+    mutating func popMessage() -> TransportMessage? {
+        guard mailboxHead < mailbox.count else { return nil }
+        let message = mailbox[mailboxHead]
+        mailboxHead += 1
+        if mailboxHead == mailbox.count {
+            mailbox.removeAll(keepingCapacity: true)
+            mailboxHead = 0
+        } else if mailboxHead >= 4096 && mailboxHead * 2 >= mailbox.count {
+            mailbox.removeFirst(mailboxHead)
+            mailboxHead = 0
+        }
+        return message
+    }
+}
+
+/// Everything the broker knows, guarded by one lock.
+struct BrokerState {
+    var online = true
+    var clients: [ClientState] = []
+    var retained: [String: TransportMessage] = [:]
+    var publications: [InProcessBroker.Publication] = []
+    var nextToken = 0
+
+    mutating func makeToken() -> Int {
+        nextToken += 1
+        return nextToken
+    }
+
+    /// Sets a client's connection state and tells its observers.
+    mutating func setLifecycle(_ index: Int, _ lifecycle: TransportConnectionState) {
+        guard clients[index].lifecycle != lifecycle else { return }
+        clients[index].lifecycle = lifecycle
+        for observer in clients[index].stateObservers.values {
+            observer.yield(lifecycle)
+        }
+        if lifecycle == .connected || lifecycle == .disconnected {
+            let outcome: ConnectOutcome = lifecycle == .connected ? .connected : .stopped
+            let waiters = clients[index].connectWaiters
+            clients[index].connectWaiters.removeAll()
+            for waiter in waiters.values {
+                waiter.resume(returning: outcome)
+            }
+        }
+    }
+
+    /// Connects a client that wants a connection when the broker is online and its link is up:
+    /// re-establishes its subscriptions (delivering matching retained messages) and then reports
+    /// `connected`.
+    mutating func establishIfPossible(_ index: Int, _ configuration: InProcessBroker.Configuration) {
+        let client = clients[index]
+        guard online, client.wantsConnection, !client.linkDown, client.lifecycle != .connected else { return }
+        for subscription in client.subscriptions {
+            deliverRetained(to: index, filter: subscription.filter, qos: subscription.qos)
+        }
+        setLifecycle(index, .connected)
+    }
+
+    /// Drops a client's connection. The will is published unless the client disconnected cleanly.
+    mutating func dropConnection(
+        _ index: Int,
+        publishWill: Bool,
+        then lifecycle: TransportConnectionState,
+        _ configuration: InProcessBroker.Configuration
+    ) {
+        let wasConnected = clients[index].lifecycle == .connected
+        setLifecycle(index, lifecycle)
+        if wasConnected, publishWill, online, let will = clients[index].will {
+            route(will, from: index, isWill: true, configuration)
+        }
+    }
+
+    /// Delivers retained messages matching a new subscription, flagged `retain`.
+    mutating func deliverRetained(to index: Int, filter: String, qos: TransportQoS) {
+        guard !retained.isEmpty else { return }
+        for message in retained.values.sorted(by: { $0.topic < $1.topic })
+        where MQTTTopicFilter.matches(topic: message.topic, filter: filter) {
+            var copy = message
+            copy.retain = true
+            copy.qos = min(message.qos, qos)
+            clients[index].deliver(copy)
+        }
+    }
+
+    /// Records, retains and delivers a publication to every connected client with a matching
+    /// subscription, in one step so that every client sees publications in the same order.
+    mutating func route(
+        _ message: TransportMessage,
+        from publisher: Int?,
+        isWill: Bool,
+        _ configuration: InProcessBroker.Configuration
+    ) {
+        if configuration.recordsPublications {
+            publications.append(
+                InProcessBroker.Publication(
+                    clientId: publisher.map { clients[$0].clientId }, message: message, isWill: isWill))
+        }
+        if message.retain {
+            if message.payload.isEmpty {
+                retained[message.topic] = nil
+            } else {
+                retained[message.topic] = message
+            }
+        }
+        var delivered = message
+        delivered.retain = false
+        let perSubscription = configuration.deliversCopyPerMatchingSubscription
+        for i in clients.indices where clients[i].lifecycle == .connected {
+            for subscription in clients[i].subscriptions
+            where MQTTTopicFilter.matches(topic: message.topic, filter: subscription.filter) {
+                delivered.qos = min(message.qos, subscription.qos)
+                clients[i].deliver(delivered)
+                if !perSubscription { break }
+            }
+        }
+    }
+}

@@ -1,0 +1,360 @@
+public import CoatyCore
+import Synchronization
+
+/// A ``CoatyCore/CoatyTransport`` attached to an ``InProcessBroker``: an MQTT client without a
+/// network.
+///
+/// Besides the transport requirements it offers fault injection:
+/// ``simulateConnectionLoss(reconnect:)`` (an unclean loss: the will is published, the transport
+/// reconnects), ``restoreConnection()`` and ``kill()`` (the process dies: the will is published and
+/// the transport stays disconnected).
+public final class InProcessTransport: CoatyTransport {
+    /// The broker this transport is attached to.
+    public let broker: InProcessBroker
+    /// The MQTT client id.
+    public let clientId: String
+    let index: Int
+
+    init(broker: InProcessBroker, index: Int, clientId: String) {
+        self.broker = broker
+        self.index = index
+        self.clientId = clientId
+    }
+
+    // MARK: Messages
+
+    /// The single-consumer sequence of messages received on this transport's subscriptions.
+    public struct Messages: AsyncSequence, Sendable {
+        /// A received message.
+        public typealias Element = TransportMessage
+        /// Receiving never fails.
+        public typealias Failure = Never
+
+        let transport: InProcessTransport
+
+        /// Creates an iterator over the transport's mailbox.
+        public func makeAsyncIterator() -> Iterator { Iterator(transport: transport) }
+
+        /// Pops messages from the transport's mailbox, waiting when it is empty.
+        public struct Iterator: AsyncIteratorProtocol, Sendable {
+            let transport: InProcessTransport
+
+            /// The next received message, or `nil` once the consuming task is cancelled (or when
+            /// another consumer is already waiting: the sequence has a single consumer).
+            public mutating func next() async -> TransportMessage? {
+                await transport.nextMessage()
+            }
+        }
+    }
+
+    /// Every message received on any subscription, in delivery order; consume it from one task.
+    ///
+    /// Messages wait in the mailbox until consumed, across reconnects; breaking out of a
+    /// `for await` loop loses none of them.
+    public var messages: Messages { Messages(transport: self) }
+
+    /// The number of received messages not yet consumed from ``messages``.
+    public var pendingMessageCount: Int {
+        broker.state.withLock { state in
+            state.clients[index].mailbox.count - state.clients[index].mailboxHead
+        }
+    }
+
+    func nextMessage() async -> TransportMessage? {
+        while true {
+            if Task.isCancelled { return nil }
+            let index = self.index
+            let broker = self.broker
+            if let message = broker.state.withLock({ $0.clients[index].popMessage() }) {
+                return message
+            }
+            let woken = await withTaskCancellationHandler {
+                await withUnsafeContinuation { (continuation: UnsafeContinuation<Bool, Never>) in
+                    broker.state.withLock { state in
+                        if state.clients[index].mailboxHead < state.clients[index].mailbox.count {
+                            continuation.resume(returning: true)
+                        } else if Task.isCancelled || state.clients[index].messageWaiter != nil {
+                            continuation.resume(returning: false)
+                        } else {
+                            state.clients[index].messageWaiter = continuation
+                        }
+                    }
+                }
+            } onCancel: {
+                broker.state.withLock { state in
+                    if let waiter = state.clients[index].messageWaiter {
+                        state.clients[index].messageWaiter = nil
+                        waiter.resume(returning: false)
+                    }
+                }
+            }
+            if !woken { return nil }
+        }
+    }
+
+    // MARK: Connection state
+
+    /// A sequence of connection states: the current one, then every change.
+    public struct ConnectionStates: AsyncSequence, Sendable {
+        /// A connection state.
+        public typealias Element = TransportConnectionState
+        /// Observing never fails.
+        public typealias Failure = Never
+
+        let stream: AsyncStream<TransportConnectionState>
+
+        /// Creates an iterator.
+        public func makeAsyncIterator() -> Iterator { Iterator(base: stream.makeAsyncIterator()) }
+
+        /// Iterates the states.
+        public struct Iterator: AsyncIteratorProtocol {
+            var base: AsyncStream<TransportConnectionState>.Iterator
+
+            /// The next state, or `nil` when the consuming task is cancelled.
+            public mutating func next() async -> TransportConnectionState? {
+                await base.next()
+            }
+
+            /// The next state, or `nil` when the consuming task is cancelled.
+            public mutating func next(isolation actor: isolated (any Actor)?) async -> TransportConnectionState? {
+                await base.next(isolation: actor)
+            }
+        }
+    }
+
+    /// The current connection state.
+    public var connectionState: TransportConnectionState {
+        broker.state.withLock { $0.clients[index].lifecycle }
+    }
+
+    /// A new sequence that yields the current connection state, then every change, in order.
+    public func connectionStates() -> ConnectionStates {
+        let (stream, continuation) = AsyncStream.makeStream(of: TransportConnectionState.self)
+        let index = self.index
+        let broker = self.broker
+        let token = broker.state.withLock { state in
+            let token = state.makeToken()
+            state.clients[index].stateObservers[token] = continuation
+            continuation.yield(state.clients[index].lifecycle)
+            return token
+        }
+        continuation.onTermination = { _ in
+            broker.state.withLock { state in
+                state.clients[index].stateObservers[token] = nil
+            }
+        }
+        return ConnectionStates(stream: stream)
+    }
+
+    // MARK: Connecting
+
+    /// Connects; returns at once when the broker is online, otherwise waits (`connecting`) until
+    /// ``InProcessBroker/goOnline()`` or ``restoreConnection()``.
+    ///
+    /// - Parameter will: the last will, published on an unclean loss of the connection.
+    /// - Throws: `CancellationError` if the task is cancelled first (the transport then goes back
+    ///   to `disconnected`), ``CoatyCore/TransportError/failed(_:)`` if ``disconnect()`` or
+    ///   ``kill()`` is called while waiting.
+    public func connect(will: TransportMessage?) async throws {
+        let index = self.index
+        let broker = self.broker
+        let configuration = broker.configuration
+        let done = broker.state.withLock { state -> Bool in
+            state.clients[index].will = will
+            if state.clients[index].lifecycle == .connected { return true }
+            state.clients[index].wantsConnection = true
+            if state.clients[index].lifecycle == .disconnected {
+                state.setLifecycle(index, .connecting)
+            }
+            state.establishIfPossible(index, configuration)
+            return state.clients[index].lifecycle == .connected
+        }
+        if done { return }
+
+        let token = broker.state.withLock { $0.makeToken() }
+        let outcome = await withTaskCancellationHandler {
+            await withUnsafeContinuation { (continuation: UnsafeContinuation<ConnectOutcome, Never>) in
+                broker.state.withLock { state in
+                    let client = state.clients[index]
+                    if client.lifecycle == .connected {
+                        continuation.resume(returning: .connected)
+                    } else if !client.wantsConnection {
+                        continuation.resume(returning: .stopped)
+                    } else if Task.isCancelled {
+                        Self.abandonConnecting(&state, index)
+                        continuation.resume(returning: .cancelled)
+                    } else {
+                        state.clients[index].connectWaiters[token] = continuation
+                    }
+                }
+            }
+        } onCancel: {
+            broker.state.withLock { state in
+                if let waiter = state.clients[index].connectWaiters.removeValue(forKey: token) {
+                    Self.abandonConnecting(&state, index)
+                    waiter.resume(returning: .cancelled)
+                }
+            }
+        }
+        switch outcome {
+        case .connected: return
+        case .cancelled: throw CancellationError()
+        case .stopped: throw TransportError.failed("the connection attempt of client '\(clientId)' was stopped")
+        }
+    }
+
+    /// Gives up a pending first connection after cancellation.
+    private static func abandonConnecting(_ state: inout BrokerState, _ index: Int) {
+        guard state.clients[index].lifecycle != .connected else { return }
+        state.clients[index].wantsConnection = false
+        state.setLifecycle(index, .disconnected)
+    }
+
+    /// Replaces the last will. While connected and with
+    /// ``InProcessBroker/Configuration/reconnectsToUpdateWill`` (the default), the transport
+    /// reconnects cleanly like the MQTT 3.1.1 binding: observers see `reconnecting`, then
+    /// `connected` after the subscriptions are re-established. No will is published.
+    ///
+    /// - Parameter will: the new last will, or `nil` for none.
+    public func updateWill(_ will: TransportMessage?) async throws {
+        let index = self.index
+        let configuration = broker.configuration
+        broker.state.withLock { state in
+            state.clients[index].will = will
+            guard configuration.reconnectsToUpdateWill, state.clients[index].lifecycle == .connected else { return }
+            state.dropConnection(index, publishWill: false, then: .reconnecting, configuration)
+            state.establishIfPossible(index, configuration)
+        }
+    }
+
+    /// Disconnects cleanly: no will, state `disconnected`, no reconnection. Subscriptions are
+    /// kept for the next ``connect(will:)``.
+    public func disconnect() async {
+        let index = self.index
+        let configuration = broker.configuration
+        broker.state.withLock { state in
+            state.clients[index].wantsConnection = false
+            state.clients[index].linkDown = false
+            state.dropConnection(index, publishWill: false, then: .disconnected, configuration)
+        }
+    }
+
+    // MARK: Subscriptions and publications
+
+    /// Adds `filter` to the subscription set; while connected, delivers the retained messages
+    /// that match it (flagged `retain`), as a broker does for every SUBSCRIBE.
+    ///
+    /// - Parameters:
+    ///   - filter: an MQTT topic filter.
+    ///   - qos: the maximum QoS of deliveries.
+    /// - Throws: ``CoatyCore/TransportError/invalidTopic(_:_:)`` for an invalid filter.
+    public func subscribe(_ filter: String, qos: TransportQoS) async throws {
+        do {
+            try MQTTTopicFilter.validate(filter)
+        } catch {
+            throw TransportError.invalidTopic(filter, error)
+        }
+        let index = self.index
+        broker.state.withLock { state in
+            if let existing = state.clients[index].subscriptions.firstIndex(where: { $0.filter == filter }) {
+                state.clients[index].subscriptions[existing].qos = qos
+            } else {
+                state.clients[index].subscriptions.append(Subscription(filter: filter, qos: qos))
+            }
+            if state.clients[index].lifecycle == .connected {
+                state.deliverRetained(to: index, filter: filter, qos: qos)
+            }
+        }
+    }
+
+    /// Removes `filter` from the subscription set; no message is delivered for it afterwards.
+    ///
+    /// - Parameter filter: the filter to remove; unknown filters are ignored.
+    /// - Throws: ``CoatyCore/TransportError/invalidTopic(_:_:)`` for an invalid filter.
+    public func unsubscribe(_ filter: String) async throws {
+        do {
+            try MQTTTopicFilter.validate(filter)
+        } catch {
+            throw TransportError.invalidTopic(filter, error)
+        }
+        let index = self.index
+        broker.state.withLock { state in
+            state.clients[index].subscriptions.removeAll { $0.filter == filter }
+        }
+    }
+
+    /// Publishes a message; when it returns, the message is in the mailbox of every matching
+    /// subscriber, this transport included.
+    ///
+    /// - Parameter message: the message; retained when `retain` is set (an empty payload clears
+    ///   the retained message of the topic).
+    /// - Throws: ``CoatyCore/TransportError/notConnected`` when not connected,
+    ///   ``CoatyCore/TransportError/invalidTopic(_:_:)`` for an invalid topic name.
+    public func publish(_ message: TransportMessage) async throws {
+        try publishNow(message)
+    }
+
+    /// Publishes synchronously; see ``publish(_:)``.
+    ///
+    /// - Parameter message: the message.
+    /// - Throws: see ``publish(_:)``.
+    public func publishNow(_ message: TransportMessage) throws {
+        do {
+            try MQTTTopicFilter.validateTopicName(message.topic)
+        } catch {
+            throw TransportError.invalidTopic(message.topic, error)
+        }
+        let index = self.index
+        let configuration = broker.configuration
+        let connected = broker.state.withLock { state in
+            guard state.clients[index].lifecycle == .connected else { return false }
+            state.route(message, from: index, isWill: false, configuration)
+            return true
+        }
+        if !connected { throw TransportError.notConnected }
+    }
+
+    // MARK: Fault injection
+
+    /// Simulates an unclean loss of the connection (network failure, broker kicking the client).
+    ///
+    /// The broker publishes the will, the transport reports `reconnecting`; with `reconnect`
+    /// (the default) and the broker online it reconnects at once (re-establishing subscriptions,
+    /// then `connected`), otherwise it stays `reconnecting` until ``restoreConnection()``.
+    /// Does nothing unless connected.
+    ///
+    /// - Parameter reconnect: whether the network comes back immediately.
+    public func simulateConnectionLoss(reconnect: Bool = true) {
+        let index = self.index
+        let configuration = broker.configuration
+        broker.state.withLock { state in
+            guard state.clients[index].lifecycle == .connected else { return }
+            state.clients[index].linkDown = !reconnect
+            state.dropConnection(index, publishWill: true, then: .reconnecting, configuration)
+            state.establishIfPossible(index, configuration)
+        }
+    }
+
+    /// Brings the network back after ``simulateConnectionLoss(reconnect:)`` with
+    /// `reconnect: false`: the transport reconnects if the broker is online.
+    public func restoreConnection() {
+        let index = self.index
+        let configuration = broker.configuration
+        broker.state.withLock { state in
+            state.clients[index].linkDown = false
+            state.establishIfPossible(index, configuration)
+        }
+    }
+
+    /// Simulates the death of the agent process: the broker publishes the will and the transport
+    /// goes `disconnected` without reconnecting (a later ``connect(will:)`` starts afresh).
+    public func kill() {
+        let index = self.index
+        let configuration = broker.configuration
+        broker.state.withLock { state in
+            state.clients[index].wantsConnection = false
+            state.clients[index].linkDown = false
+            state.dropConnection(index, publishWill: true, then: .disconnected, configuration)
+        }
+    }
+}
