@@ -31,15 +31,18 @@ struct ObjectFilterCodingTests {
             json:
                 #"{"conditions":{"and":[["name",[6,"Light%"]],["value",[4,1,5]]]},"orderByProperties":[["name","Desc"]],"skip":20,"take":10}"#,
             filter: ObjectFilter.where("name", .like("Light%")).and("value", .between(1, 5))
-                .orderBy("name", .descending).skip(20).take(10)),
+                .orderBy("name", .descending).skip(20).take(10)
+        ),
         WireCase(
             json: #"{"conditions":{"or":[[["a.b","c"],[7,{"x":1}]],["d",[10]]]}}"#,
-            filter: ObjectFilter.where(ObjectFilterProperty(path: ["a.b", "c"]), .equals(["x": 1])).or("d", .notExists)),
+            filter: ObjectFilter.where(ObjectFilterProperty(path: ["a.b", "c"]), .equals(["x": 1])).or("d", .notExists)
+        ),
         WireCase(json: #"{"conditions":["",[7,null]]}"#, filter: .where("", .equals(nil))),
         WireCase(json: #"{"conditions":[[],[9]]}"#, filter: .where(ObjectFilterProperty(path: []), .exists)),
         WireCase(
             json: #"{"conditions":["v",[13,[1,"a",true,null,2.5,[],{}]]]}"#,
-            filter: .where("v", .in([1, "a", true, nil, 2.5, [], [:]]))),
+            filter: .where("v", .in([1, "a", true, nil, 2.5, [], [:]]))
+        ),
         WireCase(json: #"{"conditions":["v",[4,null,5]]}"#, filter: .where("v", .between(nil, 5))),
         WireCase(json: #"{"conditions":["v",[5,"a","b"]]}"#, filter: .where("v", .notBetween("a", "b"))),
         WireCase(json: #"{"conditions":["v",[0,-1.5]]}"#, filter: .where("v", .lessThan(-1.5))),
@@ -54,7 +57,8 @@ struct ObjectFilterCodingTests {
         WireCase(json: #"{"conditions":{"or":[]}}"#, filter: .anyOf([])),
         WireCase(
             json: #"{"orderByProperties":[[["x.y"],"Asc"],["z.w","Desc"]]}"#,
-            filter: ObjectFilter().orderBy(ObjectFilterProperty(path: ["x.y"])).orderBy("z.w", .descending)),
+            filter: ObjectFilter().orderBy(ObjectFilterProperty(path: ["x.y"])).orderBy("z.w", .descending)
+        ),
         WireCase(json: #"{"skip":0,"take":0}"#, filter: ObjectFilter().skip(0).take(0)),
     ]
 
@@ -87,7 +91,9 @@ struct ObjectFilterCodingTests {
 
     @Test func ownCodecReportsMalformedFilters() {
         for json in Self.malformedFilters {
-            #expect(throws: (any Error).self, "\(json)") { try JSONValueDecoder().decode(ObjectFilter.self, from: json) }
+            #expect(throws: (any Error).self, "\(json)") {
+                try JSONValueDecoder().decode(ObjectFilter.self, from: json)
+            }
         }
     }
 
@@ -95,7 +101,10 @@ struct ObjectFilterCodingTests {
         // As JavaScript's JSON.stringify writes [4, undefined, 5].
         let filter = ObjectFilter.where("v", ObjectFilterExpression(.between, nil, 5))
         #expect(try filterJSONText(filter) == #"{"conditions":["v",[4,null,5]]}"#)
-        #expect(try filterJSONText(ObjectFilter.where("v", ObjectFilterExpression(.between))) == #"{"conditions":["v",[4]]}"#)
+        #expect(
+            try filterJSONText(ObjectFilter.where("v", ObjectFilterExpression(.between)))
+                == #"{"conditions":["v",[4]]}"#
+        )
     }
 
     @Test func propertyKeepsItsForm() throws {
@@ -133,8 +142,13 @@ struct ObjectFilterCodingTests {
         let plain = ObjectJoinCondition(localProperty: "locationId", asProperty: "location")
         #expect(try filterJSONText(plain) == #"{"asProperty":"location","localProperty":"locationId"}"#)
         let flagged = ObjectJoinCondition(
-            localProperty: "ids", asProperty: "x", isLocalPropertyArray: true, isOneToOneRelation: false)
-        let flaggedText = #"{"asProperty":"x","isLocalPropertyArray":true,"isOneToOneRelation":false,"localProperty":"ids"}"#
+            localProperty: "ids",
+            asProperty: "x",
+            isLocalPropertyArray: true,
+            isOneToOneRelation: false
+        )
+        let flaggedText =
+            #"{"asProperty":"x","isLocalPropertyArray":true,"isOneToOneRelation":false,"localProperty":"ids"}"#
         #expect(try filterJSONText(flagged) == flaggedText)
         #expect(try decodeFilterJSON(ObjectJoinCondition.self, flaggedText) == flagged)
 
@@ -232,7 +246,8 @@ struct ObjectFilterCodingTests {
 
     static func randomProperty(_ rng: inout any SeededRandomNumberGenerator) -> ObjectFilterProperty {
         let names = (0..<Int.random(in: 0...3, using: &rng)).map { _ in keys.randomElement(using: &rng) ?? "" }
-        return Bool.random(using: &rng) ? ObjectFilterProperty(names.joined(separator: ".")) : ObjectFilterProperty(path: names)
+        return Bool.random(using: &rng)
+            ? ObjectFilterProperty(names.joined(separator: ".")) : ObjectFilterProperty(path: names)
     }
 
     static func randomCondition(_ rng: inout any SeededRandomNumberGenerator) -> ObjectFilterCondition {
@@ -271,7 +286,8 @@ struct ObjectFilterCodingTests {
             // Matching a decoded filter gives the same answer as the original.
             #expect(
                 ObjectMatcher.matches(coatySpecObject, filter: decoded)
-                    == ObjectMatcher.matches(coatySpecObject, filter: filter))
+                    == ObjectMatcher.matches(coatySpecObject, filter: filter)
+            )
         }
     }
 

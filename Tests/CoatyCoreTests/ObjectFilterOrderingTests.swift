@@ -32,26 +32,40 @@ struct ObjectFilterOrderingTests {
     static let cases: [OrderCase] = [
         OrderCase(filter: ObjectFilter(), ids: [0, 1, 2, 3, 4, 5, 6, 7], label: "no ordering keeps input order"),
         OrderCase(
-            filter: ObjectFilter().orderBy("name"), ids: [3, 5, 6, 7, 2, 1, 0, 4],
-            label: "names ascending: undefined, punctuation, digits, letters lowercase first"),
+            filter: ObjectFilter().orderBy("name"),
+            ids: [3, 5, 6, 7, 2, 1, 0, 4],
+            label: "names ascending: undefined, punctuation, digits, letters lowercase first"
+        ),
         OrderCase(
-            filter: ObjectFilter().orderBy("name", .descending), ids: [4, 0, 1, 2, 7, 6, 5, 3],
-            label: "names descending: undefined last"),
+            filter: ObjectFilter().orderBy("name", .descending),
+            ids: [4, 0, 1, 2, 7, 6, 5, 3],
+            label: "names descending: undefined last"
+        ),
         OrderCase(
-            filter: ObjectFilter().orderBy("value"), ids: [6, 4, 2, 0, 3, 5, 7, 1],
-            label: "numbers ascending, stable for equal values"),
+            filter: ObjectFilter().orderBy("value"),
+            ids: [6, 4, 2, 0, 3, 5, 7, 1],
+            label: "numbers ascending, stable for equal values"
+        ),
         OrderCase(
-            filter: ObjectFilter().orderBy("value", .descending), ids: [1, 7, 0, 3, 5, 2, 4, 6],
-            label: "numbers descending, stable for equal values"),
+            filter: ObjectFilter().orderBy("value", .descending),
+            ids: [1, 7, 0, 3, 5, 2, 4, 6],
+            label: "numbers descending, stable for equal values"
+        ),
         OrderCase(
-            filter: ObjectFilter().orderBy("on"), ids: [2, 5, 7, 1, 4, 0, 3, 6],
-            label: "booleans: undefined, false, true"),
+            filter: ObjectFilter().orderBy("on"),
+            ids: [2, 5, 7, 1, 4, 0, 3, 6],
+            label: "booleans: undefined, false, true"
+        ),
         OrderCase(
-            filter: ObjectFilter().orderBy("value").orderBy("name", .descending), ids: [6, 4, 2, 0, 5, 3, 7, 1],
-            label: "two criteria"),
+            filter: ObjectFilter().orderBy("value").orderBy("name", .descending),
+            ids: [6, 4, 2, 0, 5, 3, 7, 1],
+            label: "two criteria"
+        ),
         OrderCase(
-            filter: ObjectFilter().orderBy(ObjectFilterProperty(path: ["value"])).skip(2).take(3), ids: [2, 0, 3],
-            label: "array-form property, skip and take"),
+            filter: ObjectFilter().orderBy(ObjectFilterProperty(path: ["value"])).skip(2).take(3),
+            ids: [2, 0, 3],
+            label: "array-form property, skip and take"
+        ),
         OrderCase(filter: ObjectFilter().skip(6), ids: [6, 7], label: "skip without ordering"),
         OrderCase(filter: ObjectFilter().skip(8), ids: [], label: "skip everything"),
         OrderCase(filter: ObjectFilter().skip(100).take(2), ids: [], label: "skip beyond the end"),
@@ -62,10 +76,14 @@ struct ObjectFilterOrderingTests {
         OrderCase(filter: ObjectFilter().skip(-3).take(2), ids: [0, 1], label: "negative skip counts as 0"),
         OrderCase(
             filter: ObjectFilter.where("value", .greaterThanOrEqual(3)).orderBy("value", .descending).skip(1).take(2),
-            ids: [7, 0], label: "filter, then order, then skip and take"),
+            ids: [7, 0],
+            label: "filter, then order, then skip and take"
+        ),
         OrderCase(
             filter: ObjectFilter.where("on", .exists).or("name", .like("%lpha")).orderBy("name"),
-            ids: [3, 6, 2, 1, 0, 4], label: "filter with OR, then order"),
+            ids: [3, 6, 2, 1, 0, 4],
+            label: "filter with OR, then order"
+        ),
     ]
 
     @Test(arguments: cases)
@@ -94,7 +112,9 @@ struct ObjectFilterOrderingTests {
     }
 
     @Test func mixedTypesOrderDeterministically() {
-        let values: [JSONValue] = [["v": "b"], ["v": 2], ["v": nil], ["v": true], ["v": [1]], [:], ["v": "a"], ["v": 1]]
+        let values: [JSONValue] = [
+            ["v": "b"], ["v": 2], ["v": nil], ["v": true], ["v": [1]], [:], ["v": "a"], ["v": 1],
+        ]
         let once = ObjectMatcher.apply(ObjectFilter().orderBy("v"), to: values)
         let twice = ObjectMatcher.apply(ObjectFilter().orderBy("v"), to: values)
         #expect(once == twice)

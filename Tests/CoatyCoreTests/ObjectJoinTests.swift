@@ -25,19 +25,24 @@ struct ObjectJoinTests {
         let join = ObjectJoinCondition(localProperty: "locationId", asProperty: "location", isOneToOneRelation: true)
         #expect(
             ObjectMatcher.resolveJoins([join], in: task, lookup: Self.lookup)
-                == ["objectId": "T1", "locationId": "L2", "location": Self.location2])
+                == ["objectId": "T1", "locationId": "L2", "location": Self.location2]
+        )
     }
 
     @Test func oneToOneWithoutMatchRemovesTheProperty() {
         let task: JSONValue = ["objectId": "T1", "locationId": "L9", "location": "stale"]
         let join = ObjectJoinCondition(localProperty: "locationId", asProperty: "location", isOneToOneRelation: true)
-        #expect(ObjectMatcher.resolveJoins([join], in: task, lookup: Self.lookup) == ["objectId": "T1", "locationId": "L9"])
+        #expect(
+            ObjectMatcher.resolveJoins([join], in: task, lookup: Self.lookup) == ["objectId": "T1", "locationId": "L9"]
+        )
     }
 
     @Test func oneToManyWithoutMatchIsAnEmptyArray() {
         let task: JSONValue = ["objectId": "T1"]
         let join = ObjectJoinCondition(localProperty: "locationId", asProperty: "locations")
-        #expect(ObjectMatcher.resolveJoins([join], in: task, lookup: Self.lookup) == ["objectId": "T1", "locations": []])
+        #expect(
+            ObjectMatcher.resolveJoins([join], in: task, lookup: Self.lookup) == ["objectId": "T1", "locations": []]
+        )
     }
 
     @Test func localPropertyArrayResolvesEachElement() {
@@ -45,15 +50,23 @@ struct ObjectJoinTests {
         let join = ObjectJoinCondition(localProperty: "ids", asProperty: "related", isLocalPropertyArray: true)
         #expect(
             ObjectMatcher.resolveJoins([join], in: task, lookup: Self.lookup)["related"]
-                == [Self.location2, Self.user1, Self.location2])
+                == [Self.location2, Self.user1, Self.location2]
+        )
     }
 
     @Test func localPropertyArrayWithOneToOneStillGivesAnArray() {
         let task: JSONValue = ["objectId": "T1", "ids": ["L1", "L2"]]
         let join = ObjectJoinCondition(
-            localProperty: "ids", asProperty: "related", isLocalPropertyArray: true, isOneToOneRelation: true)
+            localProperty: "ids",
+            asProperty: "related",
+            isLocalPropertyArray: true,
+            isOneToOneRelation: true
+        )
         #expect(
-            ObjectMatcher.resolveJoins([join], in: task, lookup: Self.lookup)["related"] == [Self.location1, Self.location2])
+            ObjectMatcher.resolveJoins([join], in: task, lookup: Self.lookup)["related"] == [
+                Self.location1, Self.location2,
+            ]
+        )
     }
 
     @Test func localPropertyArrayThatIsNotAnArrayJoinsNothing() {

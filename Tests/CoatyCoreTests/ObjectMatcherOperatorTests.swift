@@ -154,12 +154,19 @@ struct ObjectMatcherOperatorTests {
         #expect(ObjectMatcher.matches(object, filter: .where("s", .greaterThanOrEqual(operand))) == (c.sign >= 0))
     }
 
-    static let asciiPrintable = Gen.element(of: (32..<127).map { Character(Unicode.Scalar(UInt8($0))) }).compactMap { $0 }
+    static let asciiPrintable = Gen.element(of: (32..<127).map { Character(Unicode.Scalar(UInt8($0))) }).compactMap {
+        $0
+    }
     static let mixedCharacters = Gen.element(of: Array("aAbBzZ09 _-.,éÉèøßαΩ€$\u{301}\u{0}😀")).compactMap { $0 }
 
     @Test func collationIsAntisymmetricAndMatchesSortKeysOnASCII() async {
-        await propertyCheck(count: 300, input: Self.asciiPrintable.string(of: 0...8), Self.asciiPrintable.string(of: 0...8)) {
-            a, b in
+        await propertyCheck(
+            count: 300,
+            input: Self.asciiPrintable.string(of: 0...8),
+            Self.asciiPrintable.string(of: 0...8)
+        ) {
+            a,
+            b in
             let c = CoatyCollation.compare(a, b)
             #expect(c.signum() == -CoatyCollation.compare(b, a).signum())
             #expect(c.signum() == CoatyCollation.sortKey(a).compare(to: CoatyCollation.sortKey(b)))
@@ -168,8 +175,13 @@ struct ObjectMatcherOperatorTests {
     }
 
     @Test func collationIsAntisymmetricOnMixedText() async {
-        await propertyCheck(count: 300, input: Self.mixedCharacters.string(of: 0...6), Self.mixedCharacters.string(of: 0...6)) {
-            a, b in
+        await propertyCheck(
+            count: 300,
+            input: Self.mixedCharacters.string(of: 0...6),
+            Self.mixedCharacters.string(of: 0...6)
+        ) {
+            a,
+            b in
             let c = CoatyCollation.compare(a, b)
             #expect(c.signum() == -CoatyCollation.compare(b, a).signum())
             #expect(c.signum() == CoatyCollation.sortKey(a).compare(to: CoatyCollation.sortKey(b)))

@@ -122,7 +122,8 @@ public enum CoatyCollation {
             + "a`a'a^a~a:aoa/c,e`e'e^e:i`i'i^i:d/n~o`o'o^o~o:  o/u`u'u^u:y'z/y:"
             + "A-a-AuauA;a;C'c'C^c^C.c.CvcvDvdvD/d/E-e-EueuE.e.E;e;EvevG^g^GuguG.g.G,g,H^h^H/h/"
             + "I~i~I-i-IuiuI;i;I.i/IJijJ^j^K,k,q/L'l'L,l,LvlvL.l.L/l/N'n'N,n,Nvnvn'N/n/O-o-OuouO\"o\"OEoe"
-            + "R'r'R,r,RvrvS's'S^s^S,s,SvsvT,t,TvtvT/t/U~u~U-u-UuuuUouoU\"u\"U;u;W^w^Y^y^Y:Z'z'Z.z.Zvzvs0").utf8)
+            + "R'r'R,r,RvrvS's'S^s^S,s,SvsvT,t,TvtvT/t/U~u~U-u-UuuuUouoU\"u\"U;u;W^w^Y^y^Y:Z'z'Z.z.Zvzvs0").utf8
+    )
 
     private static func accentCode(_ c: UInt8) -> UInt32? {
         switch c {

@@ -12,7 +12,8 @@ extension ObjectFilterProperty: Codable {
         } else {
             throw DecodingError.dataCorruptedError(
                 in: container,
-                debugDescription: "A filter property must be a string in dot notation or an array of strings")
+                debugDescription: "A filter property must be a string in dot notation or an array of strings"
+            )
         }
     }
 
@@ -34,16 +35,21 @@ extension ObjectFilterExpression: Codable {
         if let count = container.count, !(1...3).contains(count) {
             throw DecodingError.dataCorruptedError(
                 in: container,
-                debugDescription: "A filter expression must be [operator, operand1?, operand2?], got \(count) elements")
+                debugDescription: "A filter expression must be [operator, operand1?, operand2?], got \(count) elements"
+            )
         }
         guard !container.isAtEnd else {
             throw DecodingError.dataCorruptedError(
-                in: container, debugDescription: "A filter expression needs an operator number (0…14)")
+                in: container,
+                debugDescription: "A filter expression needs an operator number (0…14)"
+            )
         }
         let raw = try container.decode(Int.self)
         guard let op = ObjectFilterOperator(rawValue: raw) else {
             throw DecodingError.dataCorruptedError(
-                in: container, debugDescription: "Unknown filter operator \(raw); valid operators are 0…14")
+                in: container,
+                debugDescription: "Unknown filter operator \(raw); valid operators are 0…14"
+            )
         }
         var operand1: JSONValue?
         var operand2: JSONValue?
@@ -51,7 +57,9 @@ extension ObjectFilterExpression: Codable {
         if !container.isAtEnd { operand2 = try container.decode(JSONValue.self) }
         if !container.isAtEnd {
             throw DecodingError.dataCorruptedError(
-                in: container, debugDescription: "A filter expression has at most two operands")
+                in: container,
+                debugDescription: "A filter expression has at most two operands"
+            )
         }
         self.init(op, operand1, operand2)
     }
@@ -78,7 +86,8 @@ extension ObjectFilterCondition: Codable {
         if let count = container.count, count != 2 {
             throw DecodingError.dataCorruptedError(
                 in: container,
-                debugDescription: "A filter condition must be [property, [operator, operands…]], got \(count) elements")
+                debugDescription: "A filter condition must be [property, [operator, operands…]], got \(count) elements"
+            )
         }
         let property = try container.decode(ObjectFilterProperty.self)
         let expression = try container.decode(ObjectFilterExpression.self)
@@ -107,8 +116,10 @@ extension ObjectFilterConditions: Codable {
             let hasOr = keyed.contains(.or)
             if hasAnd && hasOr {
                 throw DecodingError.dataCorruptedError(
-                    forKey: .or, in: keyed,
-                    debugDescription: "Filter conditions must have either \"and\" or \"or\", not both")
+                    forKey: .or,
+                    in: keyed,
+                    debugDescription: "Filter conditions must have either \"and\" or \"or\", not both"
+                )
             }
             if hasOr {
                 self = .or(try keyed.decode([ObjectFilterCondition].self, forKey: .or))
@@ -144,7 +155,9 @@ extension ObjectFilterOrdering: Codable {
         var container = try decoder.unkeyedContainer()
         if let count = container.count, count != 2 {
             throw DecodingError.dataCorruptedError(
-                in: container, debugDescription: "An ordering must be [property, \"Asc\" | \"Desc\"]")
+                in: container,
+                debugDescription: "An ordering must be [property, \"Asc\" | \"Desc\"]"
+            )
         }
         let property = try container.decode(ObjectFilterProperty.self)
         let order = try container.decode(ObjectFilterSortOrder.self)

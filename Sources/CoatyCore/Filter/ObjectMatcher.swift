@@ -75,7 +75,9 @@ public enum ObjectMatcher {
     ///   - json: the JSON object of an item, called once per item.
     /// - Returns: the selected items.
     public static func apply<Item>(
-        _ filter: ObjectFilter?, to items: [Item], json: (Item) throws -> JSONValue
+        _ filter: ObjectFilter?,
+        to items: [Item],
+        json: (Item) throws -> JSONValue
     ) rethrows -> [Item] {
         guard let filter else { return items }
         return try CompiledObjectFilter(filter).apply(to: items, json: json)
