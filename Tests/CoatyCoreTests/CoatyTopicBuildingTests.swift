@@ -13,7 +13,7 @@ struct CoatyTopicBuildingTests {
     }
 
     static let cases: [Case] = [
-        Case(event: .advertise(.coreType("Task")), expectedLevel: "ADV:Task"),
+        Case(event: .advertise(.coreType(.task)), expectedLevel: "ADV:Task"),
         Case(event: .advertise(.objectType("com.x.Light")), expectedLevel: "ADV::com.x.Light"),
         Case(event: .advertise(.objectType("com.x:y")), expectedLevel: "ADV::com.x:y"),
         Case(event: .deadvertise, expectedLevel: "DAD"),
@@ -25,7 +25,7 @@ struct CoatyTopicBuildingTests {
         Case(event: .resolve, expectedLevel: "RSV"),
         Case(event: .query, expectedLevel: "QRY"),
         Case(event: .retrieve, expectedLevel: "RTV"),
-        Case(event: .update(.coreType("Identity")), expectedLevel: "UPD:Identity"),
+        Case(event: .update(.coreType(.identity)), expectedLevel: "UPD:Identity"),
         Case(event: .update(.objectType("com.x.Light")), expectedLevel: "UPD::com.x.Light"),
         Case(event: .complete, expectedLevel: "CPL"),
         Case(event: .call(operation: "switchLight"), expectedLevel: "CLL:switchLight"),
@@ -50,12 +50,44 @@ struct CoatyTopicBuildingTests {
         #expect(built.eventFilter.map(String.init) == testCase.event.filter)
     }
 
-    @Test("every core type name builds and parses", arguments: CoatyTopic.coreTypeNames)
-    func coreTypes(_ name: String) throws {
-        let built = try CoatyTopic(event: .advertise(.coreType(name)), namespace: "-", sourceId: s)
-        #expect(try CoatyTopic(parsing: built.name).coreTypeName.map(String.init) == name)
-        let update = try CoatyTopic(event: .update(.coreType(name)), namespace: "-", sourceId: s, correlationId: c)
-        #expect(try CoatyTopic(parsing: update.name).coreTypeName.map(String.init) == name)
+    @Test("every core type builds and parses", arguments: CoreType.allCases)
+    func coreTypes(_ coreType: CoreType) throws {
+        let built = try CoatyTopic(event: .advertise(.coreType(coreType)), namespace: "-", sourceId: s)
+        #expect(built.name == "coaty/3/-/ADV:\(coreType.rawValue)/\(s)")
+        let parsed = try CoatyTopic(parsing: built.name)
+        #expect(parsed.coreType == coreType)
+        #expect(parsed.coreTypeName.map(String.init) == coreType.rawValue)
+        let update = try CoatyTopic(event: .update(.coreType(coreType)), namespace: "-", sourceId: s, correlationId: c)
+        #expect(try CoatyTopic(parsing: update.name).event == .update(.coreType(coreType)))
+    }
+
+    @Test("typed ids build the same topics and are decoded from parsed topics")
+    func typedIds() throws {
+        let source = try #require(CoatyUUID(s))
+        let correlation = try #require(CoatyUUID(c))
+        let built = try CoatyTopic(event: .query, namespace: "-", sourceId: source, correlationId: correlation)
+        #expect(built == (try CoatyTopic(event: .query, namespace: "-", sourceId: s, correlationId: c)))
+        #expect(built.sourceUUID == source)
+        #expect(built.correlationUUID == correlation)
+        let oneWay = try CoatyTopic(parsing: "coaty/3/-/DAD/\(s)")
+        #expect(oneWay.sourceUUID == source)
+        #expect(oneWay.correlationUUID == nil)
+        #expect(
+            try CoatyTopic.subscriptionFilter(for: .retrieve, namespace: "-", correlationId: correlation)
+                == "coaty/3/-/RTV/+/\(c)")
+        for _ in 0..<100 {
+            let fresh = CoatyUUID()
+            let topic = try CoatyTopic(event: .resolve, namespace: "x", sourceId: fresh, correlationId: CoatyUUID())
+            #expect(try CoatyTopic(parsing: topic.name).sourceUUID == fresh)
+        }
+        // A UUID that is not version 4 is rejected like its text.
+        let version1 = CoatyUUID(high: 0x0123_4567_89ab_1def, low: 0x8123_4567_89ab_cdef)
+        #expect(throws: CoatyTopicError.invalidSourceId(version1.uuidString)) {
+            try CoatyTopic(event: .deadvertise, namespace: "-", sourceId: version1)
+        }
+        #expect(throws: CoatyTopicError.invalidCorrelationId(version1.uuidString)) {
+            try CoatyTopic.subscriptionFilter(for: .complete, namespace: "-", correlationId: version1)
+        }
     }
 
     struct Bad: Sendable, CustomStringConvertible {
@@ -73,8 +105,6 @@ struct CoatyTopicBuildingTests {
         Bad(event: .deadvertise, namespace: "a+", error: .invalidNamespace("a+")),
         Bad(event: .deadvertise, namespace: "#", error: .invalidNamespace("#")),
         Bad(event: .deadvertise, namespace: "a\u{0}", error: .invalidNamespace("a\u{0}")),
-        Bad(event: .advertise(.coreType("Light")), error: .unknownCoreType("Light")),
-        Bad(event: .advertise(.coreType("")), error: .unknownCoreType("")),
         Bad(event: .advertise(.objectType("")), error: .invalidFilter(.advertise, "")),
         Bad(event: .advertise(.objectType("com/x")), error: .invalidFilter(.advertise, "com/x")),
         Bad(event: .advertise(.objectType("com.+")), error: .invalidFilter(.advertise, "com.+")),
@@ -87,7 +117,7 @@ struct CoatyTopicBuildingTests {
         Bad(event: .deadvertise, sourceId: TopicIds.source.uppercased(), error: .invalidSourceId(TopicIds.source.uppercased())),
         Bad(event: .deadvertise, sourceId: "me", error: .invalidSourceId("me")),
         Bad(event: .deadvertise, correlationId: TopicIds.correlation, error: .unexpectedCorrelationId(.deadvertise)),
-        Bad(event: .advertise(.coreType("Task")), correlationId: TopicIds.correlation,
+        Bad(event: .advertise(.coreType(.task)), correlationId: TopicIds.correlation,
             error: .unexpectedCorrelationId(.advertise)),
         Bad(event: .discover, error: .missingCorrelationId(.discover)),
         Bad(event: .return, error: .missingCorrelationId(.return)),
@@ -115,8 +145,8 @@ struct CoatyTopicBuildingTests {
     }
 
     static let filterCases: [FilterCase] = [
-        FilterCase(event: .advertise(.coreType("Task")), crossNamespacing: false, expected: "coaty/3/ns/ADV:Task/+"),
-        FilterCase(event: .advertise(.coreType("Task")), crossNamespacing: true, expected: "coaty/3/+/ADV:Task/+"),
+        FilterCase(event: .advertise(.coreType(.task)), crossNamespacing: false, expected: "coaty/3/ns/ADV:Task/+"),
+        FilterCase(event: .advertise(.coreType(.task)), crossNamespacing: true, expected: "coaty/3/+/ADV:Task/+"),
         FilterCase(event: .advertise(.objectType("com.x.L")), crossNamespacing: false, expected: "coaty/3/ns/ADV::com.x.L/+"),
         FilterCase(event: .deadvertise, crossNamespacing: false, expected: "coaty/3/ns/DAD/+"),
         FilterCase(event: .deadvertise, crossNamespacing: true, expected: "coaty/3/+/DAD/+"),
@@ -126,7 +156,7 @@ struct CoatyTopicBuildingTests {
         FilterCase(event: .discover, crossNamespacing: false, expected: "coaty/3/ns/DSC/+/+"),
         FilterCase(event: .discover, crossNamespacing: true, expected: "coaty/3/+/DSC/+/+"),
         FilterCase(event: .query, crossNamespacing: false, expected: "coaty/3/ns/QRY/+/+"),
-        FilterCase(event: .update(.coreType("Task")), crossNamespacing: false, expected: "coaty/3/ns/UPD:Task/+/+"),
+        FilterCase(event: .update(.coreType(.task)), crossNamespacing: false, expected: "coaty/3/ns/UPD:Task/+/+"),
         FilterCase(event: .update(.objectType("com.x")), crossNamespacing: true, expected: "coaty/3/+/UPD::com.x/+/+"),
         FilterCase(event: .call(operation: "op"), crossNamespacing: false, expected: "coaty/3/ns/CLL:op/+/+"),
         FilterCase(event: .resolve, crossNamespacing: false, correlationId: TopicIds.correlation,
@@ -175,7 +205,7 @@ struct CoatyTopicBuildingTests {
     @Test("an object-type subscription does not receive core-type publications")
     func objectTypeVersusCoreType() throws {
         let filter = try CoatyTopic.subscriptionFilter(for: .advertise(.objectType("coaty.Task")), namespace: "-")
-        let coreTopic = try CoatyTopic(event: .advertise(.coreType("Task")), namespace: "-", sourceId: s).name
+        let coreTopic = try CoatyTopic(event: .advertise(.coreType(.task)), namespace: "-", sourceId: s).name
         #expect(!MQTTTopicFilter.matches(topic: coreTopic, filter: filter))
     }
 
@@ -192,16 +222,13 @@ struct CoatyTopicBuildingTests {
         }
         #expect(throws: CoatyTopicError.unexpectedCorrelationId(.advertise)) {
             try CoatyTopic.subscriptionFilter(
-                for: .advertise(.coreType("Task")), namespace: "-", correlationId: TopicIds.correlation)
+                for: .advertise(.coreType(.task)), namespace: "-", correlationId: TopicIds.correlation)
         }
         #expect(throws: CoatyTopicError.invalidCorrelationId("X")) {
             try CoatyTopic.subscriptionFilter(for: .resolve, namespace: "-", correlationId: "X")
         }
         #expect(throws: CoatyTopicError.invalidFilter(.channel, "#")) {
             try CoatyTopic.subscriptionFilter(for: .channel(id: "#"), namespace: "-")
-        }
-        #expect(throws: CoatyTopicError.unknownCoreType("Light")) {
-            try CoatyTopic.subscriptionFilter(for: .advertise(.coreType("Light")), namespace: "-")
         }
     }
 

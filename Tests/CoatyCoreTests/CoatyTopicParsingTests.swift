@@ -77,7 +77,8 @@ struct CoatyTopicParsingTests {
         let coreType = try CoatyTopic(parsing: "coaty/3/-/UPD:Task/\(s)/\(c)")
         #expect(coreType.coreTypeName == "Task")
         #expect(coreType.objectType == nil)
-        #expect(coreType.event == .update(.coreType("Task")))
+        #expect(coreType.event == .update(.coreType(.task)))
+        #expect(coreType.coreType == .task)
 
         let channel = try CoatyTopic(parsing: "coaty/3/-/CHN:a:b/\(s)")
         #expect(channel.channelId == "a:b")

@@ -56,7 +56,7 @@ extension CoatyTopic {
             switch self {
             case .advertise(let type), .update(let type):
                 switch type {
-                case .coreType(let name): name
+                case .coreType(let coreType): coreType.rawValue
                 case .objectType(let objectType): ":" + objectType
                 }
             case .channel(let id): id
@@ -78,8 +78,8 @@ extension CoatyTopic {
             switch self {
             case .advertise(let type), .update(let type):
                 switch type {
-                case .coreType(let name):
-                    guard CoatyTopic.isCoreTypeName(name) else { throw .unknownCoreType(excerpt(name)) }
+                case .coreType:
+                    break
                 case .objectType(let objectType):
                     guard isValidTopicComponent(objectType) else {
                         throw .invalidFilter(eventType, excerpt(objectType))
@@ -95,8 +95,8 @@ extension CoatyTopic {
 
     /// The filter of an Advertise or Update topic: a core type or an object type.
     public enum TypeFilter: Sendable, Hashable {
-        /// A core type name such as `Task`, published as `ADV:Task`.
-        case coreType(String)
+        /// A core type such as ``CoreType/task``, published as `ADV:Task`.
+        case coreType(CoreType)
         /// An object type such as `com.example.Light`, published as `ADV::com.example.Light`.
         case objectType(String)
     }
@@ -162,6 +162,26 @@ extension CoatyTopic {
         self.sourceStart = Int32(sourceStart)
     }
 
+    /// Builds a publication topic from typed ids; see ``init(event:namespace:sourceId:correlationId:)-(_,_,String,_)``.
+    ///
+    /// - Parameters:
+    ///   - event: the event level (event type and filter).
+    ///   - namespace: the publisher's own namespace.
+    ///   - sourceId: the publisher's identity id (for IoValue, the IoSource's objectId); must be a
+    ///     version 4 UUID.
+    ///   - correlationId: required for two-way events (a version 4 UUID), `nil` for one-way events.
+    /// - Throws: ``CoatyTopicError`` naming the invalid part.
+    public init(
+        event: Event,
+        namespace: String,
+        sourceId: CoatyUUID,
+        correlationId: CoatyUUID? = nil
+    ) throws(CoatyTopicError) {
+        try self.init(
+            event: event, namespace: namespace, sourceId: sourceId.uuidString,
+            correlationId: correlationId?.uuidString)
+    }
+
     // MARK: Subscription topic filters
 
     /// Builds the MQTT topic filter that receives the given event.
@@ -207,6 +227,28 @@ extension CoatyTopic {
         let byteCount = filter.utf8.count
         guard byteCount <= maximumByteCount else { throw .tooLong(byteCount: byteCount) }
         return filter
+    }
+
+    /// Builds the MQTT topic filter that receives the responses to one request:
+    /// `coaty/3/<ns>/<RSP>/+/<correlationId>`.
+    ///
+    /// - Parameters:
+    ///   - event: the response event (``Event/resolve``, ``Event/retrieve``, ``Event/complete``,
+    ///     ``Event/return``).
+    ///   - namespace: the requester's own namespace.
+    ///   - crossNamespacing: whether responses from every namespace are received.
+    ///   - correlationId: the correlation id of the request.
+    /// - Returns: a valid MQTT topic filter.
+    /// - Throws: ``CoatyTopicError``, e.g. when `event` is not a response.
+    public static func subscriptionFilter(
+        for event: Event,
+        namespace: String,
+        crossNamespacing: Bool = false,
+        correlationId: CoatyUUID
+    ) throws(CoatyTopicError) -> String {
+        try subscriptionFilter(
+            for: event, namespace: namespace, crossNamespacing: crossNamespacing,
+            correlationId: correlationId.uuidString)
     }
 
     // MARK: Raw topics

@@ -24,12 +24,6 @@ public struct CoatyTopic: Sendable, Hashable, CustomStringConvertible {
     public static let defaultNamespace = "-"
     /// The maximum length of a topic in UTF-8 bytes (the MQTT limit, 65535).
     public static let maximumByteCount = 65535
-    /// The names of the core types of Coaty protocol 3, which may follow `ADV:` and `UPD:`.
-    public static let coreTypeNames: [String] = [
-        "CoatyObject", "User", "Annotation", "Task", "IoContext", "IoNode", "IoSource", "IoActor", "Identity",
-        "Log", "Location", "Snapshot",
-    ]
-
     /// The complete topic string, as published on MQTT.
     public let name: String
     /// The event type named by the event level (never ``CommunicationEventType/raw``).
@@ -67,6 +61,11 @@ public struct CoatyTopic: Sendable, Hashable, CustomStringConvertible {
         return filter
     }
 
+    /// The core type of an Advertise or Update topic on `ADV:<CoreType>` / `UPD:<CoreType>`.
+    public var coreType: CoreType? {
+        coreTypeName.flatMap { CoreType(rawValue: String($0)) }
+    }
+
     /// The object type of an Advertise or Update topic on `ADV::<objectType>` / `UPD::<objectType>`.
     public var objectType: Substring? {
         guard eventType == .advertise || eventType == .update, let filter = eventFilter,
@@ -92,12 +91,31 @@ public struct CoatyTopic: Sendable, Hashable, CustomStringConvertible {
         eventType.isTwoWay ? slice(Int(sourceStart) + 37, Int(sourceStart) + 73) : nil
     }
 
+    /// The source id as a ``CoatyUUID`` (decoded from the topic bytes without allocating).
+    public var sourceUUID: CoatyUUID { uuid(at: Int(sourceStart)) }
+
+    /// The correlation id of a two-way event as a ``CoatyUUID``, `nil` for one-way events.
+    public var correlationUUID: CoatyUUID? {
+        eventType.isTwoWay ? uuid(at: Int(sourceStart) + 37) : nil
+    }
+
+    /// Decodes the 36 validated UUID bytes at `offset`.
+    private func uuid(at offset: Int) -> CoatyUUID {
+        let parsed = withUTF8Bytes(name) { bytes -> CoatyUUID? in
+            guard offset + 36 <= bytes.count else { return nil }
+            return CoatyUUID.parse(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[offset..<(offset + 36)])))
+        }
+        // Parsing validated the bytes, so the fallback is never taken.
+        return parsed ?? CoatyUUID(high: 0, low: 0)
+    }
+
     /// The typed event level (allocates the filter string).
     public var event: Event {
         switch eventType {
         case .advertise, .update:
+            // Parsing accepted only known core type names, so the fallback is never taken.
             let filter: TypeFilter =
-                if let objectType { .objectType(String(objectType)) } else { .coreType(String(eventFilter ?? "")) }
+                if let objectType { .objectType(String(objectType)) } else { .coreType(coreType ?? .coatyObject) }
             return eventType == .advertise ? .advertise(filter) : .update(filter)
         case .channel: return .channel(id: String(eventFilter ?? ""))
         case .associate: return .associate(ioContextName: String(eventFilter ?? ""))
@@ -305,7 +323,7 @@ public struct CoatyTopic: Sendable, Hashable, CustomStringConvertible {
         return .success(Layout(eventType: type, namespaceEnd: s2, sourceStart: sourceStart))
     }
 
-    /// Whether the bytes at `start..<end` name a core type of protocol 3.
+    /// Whether the bytes at `start..<end` name a core type of protocol 3 (a raw value of ``CoreType``).
     static func isCoreTypeName(_ b: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int) -> Bool {
         switch end - start {
         case 3: bytesEqual(b, start, end, "Log")
@@ -320,10 +338,5 @@ public struct CoatyTopic: Sendable, Hashable, CustomStringConvertible {
         case 11: bytesEqual(b, start, end, "CoatyObject")
         default: false
         }
-    }
-
-    /// Whether `name` is a core type name of protocol 3 (see ``coreTypeNames``).
-    static func isCoreTypeName<S: StringProtocol>(_ name: S) -> Bool {
-        withUTF8Bytes(name) { isCoreTypeName($0, 0, $0.count) }
     }
 }

@@ -91,7 +91,7 @@ public enum CoatyTopicError: Error, Sendable, Hashable, CustomStringConvertible 
     }
 }
 
-private let coreTypeNamesList = CoatyTopic.coreTypeNames.joined(separator: ", ")
+private let coreTypeNamesList = CoreType.allCases.map(\.rawValue).joined(separator: ", ")
 
 /// Shortens user-provided text carried by an error to at most 80 characters.
 func excerpt<S: StringProtocol>(_ text: S) -> String {
