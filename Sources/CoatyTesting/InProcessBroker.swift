@@ -341,7 +341,11 @@ struct BrokerState {
         if configuration.recordsPublications {
             publications.append(
                 InProcessBroker.Publication(
-                    clientId: publisher.map { clients[$0].clientId }, message: message, isWill: isWill))
+                    clientId: publisher.map { clients[$0].clientId },
+                    message: message,
+                    isWill: isWill
+                )
+            )
         }
         if message.retain {
             if message.payload.isEmpty {

@@ -36,7 +36,11 @@ struct CoatyTopicBuildingTests {
     func roundTrip(_ testCase: Case) throws {
         let twoWay = testCase.event.eventType.isTwoWay
         let built = try CoatyTopic(
-            event: testCase.event, namespace: "ns-1", sourceId: s, correlationId: twoWay ? c : nil)
+            event: testCase.event,
+            namespace: "ns-1",
+            sourceId: s,
+            correlationId: twoWay ? c : nil
+        )
         let expected = "coaty/3/ns-1/\(testCase.expectedLevel)/\(s)" + (twoWay ? "/\(c)" : "")
         #expect(built.name == expected)
         #expect(testCase.event.level == testCase.expectedLevel)
@@ -74,7 +78,8 @@ struct CoatyTopicBuildingTests {
         #expect(oneWay.correlationUUID == nil)
         #expect(
             try CoatyTopic.subscriptionFilter(for: .retrieve, namespace: "-", correlationId: correlation)
-                == "coaty/3/-/RTV/+/\(c)")
+                == "coaty/3/-/RTV/+/\(c)"
+        )
         for _ in 0..<100 {
             let fresh = CoatyUUID()
             let topic = try CoatyTopic(event: .resolve, namespace: "x", sourceId: fresh, correlationId: CoatyUUID())
@@ -114,23 +119,37 @@ struct CoatyTopicBuildingTests {
         Bad(event: .call(operation: "a/b"), correlationId: TopicIds.correlation, error: .invalidFilter(.call, "a/b")),
         Bad(event: .associate(ioContextName: "+"), error: .invalidFilter(.associate, "+")),
         Bad(event: .update(.objectType("")), correlationId: TopicIds.correlation, error: .invalidFilter(.update, "")),
-        Bad(event: .deadvertise, sourceId: TopicIds.source.uppercased(), error: .invalidSourceId(TopicIds.source.uppercased())),
+        Bad(
+            event: .deadvertise,
+            sourceId: TopicIds.source.uppercased(),
+            error: .invalidSourceId(TopicIds.source.uppercased())
+        ),
         Bad(event: .deadvertise, sourceId: "me", error: .invalidSourceId("me")),
         Bad(event: .deadvertise, correlationId: TopicIds.correlation, error: .unexpectedCorrelationId(.deadvertise)),
-        Bad(event: .advertise(.coreType(.task)), correlationId: TopicIds.correlation,
-            error: .unexpectedCorrelationId(.advertise)),
+        Bad(
+            event: .advertise(.coreType(.task)),
+            correlationId: TopicIds.correlation,
+            error: .unexpectedCorrelationId(.advertise)
+        ),
         Bad(event: .discover, error: .missingCorrelationId(.discover)),
         Bad(event: .return, error: .missingCorrelationId(.return)),
         Bad(event: .discover, correlationId: "1", error: .invalidCorrelationId("1")),
-        Bad(event: .deadvertise, namespace: String(repeating: "n", count: 70_000),
-            error: .tooLong(byteCount: 70_000 + 8 + 5 + 36)),
+        Bad(
+            event: .deadvertise,
+            namespace: String(repeating: "n", count: 70_000),
+            error: .tooLong(byteCount: 70_000 + 8 + 5 + 36)
+        ),
     ]
 
     @Test("building rejects invalid parts", arguments: badCases)
     func badParts(_ bad: Bad) {
         #expect(throws: bad.error) {
-            try CoatyTopic(event: bad.event, namespace: bad.namespace, sourceId: bad.sourceId,
-                           correlationId: bad.correlationId)
+            try CoatyTopic(
+                event: bad.event,
+                namespace: bad.namespace,
+                sourceId: bad.sourceId,
+                correlationId: bad.correlationId
+            )
         }
     }
 
@@ -147,7 +166,11 @@ struct CoatyTopicBuildingTests {
     static let filterCases: [FilterCase] = [
         FilterCase(event: .advertise(.coreType(.task)), crossNamespacing: false, expected: "coaty/3/ns/ADV:Task/+"),
         FilterCase(event: .advertise(.coreType(.task)), crossNamespacing: true, expected: "coaty/3/+/ADV:Task/+"),
-        FilterCase(event: .advertise(.objectType("com.x.L")), crossNamespacing: false, expected: "coaty/3/ns/ADV::com.x.L/+"),
+        FilterCase(
+            event: .advertise(.objectType("com.x.L")),
+            crossNamespacing: false,
+            expected: "coaty/3/ns/ADV::com.x.L/+"
+        ),
         FilterCase(event: .deadvertise, crossNamespacing: false, expected: "coaty/3/ns/DAD/+"),
         FilterCase(event: .deadvertise, crossNamespacing: true, expected: "coaty/3/+/DAD/+"),
         FilterCase(event: .channel(id: "c1"), crossNamespacing: false, expected: "coaty/3/ns/CHN:c1/+"),
@@ -159,24 +182,47 @@ struct CoatyTopicBuildingTests {
         FilterCase(event: .update(.coreType(.task)), crossNamespacing: false, expected: "coaty/3/ns/UPD:Task/+/+"),
         FilterCase(event: .update(.objectType("com.x")), crossNamespacing: true, expected: "coaty/3/+/UPD::com.x/+/+"),
         FilterCase(event: .call(operation: "op"), crossNamespacing: false, expected: "coaty/3/ns/CLL:op/+/+"),
-        FilterCase(event: .resolve, crossNamespacing: false, correlationId: TopicIds.correlation,
-                   expected: "coaty/3/ns/RSV/+/\(TopicIds.correlation)"),
-        FilterCase(event: .resolve, crossNamespacing: true, correlationId: TopicIds.correlation,
-                   expected: "coaty/3/+/RSV/+/\(TopicIds.correlation)"),
-        FilterCase(event: .retrieve, crossNamespacing: false, correlationId: TopicIds.correlation,
-                   expected: "coaty/3/ns/RTV/+/\(TopicIds.correlation)"),
-        FilterCase(event: .complete, crossNamespacing: false, correlationId: TopicIds.correlation,
-                   expected: "coaty/3/ns/CPL/+/\(TopicIds.correlation)"),
-        FilterCase(event: .return, crossNamespacing: true, correlationId: TopicIds.correlation,
-                   expected: "coaty/3/+/RTN/+/\(TopicIds.correlation)"),
+        FilterCase(
+            event: .resolve,
+            crossNamespacing: false,
+            correlationId: TopicIds.correlation,
+            expected: "coaty/3/ns/RSV/+/\(TopicIds.correlation)"
+        ),
+        FilterCase(
+            event: .resolve,
+            crossNamespacing: true,
+            correlationId: TopicIds.correlation,
+            expected: "coaty/3/+/RSV/+/\(TopicIds.correlation)"
+        ),
+        FilterCase(
+            event: .retrieve,
+            crossNamespacing: false,
+            correlationId: TopicIds.correlation,
+            expected: "coaty/3/ns/RTV/+/\(TopicIds.correlation)"
+        ),
+        FilterCase(
+            event: .complete,
+            crossNamespacing: false,
+            correlationId: TopicIds.correlation,
+            expected: "coaty/3/ns/CPL/+/\(TopicIds.correlation)"
+        ),
+        FilterCase(
+            event: .return,
+            crossNamespacing: true,
+            correlationId: TopicIds.correlation,
+            expected: "coaty/3/+/RTN/+/\(TopicIds.correlation)"
+        ),
         FilterCase(event: .return, crossNamespacing: false, correlationId: nil, expected: "coaty/3/ns/RTN/+/+"),
     ]
 
     @Test("subscription filters have the protocol shape", arguments: filterCases)
     func subscriptionFilter(_ testCase: FilterCase) throws {
         let filter = try CoatyTopic.subscriptionFilter(
-            for: testCase.event, namespace: "ns", crossNamespacing: testCase.crossNamespacing,
-            correlationId: testCase.correlationId)
+            for: testCase.event,
+            namespace: "ns",
+            crossNamespacing: testCase.crossNamespacing,
+            correlationId: testCase.correlationId
+        )
         #expect(filter == testCase.expected)
         #expect(MQTTTopicFilter.isValid(filter))
     }
@@ -191,13 +237,22 @@ struct CoatyTopicBuildingTests {
         let responseId = type.isResponse ? c : nil
         let local = try CoatyTopic.subscriptionFilter(for: event, namespace: "ns", correlationId: responseId)
         let cross = try CoatyTopic.subscriptionFilter(
-            for: event, namespace: "ns", crossNamespacing: true, correlationId: responseId)
+            for: event,
+            namespace: "ns",
+            crossNamespacing: true,
+            correlationId: responseId
+        )
         #expect(MQTTTopicFilter.matches(topic: own, filter: local))
         #expect(!MQTTTopicFilter.matches(topic: foreign, filter: local))
         #expect(MQTTTopicFilter.matches(topic: own, filter: cross))
         #expect(MQTTTopicFilter.matches(topic: foreign, filter: cross))
         if type.isResponse {
-            let otherResponse = try CoatyTopic(event: event, namespace: "ns", sourceId: s, correlationId: TopicIds.other)
+            let otherResponse = try CoatyTopic(
+                event: event,
+                namespace: "ns",
+                sourceId: s,
+                correlationId: TopicIds.other
+            )
             #expect(!MQTTTopicFilter.matches(topic: otherResponse.name, filter: local))
         }
     }
@@ -222,7 +277,10 @@ struct CoatyTopicBuildingTests {
         }
         #expect(throws: CoatyTopicError.unexpectedCorrelationId(.advertise)) {
             try CoatyTopic.subscriptionFilter(
-                for: .advertise(.coreType(.task)), namespace: "-", correlationId: TopicIds.correlation)
+                for: .advertise(.coreType(.task)),
+                namespace: "-",
+                correlationId: TopicIds.correlation
+            )
         }
         #expect(throws: CoatyTopicError.invalidCorrelationId("X")) {
             try CoatyTopic.subscriptionFilter(for: .resolve, namespace: "-", correlationId: "X")
@@ -234,18 +292,21 @@ struct CoatyTopicBuildingTests {
 
     // MARK: Raw topics
 
-    @Test("Raw publication topics", arguments: [
-        ("a/b", nil),
-        ("coaty", nil),
-        ("/coaty/3/x", nil),
-        ("$SYS/x", nil),
-        ("coaty/3/-/DAD", CoatyTopicError.reservedCoatyPrefix),
-        ("coaty/", CoatyTopicError.reservedCoatyPrefix),
-        ("", CoatyTopicError.invalidMQTTTopic(.empty)),
-        ("a/+", CoatyTopicError.invalidMQTTTopic(.wildcardInTopicName)),
-        ("a/#", CoatyTopicError.invalidMQTTTopic(.wildcardInTopicName)),
-        ("a\u{0}", CoatyTopicError.invalidMQTTTopic(.containsNUL)),
-    ] as [(String, CoatyTopicError?)])
+    @Test(
+        "Raw publication topics",
+        arguments: [
+            ("a/b", nil),
+            ("coaty", nil),
+            ("/coaty/3/x", nil),
+            ("$SYS/x", nil),
+            ("coaty/3/-/DAD", CoatyTopicError.reservedCoatyPrefix),
+            ("coaty/", CoatyTopicError.reservedCoatyPrefix),
+            ("", CoatyTopicError.invalidMQTTTopic(.empty)),
+            ("a/+", CoatyTopicError.invalidMQTTTopic(.wildcardInTopicName)),
+            ("a/#", CoatyTopicError.invalidMQTTTopic(.wildcardInTopicName)),
+            ("a\u{0}", CoatyTopicError.invalidMQTTTopic(.containsNUL)),
+        ] as [(String, CoatyTopicError?)]
+    )
     func rawTopic(_ topic: String, _ expected: CoatyTopicError?) {
         if let expected {
             #expect(throws: expected) { try CoatyTopic.validateRawTopic(topic) }

@@ -26,29 +26,84 @@ struct CoatyTopicParsingTests {
         let s = TopicIds.source
         let c = TopicIds.correlation
         return [
-            Valid(topic: "coaty/3/-/ADV:Task/\(s)", type: .advertise, namespace: "-", filter: "Task", correlated: false),
-            Valid(topic: "coaty/3/-/ADV::com.x.Light/\(s)", type: .advertise, namespace: "-", filter: ":com.x.Light",
-                  correlated: false),
-            Valid(topic: "coaty/3/ns.a_b-1/ADV:Identity/\(s)", type: .advertise, namespace: "ns.a_b-1", filter: "Identity",
-                  correlated: false),
-            Valid(topic: "coaty/3/-/ADV::com.x:y/\(s)", type: .advertise, namespace: "-", filter: ":com.x:y", correlated: false),
-            Valid(topic: "coaty/3/-/ADV::coaty.Task/\(s)", type: .advertise, namespace: "-", filter: ":coaty.Task",
-                  correlated: false),
+            Valid(
+                topic: "coaty/3/-/ADV:Task/\(s)",
+                type: .advertise,
+                namespace: "-",
+                filter: "Task",
+                correlated: false
+            ),
+            Valid(
+                topic: "coaty/3/-/ADV::com.x.Light/\(s)",
+                type: .advertise,
+                namespace: "-",
+                filter: ":com.x.Light",
+                correlated: false
+            ),
+            Valid(
+                topic: "coaty/3/ns.a_b-1/ADV:Identity/\(s)",
+                type: .advertise,
+                namespace: "ns.a_b-1",
+                filter: "Identity",
+                correlated: false
+            ),
+            Valid(
+                topic: "coaty/3/-/ADV::com.x:y/\(s)",
+                type: .advertise,
+                namespace: "-",
+                filter: ":com.x:y",
+                correlated: false
+            ),
+            Valid(
+                topic: "coaty/3/-/ADV::coaty.Task/\(s)",
+                type: .advertise,
+                namespace: "-",
+                filter: ":coaty.Task",
+                correlated: false
+            ),
             Valid(topic: "coaty/3/-/DAD/\(s)", type: .deadvertise, namespace: "-", filter: nil, correlated: false),
-            Valid(topic: "coaty/3/-/CHN:alerts/\(s)", type: .channel, namespace: "-", filter: "alerts", correlated: false),
+            Valid(
+                topic: "coaty/3/-/CHN:alerts/\(s)",
+                type: .channel,
+                namespace: "-",
+                filter: "alerts",
+                correlated: false
+            ),
             Valid(topic: "coaty/3/-/CHN:a:b/\(s)", type: .channel, namespace: "-", filter: "a:b", correlated: false),
-            Valid(topic: "coaty/3/-/ASC:Lights/\(s)", type: .associate, namespace: "-", filter: "Lights", correlated: false),
+            Valid(
+                topic: "coaty/3/-/ASC:Lights/\(s)",
+                type: .associate,
+                namespace: "-",
+                filter: "Lights",
+                correlated: false
+            ),
             Valid(topic: "coaty/3/-/IOV/\(s)", type: .ioValue, namespace: "-", filter: nil, correlated: false),
             Valid(topic: "coaty/3/-/DSC/\(s)/\(c)", type: .discover, namespace: "-", filter: nil, correlated: true),
             Valid(topic: "coaty/3/-/RSV/\(s)/\(c)", type: .resolve, namespace: "-", filter: nil, correlated: true),
             Valid(topic: "coaty/3/-/QRY/\(s)/\(c)", type: .query, namespace: "-", filter: nil, correlated: true),
             Valid(topic: "coaty/3/-/RTV/\(s)/\(c)", type: .retrieve, namespace: "-", filter: nil, correlated: true),
-            Valid(topic: "coaty/3/-/UPD:Task/\(s)/\(c)", type: .update, namespace: "-", filter: "Task", correlated: true),
-            Valid(topic: "coaty/3/-/UPD::com.x.Light/\(s)/\(c)", type: .update, namespace: "-", filter: ":com.x.Light",
-                  correlated: true),
+            Valid(
+                topic: "coaty/3/-/UPD:Task/\(s)/\(c)",
+                type: .update,
+                namespace: "-",
+                filter: "Task",
+                correlated: true
+            ),
+            Valid(
+                topic: "coaty/3/-/UPD::com.x.Light/\(s)/\(c)",
+                type: .update,
+                namespace: "-",
+                filter: ":com.x.Light",
+                correlated: true
+            ),
             Valid(topic: "coaty/3/-/CPL/\(s)/\(c)", type: .complete, namespace: "-", filter: nil, correlated: true),
-            Valid(topic: "coaty/3/-/CLL:switchLight/\(s)/\(c)", type: .call, namespace: "-", filter: "switchLight",
-                  correlated: true),
+            Valid(
+                topic: "coaty/3/-/CLL:switchLight/\(s)/\(c)",
+                type: .call,
+                namespace: "-",
+                filter: "switchLight",
+                correlated: true
+            ),
             Valid(topic: "coaty/3/-/RTN/\(s)/\(c)", type: .return, namespace: "-", filter: nil, correlated: true),
             Valid(topic: "coaty/3/äöü/DAD/\(s)", type: .deadvertise, namespace: "äöü", filter: nil, correlated: false),
         ]
@@ -172,20 +227,41 @@ struct CoatyTopicParsingTests {
             Invalid(topic: "coaty/3/-/DAD:/\(s)", error: .unexpectedFilter(.deadvertise)),
             // Source id
             Invalid(topic: "coaty/3/-/DAD/\(upper)", error: .invalidSourceId(upper)),
-            Invalid(topic: "coaty/3/-/DAD/0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4", error:
-                .invalidSourceId("0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4")),
-            Invalid(topic: "coaty/3/-/DAD/0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4dd", error:
-                .invalidSourceId("0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4dd")),
-            Invalid(topic: "coaty/3/-/DAD/0a1b2c3d4e5f4a6b8c7d9e0f1a2b3c4d", error:
-                .invalidSourceId("0a1b2c3d4e5f4a6b8c7d9e0f1a2b3c4d")),
-            Invalid(topic: "coaty/3/-/DAD/0a1b2c3d-4e5f-1a6b-8c7d-9e0f1a2b3c4d", error:
-                .invalidSourceId("0a1b2c3d-4e5f-1a6b-8c7d-9e0f1a2b3c4d")),
-            Invalid(topic: "coaty/3/-/DAD/0a1b2c3d-4e5f-4a6b-cc7d-9e0f1a2b3c4d", error:
-                .invalidSourceId("0a1b2c3d-4e5f-4a6b-cc7d-9e0f1a2b3c4d")),
-            Invalid(topic: "coaty/3/-/DAD/0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4g", error:
-                .invalidSourceId("0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4g")),
-            Invalid(topic: "coaty/3/-/DAD/0a1b2c3d_4e5f-4a6b-8c7d-9e0f1a2b3c4d", error:
-                .invalidSourceId("0a1b2c3d_4e5f-4a6b-8c7d-9e0f1a2b3c4d")),
+            Invalid(
+                topic: "coaty/3/-/DAD/0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4",
+                error:
+                    .invalidSourceId("0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4")
+            ),
+            Invalid(
+                topic: "coaty/3/-/DAD/0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4dd",
+                error:
+                    .invalidSourceId("0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4dd")
+            ),
+            Invalid(
+                topic: "coaty/3/-/DAD/0a1b2c3d4e5f4a6b8c7d9e0f1a2b3c4d",
+                error:
+                    .invalidSourceId("0a1b2c3d4e5f4a6b8c7d9e0f1a2b3c4d")
+            ),
+            Invalid(
+                topic: "coaty/3/-/DAD/0a1b2c3d-4e5f-1a6b-8c7d-9e0f1a2b3c4d",
+                error:
+                    .invalidSourceId("0a1b2c3d-4e5f-1a6b-8c7d-9e0f1a2b3c4d")
+            ),
+            Invalid(
+                topic: "coaty/3/-/DAD/0a1b2c3d-4e5f-4a6b-cc7d-9e0f1a2b3c4d",
+                error:
+                    .invalidSourceId("0a1b2c3d-4e5f-4a6b-cc7d-9e0f1a2b3c4d")
+            ),
+            Invalid(
+                topic: "coaty/3/-/DAD/0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4g",
+                error:
+                    .invalidSourceId("0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4g")
+            ),
+            Invalid(
+                topic: "coaty/3/-/DAD/0a1b2c3d_4e5f-4a6b-8c7d-9e0f1a2b3c4d",
+                error:
+                    .invalidSourceId("0a1b2c3d_4e5f-4a6b-8c7d-9e0f1a2b3c4d")
+            ),
             Invalid(topic: "coaty/3/-/DAD/agent-1", error: .invalidSourceId("agent-1")),
             Invalid(topic: "coaty/3/-/DSC/x/\(c)", error: .invalidSourceId("x")),
             // Correlation id
@@ -205,8 +281,10 @@ struct CoatyTopicParsingTests {
             Invalid(topic: "coaty/3/-/DSC/\(s)/\(c.uppercased())", error: .invalidCorrelationId(c.uppercased())),
             Invalid(topic: "coaty/3/-/RSV/\(s)/token-1", error: .invalidCorrelationId("token-1")),
             // Length
-            Invalid(topic: "coaty/3/" + String(repeating: "n", count: 65_535) + "/DAD/\(s)",
-                    error: .tooLong(byteCount: 65_535 + 8 + 5 + 36)),
+            Invalid(
+                topic: "coaty/3/" + String(repeating: "n", count: 65_535) + "/DAD/\(s)",
+                error: .tooLong(byteCount: 65_535 + 8 + 5 + 36)
+            ),
         ]
     }()
 

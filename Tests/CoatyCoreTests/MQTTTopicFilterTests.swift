@@ -113,14 +113,19 @@ struct MQTTTopicFilterTests {
         #expect(!MQTTTopicFilter.matches(topic: topic + "x", filter: topic))
     }
 
-    @Test("valid and invalid topic filters", arguments: [
-        ("a", nil), ("#", nil), ("+", nil), ("/", nil), ("a/+/b", nil), ("a/#", nil), ("+/+", nil), ("/#", nil),
-        ("+/#", nil), ("$SYS/#", nil), ("a//b", nil), ("€", nil),
-        ("", MQTTTopicError.empty),
-        ("a#", .misplacedWildcard), ("a/#/b", .misplacedWildcard), ("#/", .misplacedWildcard), ("##", .misplacedWildcard),
-        ("a+", .misplacedWildcard), ("+a", .misplacedWildcard), ("a/b+/c", .misplacedWildcard), ("++", .misplacedWildcard),
-        ("a/\u{0}", .containsNUL),
-    ] as [(String, MQTTTopicError?)])
+    @Test(
+        "valid and invalid topic filters",
+        arguments: [
+            ("a", nil), ("#", nil), ("+", nil), ("/", nil), ("a/+/b", nil), ("a/#", nil), ("+/+", nil), ("/#", nil),
+            ("+/#", nil), ("$SYS/#", nil), ("a//b", nil), ("€", nil),
+            ("", MQTTTopicError.empty),
+            ("a#", .misplacedWildcard), ("a/#/b", .misplacedWildcard), ("#/", .misplacedWildcard),
+            ("##", .misplacedWildcard),
+            ("a+", .misplacedWildcard), ("+a", .misplacedWildcard), ("a/b+/c", .misplacedWildcard),
+            ("++", .misplacedWildcard),
+            ("a/\u{0}", .containsNUL),
+        ] as [(String, MQTTTopicError?)]
+    )
     func filterValidation(_ filter: String, _ expected: MQTTTopicError?) {
         if let expected {
             #expect(throws: expected) { try MQTTTopicFilter.validate(filter) }
@@ -132,11 +137,14 @@ struct MQTTTopicFilterTests {
         }
     }
 
-    @Test("valid and invalid topic names", arguments: [
-        ("a", nil), ("/", nil), ("a/b", nil), ("$SYS/x", nil), ("a b", nil), ("€/ü", nil),
-        ("", MQTTTopicError.empty), ("a/+", .wildcardInTopicName), ("#", .wildcardInTopicName),
-        ("a+b", .wildcardInTopicName), ("a\u{0}b", .containsNUL),
-    ] as [(String, MQTTTopicError?)])
+    @Test(
+        "valid and invalid topic names",
+        arguments: [
+            ("a", nil), ("/", nil), ("a/b", nil), ("$SYS/x", nil), ("a b", nil), ("€/ü", nil),
+            ("", MQTTTopicError.empty), ("a/+", .wildcardInTopicName), ("#", .wildcardInTopicName),
+            ("a+b", .wildcardInTopicName), ("a\u{0}b", .containsNUL),
+        ] as [(String, MQTTTopicError?)]
+    )
     func topicNameValidation(_ topic: String, _ expected: MQTTTopicError?) {
         if let expected {
             #expect(throws: expected) { try MQTTTopicFilter.validateTopicName(topic) }
@@ -151,7 +159,9 @@ struct MQTTTopicFilterTests {
         let maximum = String(repeating: "a", count: 65_535)
         #expect(MQTTTopicFilter.isValidTopicName(maximum))
         #expect(MQTTTopicFilter.isValid(maximum))
-        #expect(throws: MQTTTopicError.tooLong(byteCount: 65_536)) { try MQTTTopicFilter.validateTopicName(maximum + "a") }
+        #expect(throws: MQTTTopicError.tooLong(byteCount: 65_536)) {
+            try MQTTTopicFilter.validateTopicName(maximum + "a")
+        }
         #expect(throws: MQTTTopicError.tooLong(byteCount: 65_536)) { try MQTTTopicFilter.validate(maximum + "a") }
         // Three bytes per character: 21846 characters are 65538 bytes.
         #expect(throws: MQTTTopicError.tooLong(byteCount: 65_538)) {

@@ -16,7 +16,8 @@ func receive(_ transport: InProcessTransport, count: Int) async -> [TransportMes
 
 /// Reads `count` states from a connection state sequence iterator.
 func states(
-    _ iterator: inout InProcessTransport.ConnectionStates.AsyncIterator, count: Int
+    _ iterator: inout InProcessTransport.ConnectionStates.AsyncIterator,
+    count: Int
 ) async -> [TransportConnectionState] {
     var result: [TransportConnectionState] = []
     while result.count < count, let state = await iterator.next() {
@@ -56,10 +57,16 @@ struct InProcessBrokerTests {
         Delivery(filter: "#", topic: "$SYS/load", delivered: false),
         Delivery(filter: "+/load", topic: "$SYS/load", delivered: false),
         Delivery(filter: "$SYS/#", topic: "$SYS/load", delivered: true),
-        Delivery(filter: "coaty/3/+/ADV:Task/+", topic: "coaty/3/ns/ADV:Task/0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d",
-                 delivered: true),
-        Delivery(filter: "coaty/3/-/DSC/+/+", topic: "coaty/3/-/DSC/0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d",
-                 delivered: false),
+        Delivery(
+            filter: "coaty/3/+/ADV:Task/+",
+            topic: "coaty/3/ns/ADV:Task/0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d",
+            delivered: true
+        ),
+        Delivery(
+            filter: "coaty/3/-/DSC/+/+",
+            topic: "coaty/3/-/DSC/0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d",
+            delivered: false
+        ),
     ]
 
     @Test("wildcard subscriptions deliver with MQTT matching", arguments: deliveries)
@@ -97,7 +104,9 @@ struct InProcessBrokerTests {
         try await second.subscribe("data/+")
         let count = 100_000
         for i in 0..<count {
-            try first.publishNow(TransportMessage(topic: i.isMultiple(of: 2) ? "data/even" : "data/odd", payload: bytes("\(i)")))
+            try first.publishNow(
+                TransportMessage(topic: i.isMultiple(of: 2) ? "data/even" : "data/odd", payload: bytes("\(i)"))
+            )
         }
         for subscriber in [first, second] {
             let received = await receive(subscriber, count: count)
@@ -245,7 +254,8 @@ struct InProcessBrokerTests {
         try await observer.subscribe("coaty/3/-/DAD/+")
         let will = TransportMessage(
             topic: "coaty/3/-/DAD/0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d",
-            payload: bytes(#"{"objectIds":["0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"]}"#))
+            payload: bytes(#"{"objectIds":["0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"]}"#)
+        )
 
         let clean = try await connected(broker, "clean", will: will)
         await clean.disconnect()

@@ -138,7 +138,8 @@ extension CoatyTopic {
         var name = "coaty/3/"
         let filter = event.filter
         name.reserveCapacity(
-            8 + namespace.utf8.count + 5 + (filter?.utf8.count ?? 0) + 37 + (correlationId == nil ? 0 : 37))
+            8 + namespace.utf8.count + 5 + (filter?.utf8.count ?? 0) + 37 + (correlationId == nil ? 0 : 37)
+        )
         name += namespace
         let namespaceEnd = name.utf8.count
         name += "/"
@@ -178,8 +179,11 @@ extension CoatyTopic {
         correlationId: CoatyUUID? = nil
     ) throws(CoatyTopicError) {
         try self.init(
-            event: event, namespace: namespace, sourceId: sourceId.uuidString,
-            correlationId: correlationId?.uuidString)
+            event: event,
+            namespace: namespace,
+            sourceId: sourceId.uuidString,
+            correlationId: correlationId?.uuidString
+        )
     }
 
     // MARK: Subscription topic filters
@@ -247,8 +251,11 @@ extension CoatyTopic {
         correlationId: CoatyUUID
     ) throws(CoatyTopicError) -> String {
         try subscriptionFilter(
-            for: event, namespace: namespace, crossNamespacing: crossNamespacing,
-            correlationId: correlationId.uuidString)
+            for: event,
+            namespace: namespace,
+            crossNamespacing: crossNamespacing,
+            correlationId: correlationId.uuidString
+        )
     }
 
     // MARK: Raw topics
