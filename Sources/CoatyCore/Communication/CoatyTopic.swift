@@ -2,7 +2,8 @@
 /// `coaty/3/<namespace>/<EVT[:filter]>/<sourceId>[/<correlationId>]`.
 ///
 /// Parse received topics with ``init(parsing:)`` (or ``classify(_:)`` to tell Coaty, Raw and
-/// invalid topics apart) and build publication topics with ``init(event:namespace:sourceId:correlationId:)``.
+/// invalid topics apart) and build publication topics with
+/// ``init(event:namespace:sourceId:correlationId:)-(_,_,CoatyUUID,_)``.
 /// Parsing works on the UTF-8 bytes of the topic, allocates nothing, and never traps: every rule
 /// of the protocol is checked and a violation is reported as a ``CoatyTopicError``.
 ///
