@@ -196,6 +196,22 @@ struct CoatyUUIDObjectTests {
         #expect(seen.count == 100)
     }
 
+    @Test func uniqueAcrossThreadsAndRefills() async {
+        // 8 tasks x 1000 UUIDs: every thread's entropy buffer is refilled many times over.
+        let ids = await withTaskGroup(of: [CoatyUUID].self) { group in
+            for _ in 0..<8 { group.addTask { (0..<1000).map { _ in CoatyUUID() } } }
+            var all: [CoatyUUID] = []
+            for await batch in group { all += batch }
+            return all
+        }
+        #expect(ids.count == 8000)
+        #expect(Set(ids).count == 8000)
+        #expect(ids.allSatisfy { $0.version == 4 && $0.low >> 62 == 0b10 })
+        // Roughly half of the 122 random bits are set: the bytes are not zeros.
+        let ones = ids.reduce(0) { $0 + $1.high.nonzeroBitCount + $1.low.nonzeroBitCount }
+        #expect(ones > 8000 * 50 && ones < 8000 * 78)
+    }
+
     @Test func parsesEitherCaseAndPrintsLowercase() throws {
         let id = try #require(CoatyUUID("3B5B8C6E-1F0A-4C1E-9A6F-0C7D2E4B8A11"))
         #expect(id.description == "3b5b8c6e-1f0a-4c1e-9a6f-0c7d2e4b8a11")

@@ -127,11 +127,16 @@ struct JSONParser {
     private let maximumDepth: Int
     /// Reused buffer for strings with escapes.
     private var scratch: [UInt8] = []
+    /// Members of the arrays and objects being parsed, innermost last.
+    private var valueStack: [JSONValue] = []
+    private var keyStack: [String] = []
 
     init(_ base: UnsafePointer<UInt8>, count: Int, maximumDepth: Int) {
         self.base = base
         self.end = count
         self.maximumDepth = maximumDepth
+        valueStack.reserveCapacity(16)
+        keyStack.reserveCapacity(16)
     }
 
     mutating func parseDocument() throws(JSONParseError) -> JSONValue {
@@ -201,14 +206,15 @@ struct JSONParser {
         try enter()
         pos += 1  // [
         skipWhitespace()
-        var elements: [JSONValue] = []
         if try peek() == UInt8(ascii: "]") {
             pos += 1
             depth -= 1
-            return .array(elements)
+            return .array([])
         }
+        // Elements collect on a shared stack and are copied out once, at their exact count.
+        let first = valueStack.count
         while true {
-            elements.append(try parseValue())
+            valueStack.append(try parseValue())
             skipWhitespace()
             let byte = try peek()
             pos += 1
@@ -219,6 +225,7 @@ struct JSONParser {
             if byte == UInt8(ascii: "]") { break }
             throw JSONParseError(.unexpectedCharacter(byte), at: pos - 1)
         }
+        let elements = takeValues(from: first)
         depth -= 1
         return .array(elements)
     }
@@ -227,13 +234,14 @@ struct JSONParser {
         try enter()
         pos += 1  // {
         skipWhitespace()
-        var keys: [String] = []
-        var values: [JSONValue] = []
         if try peek() == UInt8(ascii: "}") {
             pos += 1
             depth -= 1
-            return .object(JSONObject(uncheckedKeys: keys, values: values))
+            return .object(JSONObject())
         }
+        // Members collect on shared stacks and are copied out once, at their exact count.
+        let keyBase = keyStack.count
+        let valueBase = valueStack.count
         /// Index for duplicate detection once the object grows large.
         var index: [String: Int]? = nil
         while true {
@@ -248,23 +256,31 @@ struct JSONParser {
             let value = try parseValue()
 
             // Duplicate keys: first position, last value (as JavaScript's JSON.parse).
+            let count = keyStack.count - keyBase
             var existing: Int?
             if let idx = index {
                 existing = idx[key]
-            } else if keys.count < 16 {
-                existing = keys.firstIndex(of: key)
+            } else if count < 16 {
+                var i = keyBase
+                while i < keyStack.count {
+                    if keyStack[i] == key {
+                        existing = i - keyBase
+                        break
+                    }
+                    i += 1
+                }
             } else {
-                var idx = [String: Int](minimumCapacity: keys.count * 2)
-                for (i, k) in keys.enumerated() where idx[k] == nil { idx[k] = i }
+                var idx = [String: Int](minimumCapacity: count * 2)
+                for i in 0..<count where idx[keyStack[keyBase + i]] == nil { idx[keyStack[keyBase + i]] = i }
                 existing = idx[key]
                 index = idx
             }
             if let existing {
-                values[existing] = value
+                valueStack[valueBase + existing] = value
             } else {
-                index?[key] = keys.count
-                keys.append(key)
-                values.append(value)
+                index?[key] = count
+                keyStack.append(key)
+                valueStack.append(value)
             }
 
             skipWhitespace()
@@ -277,8 +293,41 @@ struct JSONParser {
             if byte == UInt8(ascii: "}") { break }
             throw JSONParseError(.unexpectedCharacter(byte), at: pos - 1)
         }
+        let keys = takeKeys(from: keyBase)
+        let values = takeValues(from: valueBase)
         depth -= 1
         return .object(JSONObject(uncheckedKeys: keys, values: values))
+    }
+
+    /// Moves the values from `first` to the top of the stack into a new array (no retain/release
+    /// per element) and pops them.
+    private mutating func takeValues(from first: Int) -> [JSONValue] {
+        let count = valueStack.count - first
+        let taken = [JSONValue](unsafeUninitializedCapacity: count) { buffer, initialized in
+            valueStack.withUnsafeMutableBufferPointer { stack in
+                let source = stack.baseAddress! + first
+                buffer.baseAddress!.moveInitialize(from: source, count: count)
+                source.initialize(repeating: .null, count: count)  // trivial values, nothing to release
+            }
+            initialized = count
+        }
+        valueStack.removeLast(count)
+        return taken
+    }
+
+    /// Moves the keys from `first` to the top of the key stack into a new array and pops them.
+    private mutating func takeKeys(from first: Int) -> [String] {
+        let count = keyStack.count - first
+        let taken = [String](unsafeUninitializedCapacity: count) { buffer, initialized in
+            keyStack.withUnsafeMutableBufferPointer { stack in
+                let source = stack.baseAddress! + first
+                buffer.baseAddress!.moveInitialize(from: source, count: count)
+                source.initialize(repeating: "", count: count)  // empty strings own no storage
+            }
+            initialized = count
+        }
+        keyStack.removeLast(count)
+        return taken
     }
 
     // MARK: Strings

@@ -62,6 +62,20 @@ public struct JSONObject: Sendable {
         self.values = values
     }
 
+    /// Appends a member without looking for an existing key; for encoders that know the key is new.
+    @inline(__always)
+    mutating func appendUnchecked(_ key: String, _ value: JSONValue) {
+        keys.append(key)
+        values.append(value)
+    }
+
+    /// Reserves room for `capacity` members.
+    /// - Parameter capacity: the number of members to make room for.
+    public mutating func reserveCapacity(_ capacity: Int) {
+        keys.reserveCapacity(capacity)
+        values.reserveCapacity(capacity)
+    }
+
     /// The number of members.
     public var count: Int { keys.count }
 

@@ -45,6 +45,12 @@ public struct JSONValueDecoder: Sendable {
         return try context.unbox(value, as: T.self, parent: nil, key: nil)
     }
 
+    /// Decodes a Coaty object whose header the caller has validated already.
+    func decodeValidatedObject<T: CoatyObject>(_ type: T.Type, from object: JSONObject) throws -> T {
+        let context = DecodingContext(self)
+        return try context.unbox(.object(object), as: T.self, parent: nil, key: nil, headerValidated: true)
+    }
+
     /// Parses JSON bytes and decodes a value from them.
     /// - Parameters:
     ///   - type: the type to decode.
@@ -81,44 +87,53 @@ public struct JSONValueDecoder: Sendable {
 /// Options shared by every decoder of one decoding run.
 final class DecodingContext {
     let options: JSONValueDecoder
-    let userInfo: [CodingUserInfoKey: Any]
 
     init(_ options: JSONValueDecoder) {
         self.options = options
+    }
+
+    /// Built on first use: most decodes never ask.
+    lazy var userInfo: [CodingUserInfoKey: Any] = {
         var info: [CodingUserInfoKey: Any] = [:]
         for (key, value) in options.userInfo { info[key] = value }
         if let registry = options.registry { info[CoatyObjectRegistry.userInfoKey] = registry }
-        self.userInfo = info
-    }
+        return info
+    }()
 
     /// Decodes `T` from `value`; the one place where special types and Coaty objects are handled.
-    func unbox<T: Decodable>(_ value: JSONValue, as type: T.Type, parent: ValueDecoder?, key: (any CodingKey)?) throws -> T {
+    func unbox<T: Decodable>(
+        _ value: JSONValue,
+        as type: T.Type,
+        parent: ValueDecoder?,
+        key: (any CodingKey)?,
+        headerValidated: Bool = false
+    ) throws -> T {
         // Scalars reached through generic paths (arrays, dictionaries, optionals).
         if T.self == String.self {
             guard case .string(let s) = value else { throw mismatch(String.self, value, parent, key) }
-            return s as! T
+            return _identityCast(s, to: T.self)
         }
-        if T.self == JSONValue.self { return value as! T }
+        if T.self == JSONValue.self { return _identityCast(value, to: T.self) }
         if T.self == CoatyUUID.self {
-            return try unboxUUID(value, parent, key) as! T
+            return _identityCast(try unboxUUID(value, parent, key), to: T.self)
         }
         if T.self == Double.self {
             guard let d = value.doubleValue else { throw mismatch(Double.self, value, parent, key) }
-            return d as! T
+            return _identityCast(d, to: T.self)
         }
         if T.self == Int.self {
-            return try unboxInteger(value, Int.self, parent, key) as! T
+            return _identityCast(try unboxInteger(value, Int.self, parent, key), to: T.self)
         }
         if T.self == Bool.self {
             guard case .bool(let b) = value else { throw mismatch(Bool.self, value, parent, key) }
-            return b as! T
+            return _identityCast(b, to: T.self)
         }
         if T.self == JSONObject.self {
             guard case .object(let o) = value else { throw mismatch(JSONObject.self, value, parent, key) }
-            return o as! T
+            return _identityCast(o, to: T.self)
         }
         if T.self == Int64.self {
-            return try unboxInteger(value, Int64.self, parent, key) as! T
+            return _identityCast(try unboxInteger(value, Int64.self, parent, key), to: T.self)
         }
         if T.self == CoreType.self {
             guard case .string(let s) = value, let coreType = CoreType(rawValue: s) else {
@@ -127,21 +142,21 @@ final class DecodingContext {
                     debugDescription: "Expected a Coaty core type name, found \(value)"
                 ))
             }
-            return coreType as! T
+            return _identityCast(coreType, to: T.self)
         }
         if T.self == AnyCoatyObject.self {
             guard case .object(let o) = value else { throw mismatch(JSONObject.self, value, parent, key) }
             let registry = options.registry ?? CoatyObjectRegistry.coreTypesOnly
-            return try registry.decode(o, decoder: options) as! T
+            return _identityCast(try registry.decode(o, decoder: options), to: T.self)
         }
         if T.self == Date.self {
-            return try unboxDate(value, parent, key) as! T
+            return _identityCast(try unboxDate(value, parent, key), to: T.self)
         }
         if T.self == URL.self {
             guard case .string(let s) = value, let url = URL(string: s) else {
                 throw mismatch(URL.self, value, parent, key)
             }
-            return url as! T
+            return _identityCast(url, to: T.self)
         }
 
         let decoder = ValueDecoder(value, context: self, parent: parent, key: key)
@@ -155,7 +170,14 @@ final class DecodingContext {
         }
 
         guard case .object(let object) = value else { throw mismatch(JSONObject.self, value, parent, key) }
-        try CoatyObjectValidation.validateHeader(object, expectedCoreType: coatyType.coreType)
+        if !headerValidated {
+            try CoatyObjectValidation.validateHeader(object, expectedCoreType: coatyType.coreType)
+        }
+        return try decodeObject(T.self, object, decoder)
+    }
+
+    /// Decodes a Coaty object whose header is valid, naming missing fields and capturing unknown ones.
+    func decodeObject<T: Decodable>(_ type: T.Type, _ object: JSONObject, _ decoder: ValueDecoder) throws -> T {
         var result: T
         do {
             result = try T(from: decoder)
@@ -245,16 +267,26 @@ enum ISO8601Dates {
 /// The `Decoder` for one JSON value; its coding path is computed only when an error needs it.
 final class ValueDecoder: Decoder {
     let value: JSONValue
+    /// `value` when it is an object (else empty), unpacked once for the keyed container.
+    let object: JSONObject
     let context: DecodingContext
     let parent: ValueDecoder?
     let key: (any CodingKey)?
-    /// Members of `value` (when an object) read so far: bit i for member i < 64.
-    private var readMask: UInt64 = 0
+    // A decoder is used by one synchronous `init(from:)` at a time; no exclusivity checks needed.
+    /// Members of `object` read so far: bit i for member i < 64.
+    @exclusivity(unchecked) private var readMask: UInt64 = 0
     /// Members read beyond the first 64.
-    private var readOverflow: Set<Int> = []
+    @exclusivity(unchecked) private var readOverflow: Set<Int> = []
+    /// Where the next key lookup starts.
+    @exclusivity(unchecked) var cursor = 0
 
     init(_ value: JSONValue, context: DecodingContext, parent: ValueDecoder?, key: (any CodingKey)?) {
         self.value = value
+        if case .object(let object) = value {
+            self.object = object
+        } else {
+            self.object = JSONObject()
+        }
         self.context = context
         self.parent = parent
         self.key = key
@@ -303,13 +335,13 @@ final class ValueDecoder: Decoder {
     }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
-        guard case .object(let object) = value else {
+        guard case .object = value else {
             throw DecodingError.typeMismatch(
                 JSONObject.self,
                 .init(codingPath: codingPath, debugDescription: "Expected an object, found \(JSONValue.kindName(value))")
             )
         }
-        return KeyedDecodingContainer(KeyedValueDecoder<Key>(object: object, decoder: self))
+        return KeyedDecodingContainer(KeyedValueDecoder<Key>(decoder: self))
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
@@ -358,25 +390,33 @@ struct JSONCodingKey: CodingKey {
     static let superKey = JSONCodingKey(stringValue: "super")
 }
 
+/// Holds only its decoder (one reference to retain when the container box copies it).
 struct KeyedValueDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
-    let object: JSONObject
     let decoder: ValueDecoder
+
+    private var object: JSONObject { decoder.object }
 
     var codingPath: [any CodingKey] { decoder.codingPath }
 
     var allKeys: [Key] { object.keys.compactMap { Key(stringValue: $0) } }
 
+    /// Finds `key`, starting after the member found last: synthesized decoders usually read the
+    /// members in the order they were written.
     @inline(__always)
     private func lookup(_ key: Key) -> JSONValue? {
         let name = key.stringValue
         let keys = object.keys
-        var i = 0
-        while i < keys.count {
+        let count = keys.count
+        guard count > 0 else { return nil }
+        var i = decoder.cursor < count ? decoder.cursor : 0
+        for _ in 0..<count {
             if keys[i] == name {
                 decoder.markRead(i)
+                decoder.cursor = i + 1
                 return object.values[i]
             }
             i += 1
+            if i == count { i = 0 }
         }
         return nil
     }

@@ -36,7 +36,7 @@ public struct JSONValueEncoder: Sendable {
     /// - Throws: `EncodingError` when the value's `encode(to:)` fails or encodes nothing.
     public func encode<T: Encodable>(_ value: T) throws -> JSONValue {
         let context = EncodingContext(self)
-        return try context.box(value, path: [])
+        return try context.box(value, parent: nil, key: nil)
     }
 
     /// Encodes a value into compact UTF-8 JSON bytes.
@@ -69,42 +69,47 @@ func jsonNumber(_ d: Double) -> JSONValue {
 
 final class EncodingContext {
     let options: JSONValueEncoder
-    let userInfo: [CodingUserInfoKey: Any]
 
     init(_ options: JSONValueEncoder) {
         self.options = options
-        var info: [CodingUserInfoKey: Any] = [:]
-        for (key, value) in options.userInfo { info[key] = value }
-        self.userInfo = info
     }
 
+    /// Built on first use: most encodes never ask.
+    lazy var userInfo: [CodingUserInfoKey: Any] = {
+        var info: [CodingUserInfoKey: Any] = [:]
+        for (key, value) in options.userInfo { info[key] = value }
+        return info
+    }()
+
     /// Encodes `value`; the one place where special types and Coaty objects are handled.
-    func box<T: Encodable>(_ value: T, path: @autoclosure () -> [any CodingKey]) throws -> JSONValue {
-        if T.self == String.self { return .string(value as! String) }
-        if T.self == JSONValue.self { return value as! JSONValue }
-        if T.self == CoatyUUID.self { return .string((value as! CoatyUUID).uuidString) }
-        if T.self == Double.self { return jsonNumber(value as! Double) }
-        if T.self == Int.self { return .int(Int64(value as! Int)) }
-        if T.self == Bool.self { return .bool(value as! Bool) }
-        if T.self == JSONObject.self { return .object(value as! JSONObject) }
-        if T.self == Int64.self { return .int(value as! Int64) }
-        if T.self == CoreType.self { return .string((value as! CoreType).rawValue) }
-        if T.self == AnyCoatyObject.self { return .object((value as! AnyCoatyObject).json) }
+    func box<T: Encodable>(_ value: T, parent: ValueEncoder?, key: (any CodingKey)?) throws -> JSONValue {
+        if T.self == String.self { return .string(_identityCast(value, to: String.self)) }
+        if T.self == JSONValue.self { return _identityCast(value, to: JSONValue.self) }
+        if T.self == CoatyUUID.self { return .string(_identityCast(value, to: CoatyUUID.self).uuidString) }
+        if T.self == Double.self { return jsonNumber(_identityCast(value, to: Double.self)) }
+        if T.self == Int.self { return .int(Int64(_identityCast(value, to: Int.self))) }
+        if T.self == Bool.self { return .bool(_identityCast(value, to: Bool.self)) }
+        if T.self == JSONObject.self { return .object(_identityCast(value, to: JSONObject.self)) }
+        if T.self == Int64.self { return .int(_identityCast(value, to: Int64.self)) }
+        if T.self == CoreType.self { return .string(_identityCast(value, to: CoreType.self).rawValue) }
+        if T.self == AnyCoatyObject.self { return .object(_identityCast(value, to: AnyCoatyObject.self).json) }
         if T.self == Date.self {
-            let date = value as! Date
+            let date = _identityCast(value, to: Date.self)
             switch options.dateEncodingStrategy {
             case .millisecondsSince1970: return jsonNumber(date.timeIntervalSince1970 * 1000)
             case .iso8601: return .string(ISO8601Dates.format(date))
             }
         }
-        if T.self == URL.self { return .string((value as! URL).absoluteString) }
+        if T.self == URL.self { return .string(_identityCast(value, to: URL.self).absoluteString) }
 
-        let encoder = ValueEncoder(context: self, codingPath: path())
+        let encoder = ValueEncoder(context: self, parent: parent, key: key)
         if let coatyType = T.self as? any CoatyObject.Type {
             let header = coatyType._header(of: value)
             let ref = ObjectRef()
-            ref.object["objectType"] = .string(header.objectType)
-            ref.object["coreType"] = .string(header.coreType.rawValue)
+            ref.object.reserveCapacity(8)
+            ref.object.appendUnchecked("objectType", .string(header.objectType))
+            ref.object.appendUnchecked("coreType", .string(header.coreType.rawValue))
+            ref.hasHeader = true
             encoder.storage = .object(ref)
         }
         try value.encode(to: encoder)
@@ -125,6 +130,8 @@ final class EncodingContext {
 /// A growing JSON object shared by a keyed container and its encoder.
 final class ObjectRef {
     var object = JSONObject()
+    /// Whether `objectType`/`coreType` were written up front (a type storing them replaces them).
+    var hasHeader = false
     /// Nested containers and super encoders, resolved when the object is finished.
     var pending: [(key: String, storage: ValueEncoder)] = []
 
@@ -160,12 +167,25 @@ final class ValueEncoder: Encoder {
     }
 
     let context: EncodingContext
-    let codingPath: [any CodingKey]
+    let parent: ValueEncoder?
+    let key: (any CodingKey)?
     var storage: Storage = .empty
 
-    init(context: EncodingContext, codingPath: [any CodingKey]) {
+    init(context: EncodingContext, parent: ValueEncoder?, key: (any CodingKey)?) {
         self.context = context
-        self.codingPath = codingPath
+        self.parent = parent
+        self.key = key
+    }
+
+    /// Computed only when someone asks (errors, custom encode code).
+    var codingPath: [any CodingKey] {
+        var keys: [any CodingKey] = []
+        var node: ValueEncoder? = self
+        while let current = node {
+            if let key = current.key { keys.append(key) }
+            node = current.parent
+        }
+        return keys.reversed()
     }
 
     var userInfo: [CodingUserInfoKey: Any] { context.userInfo }
@@ -217,9 +237,16 @@ struct KeyedValueEncoder<Key: CodingKey>: KeyedEncodingContainerProtocol {
 
     var codingPath: [any CodingKey] { encoder.codingPath }
 
+    /// Appends a member. Keys of one container are unique in synthesized code, so only the
+    /// up-front header keys are looked for (a later value for them replaces the header's in place).
     @inline(__always)
     private func set(_ value: JSONValue, _ key: Key) {
-        ref.object[key.stringValue] = value
+        let name = key.stringValue
+        if ref.hasHeader && (name == "objectType" || name == "coreType") {
+            ref.object[name] = value
+        } else {
+            ref.object.appendUnchecked(name, value)
+        }
     }
 
     mutating func encodeNil(forKey key: Key) throws { set(.null, key) }
@@ -239,29 +266,29 @@ struct KeyedValueEncoder<Key: CodingKey>: KeyedEncodingContainerProtocol {
     mutating func encode(_ value: UInt64, forKey key: Key) throws { set(unsigned(value), key) }
 
     mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
-        set(try encoder.context.box(value, path: encoder.codingPath + [key]), key)
+        set(try encoder.context.box(value, parent: encoder, key: key), key)
     }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
-        let child = ValueEncoder(context: encoder.context, codingPath: encoder.codingPath + [key])
+        let child = ValueEncoder(context: encoder.context, parent: encoder, key: key)
         ref.pending.append((key.stringValue, child))
         return child.container(keyedBy: NestedKey.self)
     }
 
     mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
-        let child = ValueEncoder(context: encoder.context, codingPath: encoder.codingPath + [key])
+        let child = ValueEncoder(context: encoder.context, parent: encoder, key: key)
         ref.pending.append((key.stringValue, child))
         return child.unkeyedContainer()
     }
 
     mutating func superEncoder() -> any Encoder {
-        let child = ValueEncoder(context: encoder.context, codingPath: encoder.codingPath + [JSONCodingKey.superKey])
+        let child = ValueEncoder(context: encoder.context, parent: encoder, key: JSONCodingKey.superKey)
         ref.pending.append(("super", child))
         return child
     }
 
     mutating func superEncoder(forKey key: Key) -> any Encoder {
-        let child = ValueEncoder(context: encoder.context, codingPath: encoder.codingPath + [key])
+        let child = ValueEncoder(context: encoder.context, parent: encoder, key: key)
         ref.pending.append((key.stringValue, child))
         return child
     }
@@ -301,25 +328,25 @@ struct UnkeyedValueEncoder: UnkeyedEncodingContainer {
 
     mutating func encode<T: Encodable>(_ value: T) throws {
         let key = indexKey
-        ref.elements.append(try encoder.context.box(value, path: encoder.codingPath + [key]))
+        ref.elements.append(try encoder.context.box(value, parent: encoder, key: key))
     }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
-        let child = ValueEncoder(context: encoder.context, codingPath: encoder.codingPath + [indexKey])
+        let child = ValueEncoder(context: encoder.context, parent: encoder, key: indexKey)
         ref.pending.append((ref.elements.count, child))
         ref.elements.append(.null)
         return child.container(keyedBy: NestedKey.self)
     }
 
     mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
-        let child = ValueEncoder(context: encoder.context, codingPath: encoder.codingPath + [indexKey])
+        let child = ValueEncoder(context: encoder.context, parent: encoder, key: indexKey)
         ref.pending.append((ref.elements.count, child))
         ref.elements.append(.null)
         return child.unkeyedContainer()
     }
 
     mutating func superEncoder() -> any Encoder {
-        let child = ValueEncoder(context: encoder.context, codingPath: encoder.codingPath + [indexKey])
+        let child = ValueEncoder(context: encoder.context, parent: encoder, key: indexKey)
         ref.pending.append((ref.elements.count, child))
         ref.elements.append(.null)
         return child
@@ -350,6 +377,6 @@ struct SingleValueEncoder: SingleValueEncodingContainer {
     mutating func encode(_ value: UInt64) throws { set(unsigned(value)) }
 
     mutating func encode<T: Encodable>(_ value: T) throws {
-        set(try encoder.context.box(value, path: encoder.codingPath))
+        set(try encoder.context.box(value, parent: encoder.parent, key: encoder.key))
     }
 }

@@ -87,6 +87,14 @@ public final class CoatyObjectRegistry: Sendable {
     func decode(_ json: JSONObject, decoder: JSONValueDecoder) throws -> AnyCoatyObject {
         let header = try CoatyObjectValidation.validateHeader(json)
         let type = swiftType(objectType: header.objectType, coreType: header.coreType)
+        if type.coreType != header.coreType {
+            throw CoatyObjectError(
+                .coreTypeMismatch(expected: type.coreType),
+                field: "coreType",
+                objectType: header.objectType,
+                coreType: header.coreType.rawValue
+            )
+        }
         var decoder = decoder
         if decoder.registry == nil { decoder.registry = self }
         let value = try Self.decodeValue(type, from: json, decoder: decoder)
@@ -94,6 +102,6 @@ public final class CoatyObjectRegistry: Sendable {
     }
 
     private static func decodeValue<T: CoatyObject>(_ type: T.Type, from json: JSONObject, decoder: JSONValueDecoder) throws -> any CoatyObject {
-        try decoder.decode(T.self, from: .object(json))
+        try decoder.decodeValidatedObject(T.self, from: json)
     }
 }

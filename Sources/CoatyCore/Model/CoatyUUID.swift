@@ -15,10 +15,16 @@ public struct CoatyUUID: Sendable, Hashable, Comparable {
     /// The last eight bytes, big-endian.
     public let low: UInt64
 
-    /// A fresh random version 4 UUID.
+    /// A fresh random version 4 UUID from the system's cryptographic randomness.
     public init() {
-        var generator = SystemRandomNumberGenerator()
-        self.init(randomUsing: &generator)
+        let (high, low) = UUIDEntropy.next()
+        self.init(versionedHigh: high, low: low)
+    }
+
+    private init(versionedHigh high: UInt64, low: UInt64) {
+        // Version 4 in the high nibble of byte 6, variant 10xx in byte 8.
+        self.high = (high & 0xFFFF_FFFF_FFFF_0FFF) | 0x0000_0000_0000_4000
+        self.low = (low & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000
     }
 
     /// A random version 4 UUID drawn from `generator` (for reproducible tests).
@@ -26,9 +32,7 @@ public struct CoatyUUID: Sendable, Hashable, Comparable {
     public init(randomUsing generator: inout some RandomNumberGenerator) {
         let high = generator.next() as UInt64
         let low = generator.next() as UInt64
-        // Version 4 in the high nibble of byte 6, variant 10xx in byte 8.
-        self.high = (high & 0xFFFF_FFFF_FFFF_0FFF) | 0x0000_0000_0000_4000
-        self.low = (low & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000
+        self.init(versionedHigh: high, low: low)
     }
 
     /// A UUID from its two halves.
