@@ -232,6 +232,8 @@ struct ClientState {
     var mailboxHead = 0
     /// The consumer waiting in `messages.next()`.
     var messageWaiter: UnsafeContinuation<Bool, Never>?
+    /// `messages` ends once the mailbox is empty (after `disconnect` or `kill`, until `connect`).
+    var messagesFinished = false
     var stateObservers: [Int: AsyncStream<TransportConnectionState>.Continuation] = [:]
     var connectWaiters: [Int: UnsafeContinuation<ConnectOutcome, Never>] = [:]
 
@@ -296,12 +298,22 @@ struct BrokerState {
     /// re-establishes its subscriptions (delivering matching retained messages) and then reports
     /// `connected`.
     mutating func establishIfPossible(_ index: Int, _ configuration: InProcessBroker.Configuration) {
-        let client = clients[index]
-        guard online, client.wantsConnection, !client.linkDown, client.lifecycle != .connected else { return }
-        for subscription in client.subscriptions {
+        guard online, clients[index].wantsConnection, !clients[index].linkDown, clients[index].lifecycle != .connected
+        else { return }
+        let subscriptions = clients[index].subscriptions
+        for subscription in subscriptions {
             deliverRetained(to: index, filter: subscription.filter, qos: subscription.qos)
         }
         setLifecycle(index, .connected)
+    }
+
+    /// Ends the client's `messages` once its mailbox is drained, waking a waiting consumer.
+    mutating func finishMessages(_ index: Int) {
+        clients[index].messagesFinished = true
+        if let waiter = clients[index].messageWaiter {
+            clients[index].messageWaiter = nil
+            waiter.resume(returning: false)
+        }
     }
 
     /// Drops a client's connection. The will is published unless the client disconnected cleanly.

@@ -39,8 +39,10 @@ public final class InProcessTransport: CoatyTransport {
         public struct Iterator: AsyncIteratorProtocol, Sendable {
             let transport: InProcessTransport
 
-            /// The next received message, or `nil` once the consuming task is cancelled (or when
-            /// another consumer is already waiting: the sequence has a single consumer).
+            /// The next received message; `nil` once the consuming task is cancelled, once the
+            /// mailbox is empty after ``InProcessTransport/disconnect()`` or
+            /// ``InProcessTransport/kill()``, or when another consumer is already waiting (the
+            /// sequence has a single consumer).
             public mutating func next() async -> TransportMessage? {
                 await transport.nextMessage()
             }
@@ -50,7 +52,8 @@ public final class InProcessTransport: CoatyTransport {
     /// Every message received on any subscription, in delivery order; consume it from one task.
     ///
     /// Messages wait in the mailbox until consumed, across reconnects; breaking out of a
-    /// `for await` loop loses none of them.
+    /// `for await` loop loses none of them. After ``disconnect()`` or ``kill()`` the iteration ends
+    /// once the mailbox is empty, until the next ``connect(will:)``.
     public var messages: Messages { Messages(transport: self) }
 
     /// The number of received messages not yet consumed from ``messages``.
@@ -65,15 +68,19 @@ public final class InProcessTransport: CoatyTransport {
             if Task.isCancelled { return nil }
             let index = self.index
             let broker = self.broker
-            if let message = broker.state.withLock({ $0.clients[index].popMessage() }) {
-                return message
+            let popped = broker.state.withLock { state -> TransportMessage?? in
+                if let message = state.clients[index].popMessage() { return .some(message) }
+                return state.clients[index].messagesFinished ? .some(nil) : nil
             }
+            if let popped { return popped }
             let woken = await withTaskCancellationHandler {
                 await withUnsafeContinuation { (continuation: UnsafeContinuation<Bool, Never>) in
                     broker.state.withLock { state in
                         if state.clients[index].mailboxHead < state.clients[index].mailbox.count {
                             continuation.resume(returning: true)
-                        } else if Task.isCancelled || state.clients[index].messageWaiter != nil {
+                        } else if Task.isCancelled || state.clients[index].messagesFinished
+                            || state.clients[index].messageWaiter != nil
+                        {
                             continuation.resume(returning: false)
                         } else {
                             state.clients[index].messageWaiter = continuation
@@ -149,7 +156,8 @@ public final class InProcessTransport: CoatyTransport {
     // MARK: Connecting
 
     /// Connects; returns at once when the broker is online, otherwise waits (`connecting`) until
-    /// ``InProcessBroker/goOnline()`` or ``restoreConnection()``.
+    /// ``InProcessBroker/goOnline()`` or ``restoreConnection()``. Remembered subscriptions are
+    /// re-established before it returns. Connecting while connected only replaces the will.
     ///
     /// - Parameter will: the last will, published on an unclean loss of the connection.
     /// - Throws: `CancellationError` if the task is cancelled first (the transport then goes back
@@ -157,10 +165,10 @@ public final class InProcessTransport: CoatyTransport {
     ///   ``kill()`` is called while waiting.
     public func connect(will: TransportMessage?) async throws {
         let index = self.index
-        let broker = self.broker
         let configuration = broker.configuration
         let done = broker.state.withLock { state -> Bool in
             state.clients[index].will = will
+            state.clients[index].messagesFinished = false
             if state.clients[index].lifecycle == .connected { return true }
             state.clients[index].wantsConnection = true
             if state.clients[index].lifecycle == .disconnected {
@@ -170,36 +178,45 @@ public final class InProcessTransport: CoatyTransport {
             return state.clients[index].lifecycle == .connected
         }
         if done { return }
+        switch await waitForConnection(abandonConnectingOnCancel: true) {
+        case .connected: return
+        case .cancelled: throw CancellationError()
+        case .stopped: throw TransportError.failed("the connection attempt of client '\(clientId)' was stopped")
+        }
+    }
 
+    /// Waits until the transport is connected (or disconnected, or the task is cancelled).
+    ///
+    /// - Parameter abandonConnectingOnCancel: whether cancellation also stops connecting.
+    private func waitForConnection(abandonConnectingOnCancel: Bool) async -> ConnectOutcome {
+        let index = self.index
+        let broker = self.broker
         let token = broker.state.withLock { $0.makeToken() }
-        let outcome = await withTaskCancellationHandler {
+        return await withTaskCancellationHandler {
             await withUnsafeContinuation { (continuation: UnsafeContinuation<ConnectOutcome, Never>) in
                 broker.state.withLock { state in
-                    let client = state.clients[index]
-                    if client.lifecycle == .connected {
+                    switch state.clients[index].lifecycle {
+                    case .connected:
                         continuation.resume(returning: .connected)
-                    } else if !client.wantsConnection {
+                    case .disconnected:
                         continuation.resume(returning: .stopped)
-                    } else if Task.isCancelled {
-                        Self.abandonConnecting(&state, index)
-                        continuation.resume(returning: .cancelled)
-                    } else {
-                        state.clients[index].connectWaiters[token] = continuation
+                    case .connecting, .reconnecting:
+                        if Task.isCancelled {
+                            if abandonConnectingOnCancel { Self.abandonConnecting(&state, index) }
+                            continuation.resume(returning: .cancelled)
+                        } else {
+                            state.clients[index].connectWaiters[token] = continuation
+                        }
                     }
                 }
             }
         } onCancel: {
             broker.state.withLock { state in
                 if let waiter = state.clients[index].connectWaiters.removeValue(forKey: token) {
-                    Self.abandonConnecting(&state, index)
+                    if abandonConnectingOnCancel { Self.abandonConnecting(&state, index) }
                     waiter.resume(returning: .cancelled)
                 }
             }
-        }
-        switch outcome {
-        case .connected: return
-        case .cancelled: throw CancellationError()
-        case .stopped: throw TransportError.failed("the connection attempt of client '\(clientId)' was stopped")
         }
     }
 
@@ -228,7 +245,7 @@ public final class InProcessTransport: CoatyTransport {
     }
 
     /// Disconnects cleanly: no will, state `disconnected`, no reconnection. Subscriptions are
-    /// kept for the next ``connect(will:)``.
+    /// kept for the next ``connect(will:)``; ``messages`` ends once its buffered messages are consumed.
     public func disconnect() async {
         let index = self.index
         let configuration = broker.configuration
@@ -236,34 +253,63 @@ public final class InProcessTransport: CoatyTransport {
             state.clients[index].wantsConnection = false
             state.clients[index].linkDown = false
             state.dropConnection(index, publishWill: false, then: .disconnected, configuration)
+            state.finishMessages(index)
         }
     }
 
     // MARK: Subscriptions and publications
 
-    /// Adds `filter` to the subscription set; while connected, delivers the retained messages
-    /// that match it (flagged `retain`), as a broker does for every SUBSCRIBE.
+    /// Adds `filter` to the remembered subscriptions; while connected, delivers the retained
+    /// messages that match it (flagged `retain`), as a broker does for every SUBSCRIBE. While
+    /// connecting or reconnecting it waits for the connection, as the MQTT client does.
     ///
     /// - Parameters:
     ///   - filter: an MQTT topic filter.
     ///   - qos: the maximum QoS of deliveries.
-    /// - Throws: ``CoatyCore/TransportError/invalidTopic(_:_:)`` for an invalid filter.
+    /// - Throws: ``CoatyCore/TransportError/notConnected`` before ``connect(will:)`` or after
+    ///   ``disconnect()`` (also when that happens while waiting),
+    ///   ``CoatyCore/TransportError/invalidTopic(_:_:)`` for an invalid filter, `CancellationError`
+    ///   when cancelled while waiting.
     public func subscribe(_ filter: String, qos: TransportQoS) async throws {
         do {
             try MQTTTopicFilter.validate(filter)
         } catch {
             throw TransportError.invalidTopic(filter, error)
         }
+        enum Step {
+            case done
+            case notConnected
+            case wait(isNew: Bool)
+        }
         let index = self.index
-        broker.state.withLock { state in
+        let step = broker.state.withLock { state -> Step in
+            let lifecycle = state.clients[index].lifecycle
+            guard lifecycle != .disconnected else { return .notConnected }
+            var isNew = false
             if let existing = state.clients[index].subscriptions.firstIndex(where: { $0.filter == filter }) {
                 state.clients[index].subscriptions[existing].qos = qos
             } else {
                 state.clients[index].subscriptions.append(Subscription(filter: filter, qos: qos))
+                isNew = true
             }
-            if state.clients[index].lifecycle == .connected {
-                state.deliverRetained(to: index, filter: filter, qos: qos)
+            guard lifecycle == .connected else { return .wait(isNew: isNew) }
+            state.deliverRetained(to: index, filter: filter, qos: qos)
+            return .done
+        }
+        switch step {
+        case .done:
+            return
+        case .notConnected:
+            throw TransportError.notConnected
+        case .wait(let isNew):
+            // The filter is in the set, so the reconnection establishes it before `connected`.
+            let outcome = await waitForConnection(abandonConnectingOnCancel: false)
+            if outcome == .connected { return }
+            if isNew {
+                broker.state.withLock { state in state.clients[index].subscriptions.removeAll { $0.filter == filter } }
             }
+            if outcome == .cancelled { throw CancellationError() }
+            throw TransportError.notConnected
         }
     }
 
@@ -347,7 +393,8 @@ public final class InProcessTransport: CoatyTransport {
     }
 
     /// Simulates the death of the agent process: the broker publishes the will and the transport
-    /// goes `disconnected` without reconnecting (a later ``connect(will:)`` starts afresh).
+    /// goes `disconnected` without reconnecting (a later ``connect(will:)`` starts afresh);
+    /// ``messages`` ends once its buffered messages are consumed.
     public func kill() {
         let index = self.index
         let configuration = broker.configuration
@@ -355,6 +402,7 @@ public final class InProcessTransport: CoatyTransport {
             state.clients[index].wantsConnection = false
             state.clients[index].linkDown = false
             state.dropConnection(index, publishWill: true, then: .disconnected, configuration)
+            state.finishMessages(index)
         }
     }
 }

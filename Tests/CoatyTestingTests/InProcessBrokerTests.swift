@@ -344,10 +344,12 @@ struct InProcessBrokerTests {
         #expect(agent.connectionState == .reconnecting)
         await #expect(throws: TransportError.notConnected) { try await agent.publish(topic: "x/1", payload: []) }
         #expect(!broker.publish(TransportMessage(topic: "x/1", payload: [])))
-        // Subscribing while offline is recorded and applied on reconnect.
-        try await agent.subscribe("y")
+        // Subscribing while reconnecting waits for the connection; the filter is remembered at once.
+        let subscribing = Task { try await agent.subscribe("y") }
+        while !broker.subscriptions(ofClient: "agent").contains("y") { await Task.yield() }
 
         broker.goOnline()
+        try await subscribing.value
         #expect(await states(&stateIterator, count: 3) == [.connected, .reconnecting, .connected])
         try await agent.publish(topic: "x/1", payload: [1])
         try await agent.publish(topic: "y", payload: [2])
@@ -361,7 +363,6 @@ struct InProcessBrokerTests {
         let broker = InProcessBroker()
         broker.goOffline()
         let agent = broker.makeTransport(clientId: "agent")
-        try await agent.subscribe("s")
         var stateIterator = agent.connectionStates().makeAsyncIterator()
         #expect(await states(&stateIterator, count: 1) == [.disconnected])
         let connecting = Task { try await agent.connect(will: nil) }
@@ -369,6 +370,7 @@ struct InProcessBrokerTests {
         broker.goOnline()
         try await connecting.value
         #expect(await states(&stateIterator, count: 1) == [.connected])
+        try await agent.subscribe("s")
         try await agent.publish(topic: "s", payload: [7])
         #expect(await receive(agent, count: 1).map(\.payload) == [[7]])
     }
@@ -415,7 +417,78 @@ struct InProcessBrokerTests {
         #expect(broker.connectedClientIds == ["agent"])
     }
 
+    @Test("subscribing needs a connection: before connect and after disconnect it throws")
+    func subscribeNeedsConnection() async throws {
+        let broker = InProcessBroker()
+        let agent = broker.makeTransport(clientId: "agent")
+        await #expect(throws: TransportError.notConnected) { try await agent.subscribe("a") }
+        #expect(broker.subscriptions(ofClient: "agent").isEmpty)
+        try await agent.connect(will: nil)
+        try await agent.subscribe("a")
+        await agent.disconnect()
+        await #expect(throws: TransportError.notConnected) { try await agent.subscribe("b") }
+        #expect(broker.subscriptions(ofClient: "agent") == ["a"])
+    }
+
+    @Test("a subscription waiting for the connection is dropped when the wait is cancelled")
+    func subscribeWaitCancelled() async throws {
+        let broker = InProcessBroker()
+        let agent = try await connected(broker, "agent")
+        broker.goOffline()
+        let subscribing = Task { try await agent.subscribe("w") }
+        while !broker.subscriptions(ofClient: "agent").contains("w") { await Task.yield() }
+        subscribing.cancel()
+        await #expect(throws: CancellationError.self) { try await subscribing.value }
+        #expect(broker.subscriptions(ofClient: "agent").isEmpty)
+        #expect(agent.connectionState == .reconnecting)
+    }
+
+    @Test("a subscription waiting for the connection fails when the transport disconnects")
+    func subscribeWaitStopped() async throws {
+        let broker = InProcessBroker()
+        let agent = try await connected(broker, "agent")
+        agent.simulateConnectionLoss(reconnect: false)
+        let subscribing = Task { try await agent.subscribe("w") }
+        while !broker.subscriptions(ofClient: "agent").contains("w") { await Task.yield() }
+        await agent.disconnect()
+        await #expect(throws: TransportError.notConnected) { try await subscribing.value }
+        #expect(broker.subscriptions(ofClient: "agent").isEmpty)
+    }
+
     // MARK: Consumption
+
+    @Test("messages end after disconnect once the mailbox is drained, and resume after connect")
+    func messagesEndAfterDisconnect() async throws {
+        let broker = InProcessBroker()
+        let agent = try await connected(broker, "agent")
+        try await agent.subscribe("m")
+        try await agent.publish(topic: "m", payload: [1])
+        try await agent.publish(topic: "m", payload: [2])
+        let consumer = Task { () -> [[UInt8]] in
+            var payloads: [[UInt8]] = []
+            for await message in agent.messages { payloads.append(message.payload) }
+            return payloads
+        }
+        while agent.pendingMessageCount > 0 { await Task.yield() }
+        await agent.disconnect()
+        #expect(await consumer.value == [[1], [2]])
+
+        try await agent.connect(will: nil)
+        try await agent.publish(topic: "m", payload: [3])
+        #expect(await receive(agent, count: 1).map(\.payload) == [[3]])
+    }
+
+    @Test("a killed transport's message sequence delivers what was buffered, then ends")
+    func messagesEndAfterKill() async throws {
+        let broker = InProcessBroker()
+        let agent = try await connected(broker, "agent")
+        try await agent.subscribe("m")
+        try await agent.publish(topic: "m", payload: [1])
+        agent.kill()
+        var payloads: [[UInt8]] = []
+        for await message in agent.messages { payloads.append(message.payload) }
+        #expect(payloads == [[1]])
+    }
 
     @Test("message iteration ends when the consuming task is cancelled")
     func iterationEndsOnCancel() async throws {

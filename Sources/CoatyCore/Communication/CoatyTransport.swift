@@ -79,6 +79,9 @@ public enum TransportError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The broker refused the connection permanently (bad credentials, TLS verification failure,
     /// protocol error); the transport does not retry. Fix the configuration named in the reason.
     case connectionRefused(reason: String)
+    /// The broker could not be reached within the transport's connect timeout; the transport is
+    /// `disconnected`. Check that the broker runs at the configured address, or retry later.
+    case brokerUnreachable(reason: String)
     /// The topic name or topic filter is not valid MQTT; fix the topic.
     case invalidTopic(String, MQTTTopicError)
     /// The broker rejected a subscription (SUBACK failure code), e.g. for lack of authorization.
@@ -93,6 +96,8 @@ public enum TransportError: Error, Sendable, Hashable, CustomStringConvertible {
             "Not connected to the broker; retry (or defer the publication) once the connection is back."
         case .connectionRefused(let reason):
             "The broker refused the connection: \(reason). Check broker address, credentials and TLS settings."
+        case .brokerUnreachable(let reason):
+            "The broker could not be reached: \(reason). Check that it runs at the configured address, or retry later."
         case .invalidTopic(let topic, let error):
             "Invalid MQTT topic '\(excerpt(topic))': \(error)"
         case .subscriptionRejected(let filter):
@@ -109,23 +114,30 @@ public enum TransportError: Error, Sendable, Hashable, CustomStringConvertible {
 /// CoatyTesting provides an in-process broker. A conforming type must meet these requirements:
 ///
 /// - **Messages**: ``messages`` is a single-consumer sequence of every message received on any
-///   subscription, in the order the broker delivered them, across reconnects. It is consumed by
-///   one dispatcher task; iteration ends when that task is cancelled. Messages published by this
-///   transport are delivered back when they match one of its subscriptions (no echo
-///   suppression). The transport buffers messages until they are consumed; if it bounds the
-///   buffer it must count (and log) what it drops, never drop silently.
-/// - **Connection**: ``connect(will:)`` returns once the broker has accepted the first connection.
-///   While the broker is unreachable the transport keeps retrying (state
-///   ``TransportConnectionState/connecting``); cancelling the calling task stops the attempt
-///   (the transport goes back to ``TransportConnectionState/disconnected`` and `connect` throws
-///   `CancellationError`). After the first connection the transport reconnects by itself after
-///   every loss (``TransportConnectionState/reconnecting``) until ``disconnect()``.
-/// - **Subscriptions** are a set of topic filters owned by the transport: subscribing a filter
-///   that is already subscribed keeps one subscription; they survive reconnects — after every
-///   (re)connection the transport re-establishes all of them *before* it reports
-///   ``TransportConnectionState/connected``, so a caller may publish its join events as soon as
-///   it sees `connected`. Subscribing while not connected records the filter and returns; it is
-///   established with the next connection. Reference counting of observers is the caller's job.
+///   subscription, in the order the broker delivered them, continuous across reconnects
+///   (including those that update the will). It is consumed by one dispatcher task; iteration
+///   ends when that task is cancelled, and may end after ``disconnect()`` once the buffered
+///   messages are consumed (take a fresh ``messages`` after the next ``connect(will:)``).
+///   Messages published by this transport are delivered back when they match one of its
+///   subscriptions (no echo suppression). The transport buffers messages until they are
+///   consumed; if it bounds the buffer it must count (and log) what it drops, never drop silently.
+/// - **Connection**: ``connect(will:)`` returns once the broker has accepted the connection and
+///   every remembered subscription is acknowledged. While the broker is unreachable the transport
+///   keeps trying (state ``TransportConnectionState/connecting``) until its connect timeout, if
+///   it has one, elapses (``TransportError/brokerUnreachable(reason:)``) or the calling task is
+///   cancelled (`CancellationError`); either way it goes back to
+///   ``TransportConnectionState/disconnected``. After the first connection the transport
+///   reconnects by itself after every loss (``TransportConnectionState/reconnecting``) until
+///   ``disconnect()``.
+/// - **Subscriptions** are a set of topic filters remembered by the transport: subscribing a
+///   filter that is already subscribed keeps one subscription; they survive reconnects and
+///   ``disconnect()`` — after every (re)connection the transport re-establishes all of them
+///   *before* it reports ``TransportConnectionState/connected``, so a caller may publish its join
+///   events as soon as it sees `connected`. Subscribing needs a connection: before the first
+///   ``connect(will:)`` and after ``disconnect()`` it throws ``TransportError/notConnected`` (the
+///   caller keeps its own list of filters and subscribes them after connecting); while
+///   connecting or reconnecting it waits until the connection is back. Reference counting of
+///   observers is the caller's job.
 /// - **Will**: the last will given to ``connect(will:)`` (or the latest ``updateWill(_:)``) is
 ///   published by the broker when the connection is lost without a clean ``disconnect()``, and
 ///   not after one.
@@ -155,13 +167,15 @@ public protocol CoatyTransport: Sendable {
     /// Connects to the broker and keeps the connection up, reconnecting after losses, until
     /// ``disconnect()``.
     ///
-    /// Calling it while already connected or connecting only replaces the will for the next
-    /// connection (see ``updateWill(_:)``).
+    /// Returns when the broker has accepted the connection and every remembered subscription is
+    /// acknowledged. Calling it while already connected is harmless (a transport may replace the
+    /// will for the next connection, or throw ``TransportError/failed(_:)``).
     ///
     /// - Parameter will: the last will (for Coaty the Deadvertise of the identity and its
     ///   IoNodes), or `nil` for none.
-    /// - Throws: ``TransportError/connectionRefused(reason:)`` on a permanent failure;
-    ///   `CancellationError` when the calling task is cancelled before the first connection.
+    /// - Throws: ``TransportError/connectionRefused(reason:)`` on a permanent failure,
+    ///   ``TransportError/brokerUnreachable(reason:)`` when a connect timeout elapses,
+    ///   `CancellationError` when the calling task is cancelled first.
     func connect(will: TransportMessage?) async throws
 
     /// Replaces the last will.
@@ -177,20 +191,24 @@ public protocol CoatyTransport: Sendable {
     /// - Throws: a ``TransportError`` if the reconnection fails permanently.
     func updateWill(_ will: TransportMessage?) async throws
 
-    /// Subscribes to a topic filter and returns when the broker has acknowledged it (or, when
-    /// not connected, when the filter is recorded for the next connection).
+    /// Subscribes to a topic filter and returns when the broker has acknowledged it; while
+    /// connecting or reconnecting it first waits for the connection.
     ///
-    /// Retained messages matching the filter are delivered to ``messages`` with `retain == true`.
+    /// The filter is remembered and re-established after every reconnect. Retained messages
+    /// matching it are delivered to ``messages`` with `retain == true`.
     ///
     /// - Parameters:
     ///   - filter: an MQTT topic filter.
     ///   - qos: the maximum quality of service to receive with.
-    /// - Throws: ``TransportError/invalidTopic(_:_:)`` or
-    ///   ``TransportError/subscriptionRejected(filter:)``.
+    /// - Throws: ``TransportError/notConnected`` before ``connect(will:)`` or after
+    ///   ``disconnect()``, ``TransportError/invalidTopic(_:_:)``,
+    ///   ``TransportError/subscriptionRejected(filter:)``, or `CancellationError` when the task is
+    ///   cancelled while waiting.
     func subscribe(_ filter: String, qos: TransportQoS) async throws
 
-    /// Removes a subscription and returns when the broker has acknowledged it. After it returns
-    /// no further message is delivered for that filter (other subscriptions may still match).
+    /// Removes a subscription (also from the remembered set) and returns when the broker has
+    /// acknowledged it. After it returns no further message is delivered for that filter (other
+    /// subscriptions may still match).
     ///
     /// - Parameter filter: a filter previously given to ``subscribe(_:qos:)``; unknown filters
     ///   are ignored.
@@ -209,7 +227,8 @@ public protocol CoatyTransport: Sendable {
 
     /// Disconnects cleanly (the broker does not publish the will) and stops reconnecting.
     ///
-    /// The transport can be connected again with ``connect(will:)``; its subscriptions are kept.
+    /// Messages already received stay consumable from ``messages``, which may then end. The
+    /// transport can be connected again with ``connect(will:)``; its subscriptions are kept.
     func disconnect() async
 }
 
