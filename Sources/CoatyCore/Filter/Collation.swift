@@ -63,6 +63,7 @@ public enum CoatyCollation {
     static let spacePrimary: UInt32 = 0x110
     static let punctuationBase: UInt32 = 0x1000
     static let otherPunctuationBase: UInt32 = 0x2000
+    static let otherCurrencyBase: UInt32 = 0x40_1000
     static let symbolBase: UInt32 = 0x20_0000
     static let otherSymbolBase: UInt32 = 0x20_1000
     static let currencyBase: UInt32 = 0x40_0000
@@ -72,16 +73,35 @@ public enum CoatyCollation {
     static let otherLetterBase: UInt32 = 0x100_0000
     static let unassignedBase: UInt32 = 0x200_0000
 
+    /// Punctuation in the order of the ICU root collation (ASCII, Latin-1 and General Punctuation).
+    static let punctuationOrder =
+        "\u{203E}_\u{2017}-\u{2010}\u{2011}\u{2012}\u{2013}\u{2014}\u{2015}\u{2053},;\u{204F}:!\u{203C}\u{2049}\u{A1}?\u{2048}\u{2047}\u{BF}\u{203D}.\u{2024}\u{2025}\u{2026}\u{B7}\u{2055}\u{2056}\u{2058}\u{2059}\u{205A}\u{205B}\u{205C}\u{205D}\u{205E}'\u{2018}\u{2019}\u{201A}\u{201B}\u{2039}\u{203A}\u{22}\u{201C}\u{201D}\u{201E}\u{201F}\u{AB}\u{BB}()[]{}\u{2045}\u{2046}\u{2016}\u{A7}\u{B6}\u{204B}@*\u{204E}\u{2051}/\u{5C}&\u{204A}#%\u{2030}\u{2031}\u{2020}\u{2021}\u{2022}\u{2023}\u{2027}\u{2043}\u{204C}\u{204D}\u{2032}\u{2033}\u{2034}\u{2057}\u{2035}\u{2036}\u{2037}\u{2038}\u{203B}\u{203F}\u{2054}\u{2040}\u{2050}\u{2041}\u{2042}"
+    /// Symbols in the order of the ICU root collation.
+    static let symbolOrder =
+        "`\u{B4}^\u{AF}\u{A8}\u{B8}\u{B0}\u{A9}\u{AE}+\u{B1}\u{F7}\u{D7}<=>\u{AC}|\u{A6}~\u{2052}\u{2044}"
+    /// Currency signs in the order of the ICU root collation.
+    static let currencyOrder =
+        "\u{A4}\u{A2}$\u{A3}\u{A5}\u{20A0}\u{20A1}\u{20A2}\u{20A3}\u{20A4}\u{20A5}\u{20A6}\u{20A9}\u{20AA}\u{20AB}\u{20AC}\u{20AD}\u{20AE}\u{20AF}\u{20B0}\u{20B1}\u{20B2}\u{20B3}\u{20B4}\u{20B5}\u{20B6}\u{20B7}\u{20B8}\u{20B9}\u{20BA}\u{20BB}\u{20BC}\u{20BD}\u{20BE}\u{20BF}\u{20C0}\u{20A7}\u{20A8}"
+
+    /// Primary weights of the punctuation, symbols and currency signs listed above.
+    static let rankedPrimaries: [UInt32: UInt32] = {
+        var table: [UInt32: UInt32] = [:]
+        for (order, base) in [
+            (punctuationOrder, punctuationBase), (symbolOrder, symbolBase), (currencyOrder, currencyBase),
+        ] {
+            for (i, scalar) in order.unicodeScalars.enumerated() { table[scalar.value] = base + UInt32(i) }
+        }
+        return table
+    }()
+
     /// Primary weights of the ASCII characters (0 = ignorable).
     static let asciiPrimary: [UInt32] = {
         var table = [UInt32](repeating: 0, count: 128)
         for (i, c) in [9, 10, 11, 12, 13].enumerated() { table[c] = 0x101 + UInt32(i) }
         table[32] = spacePrimary
-        for (i, c) in "_-,;:!?.'\"()[]{}@*/\\&#%".unicodeScalars.enumerated() {
-            table[Int(c.value)] = punctuationBase + UInt32(i)
+        for c in 33..<127 {
+            if let p = rankedPrimaries[UInt32(c)] { table[c] = p }
         }
-        for (i, c) in "`^+<=>|~".unicodeScalars.enumerated() { table[Int(c.value)] = symbolBase + UInt32(i) }
-        table[36] = currencyBase + 36
         for d in 0..<10 { table[48 + d] = digitBase + UInt32(d) }
         for l in 0..<26 {
             table[65 + l] = latinPrimary(l)
@@ -106,9 +126,17 @@ public enum CoatyCollation {
         case 0x30B: 0x17  // double acute
         case 0x303: 0x18  // tilde
         case 0x307: 0x19  // dot above
-        case 0x327: 0x1A  // cedilla
-        case 0x328: 0x1B  // ogonek
-        case 0x304: 0x1C  // macron
+        case 0x338: 0x1A  // long solidus overlay (ø)
+        case 0x327: 0x1B  // cedilla
+        case 0x328: 0x1C  // ogonek
+        case 0x304: 0x1D  // macron
+        case 0x335: 0x1E  // short stroke overlay (đ ħ)
+        case 0x337: 0x1F  // short solidus overlay (ł)
+        case 0x309: 0x20  // hook above
+        case 0x31B: 0x21  // horn
+        case 0x323: 0x22  // dot below
+        case 0x326: 0x23  // comma below
+        case 0x331: 0x24  // macron below
         default: 0x100 + (mark & 0xFFFF)
         }
     }
@@ -116,14 +144,45 @@ public enum CoatyCollation {
     /// Decompositions of U+00C0…U+017F: base letter and accent code.
     /// Accent codes: ' acute, ` grave, u breve, ^ circumflex, v caron, o ring, : diaeresis,
     /// " double acute, ~ tilde, . dot above, , cedilla, ; ogonek, - macron, 0 none,
-    /// / a letter of its own sorting right after the base letter; a space marks "not a letter".
+    /// | long solidus (ø), = short stroke (đ ħ), * short solidus (ł), ! eth,
+    /// / a letter of its own sorting right after the base letter;
+    /// a space marks "not here" (symbols, and ligatures handled before the table).
     private static let latinDecompositions: [UInt8] = Array(
-        ("A`A'A^A~A:AoA/C,E`E'E^E:I`I'I^I:D/N~O`O'O^O~O:  O/U`U'U^U:Y'Z/ss"
-            + "a`a'a^a~a:aoa/c,e`e'e^e:i`i'i^i:d/n~o`o'o^o~o:  o/u`u'u^u:y'z/y:"
-            + "A-a-AuauA;a;C'c'C^c^C.c.CvcvDvdvD/d/E-e-EueuE.e.E;e;EvevG^g^GuguG.g.G,g,H^h^H/h/"
-            + "I~i~I-i-IuiuI;i;I.i/IJijJ^j^K,k,q/L'l'L,l,LvlvL.l.L/l/N'n'N,n,Nvnvn'N/n/O-o-OuouO\"o\"OEoe"
-            + "R'r'R,r,RvrvS's'S^s^S,s,SvsvT,t,TvtvT/t/U~u~U-u-UuuuUouoU\"u\"U;u;W^w^Y^y^Y:Z'z'Z.z.Zvzvs0").utf8
+        ("A`A'A^A~A:Ao  C,E`E'E^E:I`I'I^I:D!N~O`O'O^O~O:  O|U`U'U^U:Y'Z/ssa`a'a^a~a:ao  c,"
+            + "e`e'e^e:i`i'i^i:d!n~o`o'o^o~o:  o|u`u'u^u:y'z/y:A-a-AuauA;a;C'c'C^c^C.c.CvcvDvdv"
+            + "D=d=E-e-EueuE.e.E;e;EvevG^g^GuguG.g.G,g,H^h^H=h=I~i~I-i-IuiuI;i;I.i/    J^j^K,k,"
+            + "q/L'l'L,l,LvlvL.l.L*l*N'n'N,n,Nvnvn'N/n/O-o-OuouO\"o\"    R'r'R,r,RvrvS's'S^s^S,s,"
+            + "SvsvT,t,TvtvT/t/U~u~U-u-UuuuUouoU\"u\"U;u;W^w^Y^y^Y:Z'z'Z.z.Zvzvs0").utf8
     )
+
+    /// Greek and Cyrillic letters in the order of the ICU root collation (lowercase).
+    static let greekOrder = "αβγδεζηθικλμνξοπρστυφχψω"
+    static let cyrillicOrder = "абвгдђеєжзѕиіјйклљмнњопрстћуфхцчџшщъыьэюя"
+    /// Lowercase Greek and Cyrillic letters that ICU sorts as a base letter with accents.
+    static let greekAndCyrillicDecompositions: [(UInt32, String, [UInt32])] = [
+        (0x3AC, "α", [0x301]), (0x3AD, "ε", [0x301]), (0x3AE, "η", [0x301]), (0x3AF, "ι", [0x301]),
+        (0x3CC, "ο", [0x301]), (0x3CD, "υ", [0x301]), (0x3CE, "ω", [0x301]), (0x3CA, "ι", [0x308]),
+        (0x3CB, "υ", [0x308]), (0x390, "ι", [0x308, 0x301]), (0x3B0, "υ", [0x308, 0x301]), (0x3C2, "σ", []),
+        (0x450, "е", [0x300]), (0x451, "е", [0x308]), (0x453, "г", [0x301]), (0x457, "і", [0x308]),
+        (0x45C, "к", [0x301]), (0x45D, "и", [0x300]), (0x45E, "у", [0x306]),
+    ]
+
+    /// Primary weight and accents of lowercase Greek and Cyrillic letters.
+    static let greekAndCyrillic: [UInt32: (primary: UInt32, marks: [UInt32])] = {
+        var table: [UInt32: (primary: UInt32, marks: [UInt32])] = [:]
+        for (i, scalar) in greekOrder.unicodeScalars.enumerated() {
+            table[scalar.value] = (otherLetterBase + 0x3B0 + UInt32(i), [])
+        }
+        for (i, scalar) in cyrillicOrder.unicodeScalars.enumerated() {
+            table[scalar.value] = (otherLetterBase + 0x400 + UInt32(i), [])
+        }
+        for (letter, base, marks) in greekAndCyrillicDecompositions {
+            if let b = base.unicodeScalars.first, let entry = table[b.value] {
+                table[letter] = (entry.primary, marks)
+            }
+        }
+        return table
+    }()
 
     private static func accentCode(_ c: UInt8) -> UInt32? {
         switch c {
@@ -140,6 +199,10 @@ public enum CoatyCollation {
         case UInt8(ascii: ","): 0x327
         case UInt8(ascii: ";"): 0x328
         case UInt8(ascii: "-"): 0x304
+        case UInt8(ascii: "|"): 0x338  // long solidus overlay: ø
+        case UInt8(ascii: "="): 0x335  // short stroke overlay: đ ħ
+        case UInt8(ascii: "*"): 0x337  // short solidus overlay: ł
+        case UInt8(ascii: "!"): 0x10F0  // eth: a d variant sorting after đ
         default: nil
         }
     }
@@ -161,6 +224,47 @@ public enum CoatyCollation {
             emit(p, commonSecondary, isUpper ? upperTertiary : lowerTertiary)
             return
         }
+        if v == 0x20A7 || v == 0x20A8 {
+            // ₧ and ₨ expand to the letters "Pts" and "Rs"
+            let letters: [Int] = v == 0x20A7 ? [15, 19, 18] : [17, 18]
+            for (i, letter) in letters.enumerated() {
+                emit(latinPrimary(letter), commonSecondary, i == 0 ? upperTertiary + 2 : variantTertiary)
+            }
+            return
+        }
+        if let p = rankedPrimaries[v] {
+            emit(p, commonSecondary, lowerTertiary)
+            return
+        }
+        switch v {
+        case 0xC6, 0xE6, 0x152, 0x153, 0x132, 0x133:
+            // ligatures Æ æ Œ œ Ĳ ĳ expand to two letters
+            let isUpper = v == 0xC6 || v == 0x152 || v == 0x132
+            let first = v == 0xC6 || v == 0xE6 ? 0 : (v == 0x152 || v == 0x153 ? 14 : 8)
+            let second = v == 0x132 || v == 0x133 ? 9 : 4
+            let tertiary = isUpper ? upperTertiary : lowerTertiary
+            emit(latinPrimary(first), commonSecondary, tertiary)
+            emit(latinPrimary(second), commonSecondary, tertiary)
+            return
+        case 0xBC, 0xBD, 0xBE:
+            // vulgar fractions ¼ ½ ¾ expand to digit, fraction slash, digit
+            let numerator: UInt32 = v == 0xBE ? 3 : 1
+            let denominator: UInt32 = v == 0xBD ? 2 : 4
+            emit(digitBase + numerator, commonSecondary, variantTertiary)
+            emit(rankedPrimaries[0x2044] ?? symbolBase, commonSecondary, variantTertiary)
+            emit(digitBase + denominator, commonSecondary, variantTertiary)
+            return
+        case 0xB5:
+            // micro sign: a variant of Greek mu
+            emit(greekAndCyrillic[0x3BC]?.primary ?? otherLetterBase + 0x3BC, commonSecondary, variantTertiary)
+            return
+        case 0xAA, 0xBA:
+            // ordinal indicators ª º are variants of a and o
+            emit(latinPrimary(v == 0xAA ? 0 : 14), commonSecondary, variantTertiary)
+            return
+        default:
+            break
+        }
         if v >= 0xC0 && v <= 0x17F {
             let i = Int(v - 0xC0) * 2
             let base = latinDecompositions[i]
@@ -171,14 +275,6 @@ public enum CoatyCollation {
                     let e = letterElement(base, tertiary: variantTertiary)
                     emit(e.0, e.1, e.2)
                     emit(e.0, e.1, e.2)
-                    return
-                }
-                if (mark >= 65 && mark <= 90) || (mark >= 97 && mark <= 122) {
-                    // ligatures: Ĳ ĳ Œ œ expand to two letters
-                    let e1 = letterElement(base)
-                    let e2 = letterElement(mark)
-                    emit(e1.0, e1.1, e1.2)
-                    emit(e2.0, e2.1, e2.2)
                     return
                 }
                 var e = letterElement(base)
@@ -201,14 +297,15 @@ public enum CoatyCollation {
         case .control, .format, .surrogate:
             return
         case .spaceSeparator, .lineSeparator, .paragraphSeparator:
-            emit(spacePrimary, commonSecondary, variantTertiary)
+            // no-break space after the other space variants, as in ICU
+            emit(spacePrimary, commonSecondary, v == 0xA0 ? variantTertiary + 1 : variantTertiary)
         case .connectorPunctuation, .dashPunctuation, .openPunctuation, .closePunctuation,
             .initialPunctuation, .finalPunctuation, .otherPunctuation:
             emit(otherPunctuationBase + v, commonSecondary, lowerTertiary)
         case .mathSymbol, .modifierSymbol, .otherSymbol:
             emit(otherSymbolBase + v, commonSecondary, lowerTertiary)
         case .currencySymbol:
-            emit(currencyBase + v, commonSecondary, lowerTertiary)
+            emit(otherCurrencyBase + v, commonSecondary, lowerTertiary)
         case .decimalNumber:
             if let n = properties.numericValue, n >= 0, n <= 9, Double(Int(n)) == n {
                 emit(digitBase + UInt32(n), commonSecondary, lowerTertiary)
@@ -229,6 +326,9 @@ public enum CoatyCollation {
             if mapping.count == 1, let first = mapping.first { lower = first.value }
             if lower < 0x80, lower >= 97, lower <= 122 {
                 emit(latinPrimary(Int(lower - 97)), commonSecondary, tertiary)
+            } else if let letter = greekAndCyrillic[lower] {
+                emit(letter.primary, commonSecondary, lower == 0x3C2 ? variantTertiary : tertiary)
+                for mark in letter.marks { emit(0, accentWeight(mark), lowerTertiary) }
             } else {
                 emit(otherLetterBase + lower, commonSecondary, tertiary)
             }
