@@ -290,6 +290,49 @@ struct CoatyTopicBuildingTests {
         }
     }
 
+    @Test("objects are published on the core type topic, and on the object type topic when it differs")
+    func publishingFilters() {
+        #expect(
+            CoatyTopic.TypeFilter.publishing(objectType: "coaty.Task", coreType: .task) == [.coreType(.task)]
+        )
+        #expect(
+            CoatyTopic.TypeFilter.publishing(objectType: "com.x.Light", coreType: .coatyObject)
+                == [.coreType(.coatyObject), .objectType("com.x.Light")]
+        )
+        #expect(
+            CoatyTopic.TypeFilter.publishing(objectType: "coaty.User", coreType: .task)
+                == [.coreType(.task), .objectType("coaty.User")]
+        )
+    }
+
+    @Test("observing a core type's own object type subscribes the core type topic", arguments: CoreType.allCases)
+    func observingCoreObjectType(_ coreType: CoreType) throws {
+        let filter = CoatyTopic.TypeFilter.observing(objectType: coreType.objectType)
+        #expect(filter == .coreType(coreType))
+        // Every publication of such an object reaches that subscription.
+        let subscription = try CoatyTopic.subscriptionFilter(for: .advertise(filter), namespace: "-")
+        for published in CoatyTopic.TypeFilter.publishing(objectType: coreType.objectType, coreType: coreType) {
+            let topic = try CoatyTopic(event: .advertise(published), namespace: "-", sourceId: s)
+            #expect(MQTTTopicFilter.matches(topic: topic.name, filter: subscription))
+        }
+    }
+
+    @Test("observing another object type subscribes its own topic, which receives its publications")
+    func observingObjectType() throws {
+        #expect(CoatyTopic.TypeFilter.observing(objectType: "com.x.Light") == .objectType("com.x.Light"))
+        #expect(CoatyTopic.TypeFilter.observing(objectType: "coaty.Unknown") == .objectType("coaty.Unknown"))
+        let subscription = try CoatyTopic.subscriptionFilter(
+            for: .update(.observing(objectType: "com.x.Light")),
+            namespace: "-"
+        )
+        let published = CoatyTopic.TypeFilter.publishing(objectType: "com.x.Light", coreType: .coatyObject)
+        let matching = try published.filter { filter in
+            let topic = try CoatyTopic(event: .update(filter), namespace: "-", sourceId: s, correlationId: c)
+            return MQTTTopicFilter.matches(topic: topic.name, filter: subscription)
+        }
+        #expect(matching == [.objectType("com.x.Light")])
+    }
+
     // MARK: Raw topics
 
     @Test(

@@ -99,6 +99,33 @@ extension CoatyTopic {
         case coreType(CoreType)
         /// An object type such as `com.example.Light`, published as `ADV::com.example.Light`.
         case objectType(String)
+
+        /// The filters an Advertise or Update of an object is published on.
+        ///
+        /// Always the object's core type; when the object type is not the core type's own object
+        /// type (`coaty.<CoreType>`), also the object type, so that observers of either receive it.
+        /// An Update gets a correlation id per publication, and the responses are merged.
+        ///
+        /// - Parameters:
+        ///   - objectType: the object's `objectType`.
+        ///   - coreType: the object's `coreType`.
+        /// - Returns: `[.coreType(coreType)]` or `[.coreType(coreType), .objectType(objectType)]`.
+        public static func publishing(objectType: String, coreType: CoreType) -> [TypeFilter] {
+            objectType == coreType.objectType ? [.coreType(coreType)] : [.coreType(coreType), .objectType(objectType)]
+        }
+
+        /// The filter to subscribe to for observing objects of an object type.
+        ///
+        /// For the own object type of a core type (`coaty.Task`) that is the core type topic
+        /// (`ADV:Task`), since such objects are published there only; the observer then keeps the
+        /// objects whose `objectType` matches. Any other object type has its own topic.
+        ///
+        /// - Parameter objectType: the object type to observe.
+        /// - Returns: `.coreType(_)` for a core type's own object type, otherwise `.objectType(objectType)`.
+        public static func observing(objectType: String) -> TypeFilter {
+            if let coreType = CoreType(objectType: objectType) { return .coreType(coreType) }
+            return .objectType(objectType)
+        }
     }
 
     // MARK: Publication topics
