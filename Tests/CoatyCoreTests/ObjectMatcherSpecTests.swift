@@ -26,10 +26,18 @@ let coatySpecObject: JSONValue = [
 struct MatchCase: Sendable, CustomTestStringConvertible {
     let condition: ObjectFilterCondition
     let expected: Bool
+    /// Coaty JS throws a TypeError on this condition (we answer "no match").
+    let throwsInJS: Bool
 
-    init(_ property: ObjectFilterProperty, _ expression: ObjectFilterExpression, _ expected: Bool = true) {
+    init(
+        _ property: ObjectFilterProperty,
+        _ expression: ObjectFilterExpression,
+        _ expected: Bool = true,
+        throwsInJS: Bool = false
+    ) {
         condition = ObjectFilterCondition(property, expression)
         self.expected = expected
+        self.throwsInJS = throwsInJS
     }
 
     var testDescription: String {
@@ -240,7 +248,12 @@ let derivedConditions: [MatchCase] = [
     MatchCase("filterObject", .contains(["baz": [:]])),
     MatchCase("filterObject", .contains([:])),
     MatchCase("filterObject", .contains(42), false),
-    MatchCase("filterObject", .contains(nil), false),
+    MatchCase("filterObject", .contains(nil), false, throwsInJS: true),
+    MatchCase("filterObject", .notContains(nil), false, throwsInJS: true),
+    MatchCase("filterObject", .contains(["baz": nil]), false, throwsInJS: true),
+    MatchCase("filterObject", .contains(["quux": 1, "baz": nil]), false),
+    MatchCase("filterObject", .notContains(["quux": 1, "baz": nil])),
+    MatchCase("filterObject", .contains(["0": 1, "baz": nil]), false),
     MatchCase("filterObject", .notContains(["foo": 42]), false),
     MatchCase("filterString", .contains("Abc")),
     MatchCase("filterString", .contains("Ab"), false),
@@ -252,8 +265,9 @@ let derivedConditions: [MatchCase] = [
     MatchCase("filterObject1", .in([["foo": 42, "bar": 43]]), false),
     MatchCase("filterArray", .in([[42, [43, 44], [[45, 46]]]])),
     MatchCase("filterNumber", .notIn([42]), false),
-    MatchCase("filterNumber", ObjectFilterExpression(.in, 42), false),
-    MatchCase("filterNumber", ObjectFilterExpression(.notIn, 42), false),
+    MatchCase("filterNumber", ObjectFilterExpression(.in, 42), false, throwsInJS: true),
+    MatchCase("filterNumber", ObjectFilterExpression(.notIn, 42), false, throwsInJS: true),
+    MatchCase("foo", ObjectFilterExpression(.notIn, 42), false),
 ]
 
 @Suite("ObjectMatcher: Coaty JS object.spec.ts")
@@ -293,10 +307,22 @@ struct ObjectMatcherSpecTests {
     }
 
     @Test func orHoldsWhenOneConditionHolds() {
-        let failing = derivedConditions.filter { !$0.expected }.map(\.condition)
+        let failing = derivedConditions.filter { !$0.expected && !$0.throwsInJS }.map(\.condition)
         #expect(failing.count > 50)
         #expect(!ObjectMatcher.matches(coatySpecObject, filter: .anyOf(failing)))
         #expect(ObjectMatcher.matches(coatySpecObject, filter: .anyOf(failing + [coatySpecConditions[0].condition])))
+    }
+
+    /// Where Coaty JS throws, the whole filter fails, unless an OR has matched before.
+    @Test func conditionsThatThrowInCoatyJS() throws {
+        let throwing = try #require(derivedConditions.first { $0.throwsInJS }).condition
+        let holding = coatySpecConditions[0].condition
+        let failing = try #require(derivedConditions.first { !$0.expected && !$0.throwsInJS }).condition
+        #expect(!ObjectMatcher.matches(coatySpecObject, filter: .anyOf([throwing, holding])))
+        #expect(!ObjectMatcher.matches(coatySpecObject, filter: .anyOf([failing, throwing, holding])))
+        #expect(ObjectMatcher.matches(coatySpecObject, filter: .anyOf([holding, throwing])))
+        #expect(!ObjectMatcher.matches(coatySpecObject, filter: .allOf([holding, throwing])))
+        #expect(!ObjectMatcher.matches(coatySpecObject, filter: .allOf([failing, throwing])))
     }
 
     @Test func filterAndObjectPresence() {

@@ -104,7 +104,7 @@ struct PropertyPath: Sendable {
         }
     }
 
-    private static func arrayIndex(_ key: String) -> Int? {
+    static func arrayIndex(_ key: String) -> Int? {
         let utf8 = key.utf8
         guard let first = utf8.first, utf8.count <= 10 else { return nil }
         if first == UInt8(ascii: "0") { return utf8.count == 1 ? 0 : nil }
@@ -175,10 +175,18 @@ struct CompiledConditions: Sendable {
         switch combination {
         case .all: return true
         case .and:
-            for i in conditions.indices where !conditions[i].matches(object) { return false }
+            // Coaty JS: conditions.every(…); a condition that throws fails the whole filter.
+            for i in conditions.indices where conditions[i].matches(object) != true { return false }
             return true
         case .or:
-            for i in conditions.indices where conditions[i].matches(object) { return true }
+            // Coaty JS: conditions.some(…); a throw before a true condition fails the whole filter.
+            for i in conditions.indices {
+                switch conditions[i].matches(object) {
+                case true?: return true
+                case false?: continue
+                case nil: return false
+                }
+            }
             return false
         }
     }
@@ -204,8 +212,8 @@ struct CollatedString: Sendable {
 }
 
 struct CompiledCondition: Sendable {
-    /// Tests a defined property value.
-    typealias Test = @Sendable (JSONValue) -> Bool
+    /// Tests a defined property value; `nil` where Coaty JS throws a TypeError.
+    typealias Test = @Sendable (JSONValue) -> Bool?
 
     let path: PropertyPath
     /// NotExists: the only operator that is true on an undefined value.
@@ -219,10 +227,12 @@ struct CompiledCondition: Sendable {
         test = Self.compile(e)
     }
 
+    /// Whether the condition holds; `nil` where Coaty JS throws a TypeError.
     @inline(__always)
-    func matches(_ object: JSONValue) -> Bool {
+    func matches(_ object: JSONValue) -> Bool? {
         guard let value = path.value(in: object) else { return isNotExists }
-        return !isNotExists && test(value)
+        if isNotExists { return false }
+        return test(value)
     }
 
     private static func compile(_ e: ObjectFilterExpression) -> Test {
@@ -260,10 +270,13 @@ struct CompiledCondition: Sendable {
             }
         case .contains, .notContains:
             let negated = e.operator == .notContains
-            return { value in JavaScript.deepContains(value, operand) != negated }
+            return { value in
+                guard let contained = try? JavaScript.deepContains(value, operand) else { return nil }
+                return contained != negated
+            }
         case .in, .notIn:
-            // A non-array operand makes Coaty JS throw: no match either way.
-            guard case .array(let elements)? = operand else { return { _ in false } }
+            // A non-array operand makes Coaty JS throw a TypeError.
+            guard case .array(let elements)? = operand else { return { _ in nil } }
             let negated = e.operator == .notIn
             return { value in elements.contains { JavaScript.deepEquals($0, value) } != negated }
         }
@@ -389,47 +402,122 @@ enum SortValue: Sendable {
     }
 }
 
-/// A stable merge sort on a three-way comparator that tolerates inconsistent comparisons.
+/// The sort of JavaScript's `Array.prototype.sort` in V8 (TimSort), on a three-way comparator.
+///
+/// Runs are found and extended by binary insertion sort exactly as V8 does, then merged stably.
+/// For a consistent comparator the result is that of any stable sort; for an inconsistent one
+/// (Coaty JS's ordering comparer on mixed types) arrays of fewer than 64 elements come out in
+/// V8's very order. It never traps, whatever the comparator answers.
 enum StableSort {
     static func sorted<T>(_ input: [T], by compare: (T, T) -> Int) -> [T] {
-        guard input.count > 1 else { return input }
         var a = input
-        var b = input
-        var width = 1
-        let n = input.count
-        while width < n {
-            var start = 0
-            while start < n {
-                let mid = Swift.min(start + width, n)
-                let end = Swift.min(start + 2 * width, n)
-                var i = start
-                var j = mid
-                var k = start
-                while i < mid && j < end {
-                    if compare(a[j], a[i]) < 0 {
-                        b[k] = a[j]
-                        j += 1
-                    } else {
-                        b[k] = a[i]
-                        i += 1
-                    }
-                    k += 1
-                }
-                while i < mid {
-                    b[k] = a[i]
-                    i += 1
-                    k += 1
-                }
-                while j < end {
-                    b[k] = a[j]
-                    j += 1
-                    k += 1
-                }
-                start = end
+        let n = a.count
+        guard n >= 2 else { return a }
+        let minRun = minimumRunLength(n)
+        var runs: [(start: Int, count: Int)] = []
+        var low = 0
+        var remaining = n
+        while remaining != 0 {
+            var runLength = countAndMakeRun(&a, low, low + remaining, compare)
+            if runLength < minRun {
+                let forced = Swift.min(minRun, remaining)
+                binaryInsertionSort(&a, low, low + runLength, low + forced, compare)
+                runLength = forced
             }
-            swap(&a, &b)
-            width *= 2
+            runs.append((low, runLength))
+            low += runLength
+            remaining -= runLength
+        }
+        while runs.count > 1 {
+            var merged: [(start: Int, count: Int)] = []
+            var i = 0
+            while i < runs.count {
+                if i + 1 < runs.count {
+                    merge(&a, runs[i].start, runs[i].count, runs[i + 1].count, compare)
+                    merged.append((runs[i].start, runs[i].count + runs[i + 1].count))
+                    i += 2
+                } else {
+                    merged.append(runs[i])
+                    i += 1
+                }
+            }
+            runs = merged
         }
         return a
+    }
+
+    static func minimumRunLength(_ length: Int) -> Int {
+        var n = length
+        var r = 0
+        while n >= 64 {
+            r |= n & 1
+            n >>= 1
+        }
+        return n + r
+    }
+
+    /// The length of the run starting at `low`; a strictly descending run is reversed in place.
+    static func countAndMakeRun<T>(_ a: inout [T], _ low: Int, _ high: Int, _ compare: (T, T) -> Int) -> Int {
+        let next = low + 1
+        if next == high { return 1 }
+        var runLength = 2
+        let isDescending = compare(a[next], a[low]) < 0
+        var previous = next
+        var index = next + 1
+        while index < high {
+            let order = compare(a[index], a[previous])
+            if isDescending ? order >= 0 : order < 0 { break }
+            previous = index
+            runLength += 1
+            index += 1
+        }
+        if isDescending { a[low..<(low + runLength)].reverse() }
+        return runLength
+    }
+
+    /// Sorts `a[low..<high]`, whose prefix up to `start` is sorted, by binary insertion.
+    static func binaryInsertionSort<T>(_ a: inout [T], _ low: Int, _ start: Int, _ high: Int, _ compare: (T, T) -> Int)
+    {
+        var start = low == start ? start + 1 : start
+        while start < high {
+            var left = low
+            var right = start
+            let pivot = a[start]
+            while left < right {
+                let mid = left + ((right - left) >> 1)
+                if compare(pivot, a[mid]) < 0 { right = mid } else { left = mid + 1 }
+            }
+            var p = start
+            while p > left {
+                a[p] = a[p - 1]
+                p -= 1
+            }
+            a[left] = pivot
+            start += 1
+        }
+    }
+
+    /// Merges the adjacent sorted ranges `a[start..<start+count1]` and the `count2` elements after it.
+    static func merge<T>(_ a: inout [T], _ start: Int, _ count1: Int, _ count2: Int, _ compare: (T, T) -> Int) {
+        let left = Array(a[start..<(start + count1)])
+        var i = 0
+        var j = start + count1
+        let end = j + count2
+        var k = start
+        while i < left.count && j < end {
+            if compare(a[j], left[i]) < 0 {
+                a[k] = a[j]
+                j += 1
+            } else {
+                a[k] = left[i]
+                i += 1
+            }
+            k += 1
+        }
+        while i < left.count {
+            a[k] = left[i]
+            i += 1
+            k += 1
+        }
     }
 }

@@ -51,12 +51,17 @@ enum JavaScript {
         }
     }
 
+    /// The TypeError Coaty JS's `contains` throws when asked whether an object contains `null`.
+    struct TypeError: Error {}
+
     /// Coaty's `contains`: whether `a` contains `b` structurally (see ``ObjectFilterOperator/contains``).
-    static func deepContains(_ a: JSONValue?, _ b: JSONValue?) -> Bool {
-        contains(a, b, isTopLevel: true)
+    /// - Throws: ``TypeError`` where Coaty JS throws one: when an object is tested for containing
+    ///   `null`, unless the evaluation short-circuits before (JavaScript's evaluation order is kept).
+    static func deepContains(_ a: JSONValue?, _ b: JSONValue?) throws(TypeError) -> Bool {
+        try contains(a, b, isTopLevel: true)
     }
 
-    private static func contains(_ x: JSONValue?, _ y: JSONValue?, isTopLevel: Bool) -> Bool {
+    private static func contains(_ x: JSONValue?, _ y: JSONValue?, isTopLevel: Bool) throws(TypeError) -> Bool {
         switch x {
         case .array(let xs)?:
             guard case .array(let ys)? = y else {
@@ -66,27 +71,52 @@ enum JavaScript {
                 default: return isTopLevel && xs.contains { strictEquals($0, y) }
                 }
             }
-            return ys.allSatisfy { yv in xs.contains { xv in contains(xv, yv, isTopLevel: false) } }
+            // y.every(yv => x.some(xv => contains(xv, yv)))
+            for yv in ys {
+                var found = false
+                for xv in xs where try contains(xv, yv, isTopLevel: false) {
+                    found = true
+                    break
+                }
+                if !found { return false }
+            }
+            return true
         case .object(let xo)?:
             switch y {
             case .object(let yo)?:
-                return zip(yo.keys, yo.values).allSatisfy { key, yv in
-                    guard let xv = xo[key] else { return false }
-                    return contains(xv, yv, isTopLevel: false)
+                // Object.keys(y).every(k => x.hasOwnProperty(k) && contains(x[k], y[k]))
+                for i in objectKeyOrder(yo) {
+                    guard let xv = xo[yo.keys[i]], try contains(xv, yo.values[i], isTopLevel: false) else {
+                        return false
+                    }
                 }
+                return true
             case .array(let ys)?:
                 // Object.keys of an array are its indices.
-                return ys.indices.allSatisfy { i in
-                    guard let xv = xo[String(i)] else { return false }
-                    return contains(xv, ys[i], isTopLevel: false)
+                for i in ys.indices {
+                    guard let xv = xo[String(i)], try contains(xv, ys[i], isTopLevel: false) else { return false }
                 }
+                return true
+            case .null?:
+                // typeof null is "object", and Object.keys(null) throws.
+                throw TypeError()
             default:
-                // typeof y !== "object" is false; Coaty JS throws on null, which never matches here.
                 return false
             }
         default:
             return strictEquals(x, y)
         }
+    }
+
+    /// The order of `Object.keys`: integer-like keys ascending, then the others as inserted.
+    static func objectKeyOrder(_ object: JSONObject) -> [Int] {
+        var indexKeys: [(Int, Int)] = []
+        var others: [Int] = []
+        for (i, key) in object.keys.enumerated() {
+            if let n = PropertyPath.arrayIndex(key) { indexKeys.append((n, i)) } else { others.append(i) }
+        }
+        if indexKeys.isEmpty { return others }
+        return indexKeys.sorted { $0.0 < $1.0 }.map(\.1) + others
     }
 
     /// Coaty's `includes`: whether the array `array` has an element deep-equal to `value`;

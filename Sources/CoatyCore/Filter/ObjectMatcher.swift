@@ -20,7 +20,11 @@
 ///   Between and NotBetween are inclusive and swap reversed bounds.
 /// - Like matches strings only (see ``ObjectFilterExpression/like(_:)``).
 /// - Equals, Contains and In use deep equality and containment (see ``equals(_:_:)``,
-///   ``contains(_:_:)``, ``includes(_:_:)``). In and NotIn with a non-array operand never match.
+///   ``contains(_:_:)``, ``includes(_:_:)``).
+/// - Where Coaty JS throws a TypeError — In or NotIn with an operand that is not an array,
+///   Contains or NotContains asking whether an object contains `null` — the whole filter does not
+///   match, unless an OR has already matched an earlier condition (JavaScript's evaluation order
+///   is kept).
 public enum ObjectMatcher {
     /// Whether `object` satisfies the conditions of `filter` (ordering and paging do not apply).
     /// - Parameters:
@@ -57,8 +61,9 @@ public enum ObjectMatcher {
     /// Filters, orders, skips and takes `objects`, in that order.
     ///
     /// Ordering compares strings by ``CoatyCollation``, numbers numerically, `false` before `true`,
-    /// and puts undefined values first when ascending; it is stable. A `take` of `nil` or 0 is
-    /// unlimited. The filter is compiled once for all objects.
+    /// and puts undefined values first when ascending; it is stable, and sorts as V8's
+    /// `Array.prototype.sort` does, so even values of mixed types come out as in Coaty JS. A `take`
+    /// of `nil` or 0 is unlimited. The filter is compiled once for all objects.
     /// - Parameters:
     ///   - filter: the filter; `nil` returns `objects` unchanged.
     ///   - objects: the candidates.
@@ -105,13 +110,14 @@ public enum ObjectMatcher {
     /// Coaty's deep containment: a primitive contains only an equal primitive; an object contains
     /// an object whose every member it has with a containing value; an array contains an array
     /// whose every element is contained in one of its elements. On top level an array also
-    /// contains a primitive element: `contains([1, 2, 3], 3)`.
+    /// contains a primitive element: `contains([1, 2, 3], 3)`. Where Coaty JS throws (an object
+    /// asked whether it contains `null`) the answer is `false`.
     /// - Parameters:
     ///   - a: the containing value.
     ///   - b: the contained value.
     /// - Returns: whether `a` contains `b`.
     public static func contains(_ a: JSONValue, _ b: JSONValue) -> Bool {
-        JavaScript.deepContains(a, b)
+        (try? JavaScript.deepContains(a, b)) ?? false
     }
 
     /// Whether `array` has an element deep-equal to `value`.
