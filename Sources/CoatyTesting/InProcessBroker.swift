@@ -141,6 +141,29 @@ public final class InProcessBroker: Sendable {
         goOnline()
     }
 
+    /// Makes the broker refuse new connections, as for bad credentials or an ACL.
+    ///
+    /// A ``InProcessTransport/connect(will:)`` started afterwards throws
+    /// `TransportError.connectionRefused(reason:)` and leaves the transport `disconnected`;
+    /// clients that lose their connection keep `reconnecting` (as the MQTT client does) until
+    /// ``acceptConnections()``. Connected clients stay connected.
+    ///
+    /// - Parameter reason: the reason reported to connecting clients.
+    public func refuseConnections(reason: String) {
+        state.withLock { $0.refusal = reason }
+    }
+
+    /// Accepts connections again after ``refuseConnections(reason:)``; reconnecting clients
+    /// connect at once if the broker is online.
+    public func acceptConnections() {
+        state.withLock { state in
+            state.refusal = nil
+            for i in state.clients.indices {
+                state.establishIfPossible(i, configuration)
+            }
+        }
+    }
+
     // MARK: Publishing from outside
 
     /// Publishes a message as an anonymous client that is not subscribed to anything, e.g. to
@@ -267,6 +290,8 @@ struct ClientState {
 /// Everything the broker knows, guarded by one lock.
 struct BrokerState {
     var online = true
+    /// Why connections are refused, or `nil` when they are accepted.
+    var refusal: String?
     var clients: [ClientState] = []
     var retained: [String: TransportMessage] = [:]
     var publications: [InProcessBroker.Publication] = []
@@ -298,7 +323,8 @@ struct BrokerState {
     /// re-establishes its subscriptions (delivering matching retained messages) and then reports
     /// `connected`.
     mutating func establishIfPossible(_ index: Int, _ configuration: InProcessBroker.Configuration) {
-        guard online, clients[index].wantsConnection, !clients[index].linkDown, clients[index].lifecycle != .connected
+        guard online, refusal == nil, clients[index].wantsConnection, !clients[index].linkDown,
+            clients[index].lifecycle != .connected
         else { return }
         let subscriptions = clients[index].subscriptions
         for subscription in subscriptions {

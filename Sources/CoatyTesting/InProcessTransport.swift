@@ -160,24 +160,40 @@ public final class InProcessTransport: CoatyTransport {
     /// re-established before it returns. Connecting while connected only replaces the will.
     ///
     /// - Parameter will: the last will, published on an unclean loss of the connection.
-    /// - Throws: `CancellationError` if the task is cancelled first (the transport then goes back
-    ///   to `disconnected`), ``CoatyCore/TransportError/failed(_:)`` if ``disconnect()`` or
-    ///   ``kill()`` is called while waiting.
+    /// - Throws: ``CoatyCore/TransportError/connectionRefused(reason:)`` while the broker refuses
+    ///   connections (``InProcessBroker/refuseConnections(reason:)``), `CancellationError` if the
+    ///   task is cancelled first (the transport then goes back to `disconnected`),
+    ///   ``CoatyCore/TransportError/failed(_:)`` if ``disconnect()`` or ``kill()`` is called while
+    ///   waiting.
     public func connect(will: TransportMessage?) async throws {
+        enum Start {
+            case connected
+            case refused(String)
+            case wait
+        }
         let index = self.index
         let configuration = broker.configuration
-        let done = broker.state.withLock { state -> Bool in
+        let start = broker.state.withLock { state -> Start in
             state.clients[index].will = will
             state.clients[index].messagesFinished = false
-            if state.clients[index].lifecycle == .connected { return true }
+            if state.clients[index].lifecycle == .connected { return .connected }
+            if let reason = state.refusal {
+                state.clients[index].wantsConnection = false
+                state.setLifecycle(index, .disconnected)
+                return .refused(reason)
+            }
             state.clients[index].wantsConnection = true
             if state.clients[index].lifecycle == .disconnected {
                 state.setLifecycle(index, .connecting)
             }
             state.establishIfPossible(index, configuration)
-            return state.clients[index].lifecycle == .connected
+            return state.clients[index].lifecycle == .connected ? .connected : .wait
         }
-        if done { return }
+        switch start {
+        case .connected: return
+        case .refused(let reason): throw TransportError.connectionRefused(reason: reason)
+        case .wait: break
+        }
         switch await waitForConnection(abandonConnectingOnCancel: true) {
         case .connected: return
         case .cancelled: throw CancellationError()

@@ -403,6 +403,30 @@ struct InProcessBrokerTests {
         #expect(agent.connectionState == .disconnected)
     }
 
+    @Test("a refusing broker fails new connections and holds reconnecting clients back")
+    func refusedConnections() async throws {
+        let broker = InProcessBroker()
+        let veteran = try await connected(broker, "veteran")
+        try await veteran.subscribe("v")
+        broker.refuseConnections(reason: "not authorized")
+
+        let newcomer = broker.makeTransport(clientId: "newcomer")
+        await #expect(throws: TransportError.connectionRefused(reason: "not authorized")) {
+            try await newcomer.connect(will: nil)
+        }
+        #expect(newcomer.connectionState == .disconnected)
+        #expect(veteran.connectionState == .connected)
+
+        veteran.simulateConnectionLoss()
+        #expect(veteran.connectionState == .reconnecting)
+        broker.acceptConnections()
+        #expect(veteran.connectionState == .connected)
+        try await veteran.publish(topic: "v", payload: [1])
+        #expect(await receive(veteran, count: 1).map(\.payload) == [[1]])
+        try await newcomer.connect(will: nil)
+        #expect(broker.connectedClientIds == ["veteran", "newcomer"])
+    }
+
     @Test("a disconnected transport can connect again and keeps its subscriptions")
     func reconnectAfterDisconnect() async throws {
         let broker = InProcessBroker()
