@@ -15,87 +15,123 @@ enum ObjectFixtures {
     }
 
     static let objects: [Case] = [
-        Case(coreType: .coatyObject, text: """
-            {"objectType":"coaty.CoatyObject","coreType":"CoatyObject","objectId":"\(id1)","name":"Thing",
-             "externalId":"ext-1","parentObjectId":"\(id2)","locationId":"\(id3)","isDeactivated":false,
-             "assigneeUserId":"\(id2)","extra":{"nested":[1,2.5,"x",null,true]}}
-            """),
-        Case(coreType: .user, text: """
-            {"objectType":"coaty.User","coreType":"User","objectId":"\(id1)","name":"bjensen",
-             "names":{"formatted":"Ms. Barbara J Jensen, III","familyName":"Jensen","givenName":"Barbara",
-                      "middleName":"Jane","honorificPrefix":"Ms.","honorificSuffix":"III","phonetic":"BAR-ba-ra"},
-             "displayName":"Babs Jensen","nickName":"Babs","title":"Tour Guide","userType":"Employee",
-             "preferredLanguage":"en-US","locale":"en-US","timezone":"America/Los_Angeles","active":true,
-             "password":"t1meMa$heen",
-             "emails":[{"type":"work","value":"bjensen@example.com","primary":true},{"type":"home","value":"babs@jensen.org","display":"Babs"}],
-             "phoneNumbers":[{"type":"work","value":"tel:+1-201-555-0123"}],
-             "ims":[{"type":"xmpp","value":"babs@jabber.org"}],
-             "photos":[{"type":"photo","value":"https://photos.example.com/profilephoto/72930000000Ccne/F"}],
-             "addresses":[{"type":"work","value":"w1","streetAddress":"100 Universal City Plaza","locality":"Hollywood",
-                           "region":"CA","postalCode":"91608","country":"US","formatted":"100 Universal City Plaza\\nHollywood, CA 91608 USA","primary":true}],
-             "groups":[{"type":"direct","value":"e9e30dba-f08f-4109-8486-d5c6a331660a","display":"Tour Guides"}],
-             "entitlements":["admin",{"scope":"all"}],"roles":["student","faculty"],"x509Certificates":["MIIDQzCC"],
-             "department":"Sales"}
-            """),
-        Case(coreType: .annotation, text: """
-            {"objectType":"coaty.Annotation","coreType":"Annotation","objectId":"\(id1)","name":"Photo of the pump",
-             "type":1,"creatorId":"\(id2)","creationTimestamp":1700000000123,"status":2,
-             "variants":[{"variant":"hd","downloadUrl":"https://example.com/a.png","sizeBytes":1024},
-                         {"variant":"thumb","downloadUrl":"https://example.com/t.png"}],
-             "parentObjectId":"\(id3)"}
-            """),
-        Case(coreType: .task, text: """
-            {"objectType":"coaty.Task","coreType":"Task","objectId":"\(id1)","name":"Repair pump 3",
-             "status":5,"creatorId":"\(id2)","creationTimestamp":1700000000000,"lastModificationTimestamp":1700000001000,
-             "dueTimestamp":1700003600000,"doneTimestamp":1700007200000,"duration":3600000.5,
-             "requirements":{"skill":"welding","level":3},"description":"Replace the seal",
-             "assigneeObjectId":"\(id3)","workflowId":"wf-7","priority":2}
-            """),
-        Case(coreType: .ioContext, text: """
-            {"objectType":"com.example.TemperatureContext","coreType":"IoContext","objectId":"\(id1)",
-             "name":"TemperatureMeasurement","building":"B7"}
-            """),
-        Case(coreType: .ioNode, text: """
-            {"objectType":"coaty.IoNode","coreType":"IoNode","objectId":"\(id1)","name":"TemperatureMeasurement",
-             "ioSources":[{"objectType":"coaty.IoSource","coreType":"IoSource","objectId":"\(id2)","name":"Sensor 1",
-                           "valueType":"com.example.Temperature","updateRate":500,"updateStrategy":2,"unit":"C"}],
-             "ioActors":[{"objectType":"coaty.IoActor","coreType":"IoActor","objectId":"\(id3)","name":"Display",
-                          "valueType":"com.example.Temperature","useRawIoValues":false}],
-             "characteristics":{"isResponsive":true,"room":"1.23"}}
-            """),
-        Case(coreType: .ioSource, text: """
-            {"objectType":"coaty.IoSource","coreType":"IoSource","objectId":"\(id1)","name":"Raw sensor",
-             "valueType":"com.example.Raw","useRawIoValues":true,"updateRate":0.5,"externalRoute":"ext/sensor/1",
-             "updateStrategy":3}
-            """),
-        Case(coreType: .ioActor, text: """
-            {"objectType":"coaty.IoActor","coreType":"IoActor","objectId":"\(id1)","name":"Lamp",
-             "valueType":"com.example.Brightness","updateRate":100,"externalRoute":"ext/lamp","vendor":"ACME"}
-            """),
-        Case(coreType: .identity, text: """
-            {"objectType":"coaty.Identity","coreType":"Identity","objectId":"\(id1)","name":"Coaty Agent",
-             "agentVersion":"2.4.1"}
-            """),
-        Case(coreType: .log, text: """
-            {"objectType":"coaty.Log","coreType":"Log","objectId":"\(id1)","name":"Log",
-             "logLevel":40,"logMessage":"Disk \\"/\\" almost full\\n","logDate":"2020-03-02T10:17:54.123+01:00",
-             "logTags":["service","disk"],"logLabels":{"disk":"/dev/sda1","free":0.02},
-             "logHost":{"agentInfo":{"packageInfo":{"name":"agent","version":"1.0.0"},"buildInfo":{"buildDate":"2020-03-01","buildMode":"production"},
-                        "configInfo":{"serviceHost":"host1"}},"pid":4711,"hostname":"host1","arch":"x64"},
-             "traceId":"abc"}
-            """),
-        Case(coreType: .location, text: """
-            {"objectType":"coaty.Location","coreType":"Location","objectId":"\(id1)","name":"Forklift position",
-             "geoLocation":{"coords":{"latitude":48.1351,"longitude":11.582,"accuracy":5,"altitude":519.5,
-                                      "altitudeAccuracy":2,"heading":90,"speed":1.25,"floor":3},"timestamp":1700000000000,"source":"gps"}}
-            """),
-        Case(coreType: .snapshot, text: """
-            {"objectType":"coaty.Snapshot","coreType":"Snapshot","objectId":"\(id1)","name":"Snapshot",
-             "parentObjectId":"\(id2)","creationTimestamp":1700000000000,"creatorId":"\(id3)","tags":["hourly"],
-             "object":{"objectType":"com.example.Machine","coreType":"CoatyObject","objectId":"\(id2)","name":"Press",
-                       "temperature":71.5},
-             "retention":"30d"}
-            """),
+        Case(
+            coreType: .coatyObject,
+            text: """
+                {"objectType":"coaty.CoatyObject","coreType":"CoatyObject","objectId":"\(id1)","name":"Thing",
+                 "externalId":"ext-1","parentObjectId":"\(id2)","locationId":"\(id3)","isDeactivated":false,
+                 "assigneeUserId":"\(id2)","extra":{"nested":[1,2.5,"x",null,true]}}
+                """
+        ),
+        Case(
+            coreType: .user,
+            text: """
+                {"objectType":"coaty.User","coreType":"User","objectId":"\(id1)","name":"bjensen",
+                 "names":{"formatted":"Ms. Barbara J Jensen, III","familyName":"Jensen","givenName":"Barbara",
+                          "middleName":"Jane","honorificPrefix":"Ms.","honorificSuffix":"III","phonetic":"BAR-ba-ra"},
+                 "displayName":"Babs Jensen","nickName":"Babs","title":"Tour Guide","userType":"Employee",
+                 "preferredLanguage":"en-US","locale":"en-US","timezone":"America/Los_Angeles","active":true,
+                 "password":"t1meMa$heen",
+                 "emails":[{"type":"work","value":"bjensen@example.com","primary":true},{"type":"home","value":"babs@jensen.org","display":"Babs"}],
+                 "phoneNumbers":[{"type":"work","value":"tel:+1-201-555-0123"}],
+                 "ims":[{"type":"xmpp","value":"babs@jabber.org"}],
+                 "photos":[{"type":"photo","value":"https://photos.example.com/profilephoto/72930000000Ccne/F"}],
+                 "addresses":[{"type":"work","value":"w1","streetAddress":"100 Universal City Plaza","locality":"Hollywood",
+                               "region":"CA","postalCode":"91608","country":"US","formatted":"100 Universal City Plaza\\nHollywood, CA 91608 USA","primary":true}],
+                 "groups":[{"type":"direct","value":"e9e30dba-f08f-4109-8486-d5c6a331660a","display":"Tour Guides"}],
+                 "entitlements":["admin",{"scope":"all"}],"roles":["student","faculty"],"x509Certificates":["MIIDQzCC"],
+                 "department":"Sales"}
+                """
+        ),
+        Case(
+            coreType: .annotation,
+            text: """
+                {"objectType":"coaty.Annotation","coreType":"Annotation","objectId":"\(id1)","name":"Photo of the pump",
+                 "type":1,"creatorId":"\(id2)","creationTimestamp":1700000000123,"status":2,
+                 "variants":[{"variant":"hd","downloadUrl":"https://example.com/a.png","sizeBytes":1024},
+                             {"variant":"thumb","downloadUrl":"https://example.com/t.png"}],
+                 "parentObjectId":"\(id3)"}
+                """
+        ),
+        Case(
+            coreType: .task,
+            text: """
+                {"objectType":"coaty.Task","coreType":"Task","objectId":"\(id1)","name":"Repair pump 3",
+                 "status":5,"creatorId":"\(id2)","creationTimestamp":1700000000000,"lastModificationTimestamp":1700000001000,
+                 "dueTimestamp":1700003600000,"doneTimestamp":1700007200000,"duration":3600000.5,
+                 "requirements":{"skill":"welding","level":3},"description":"Replace the seal",
+                 "assigneeObjectId":"\(id3)","workflowId":"wf-7","priority":2}
+                """
+        ),
+        Case(
+            coreType: .ioContext,
+            text: """
+                {"objectType":"com.example.TemperatureContext","coreType":"IoContext","objectId":"\(id1)",
+                 "name":"TemperatureMeasurement","building":"B7"}
+                """
+        ),
+        Case(
+            coreType: .ioNode,
+            text: """
+                {"objectType":"coaty.IoNode","coreType":"IoNode","objectId":"\(id1)","name":"TemperatureMeasurement",
+                 "ioSources":[{"objectType":"coaty.IoSource","coreType":"IoSource","objectId":"\(id2)","name":"Sensor 1",
+                               "valueType":"com.example.Temperature","updateRate":500,"updateStrategy":2,"unit":"C"}],
+                 "ioActors":[{"objectType":"coaty.IoActor","coreType":"IoActor","objectId":"\(id3)","name":"Display",
+                              "valueType":"com.example.Temperature","useRawIoValues":false}],
+                 "characteristics":{"isResponsive":true,"room":"1.23"}}
+                """
+        ),
+        Case(
+            coreType: .ioSource,
+            text: """
+                {"objectType":"coaty.IoSource","coreType":"IoSource","objectId":"\(id1)","name":"Raw sensor",
+                 "valueType":"com.example.Raw","useRawIoValues":true,"updateRate":0.5,"externalRoute":"ext/sensor/1",
+                 "updateStrategy":3}
+                """
+        ),
+        Case(
+            coreType: .ioActor,
+            text: """
+                {"objectType":"coaty.IoActor","coreType":"IoActor","objectId":"\(id1)","name":"Lamp",
+                 "valueType":"com.example.Brightness","updateRate":100,"externalRoute":"ext/lamp","vendor":"ACME"}
+                """
+        ),
+        Case(
+            coreType: .identity,
+            text: """
+                {"objectType":"coaty.Identity","coreType":"Identity","objectId":"\(id1)","name":"Coaty Agent",
+                 "agentVersion":"2.4.1"}
+                """
+        ),
+        Case(
+            coreType: .log,
+            text: """
+                {"objectType":"coaty.Log","coreType":"Log","objectId":"\(id1)","name":"Log",
+                 "logLevel":40,"logMessage":"Disk \\"/\\" almost full\\n","logDate":"2020-03-02T10:17:54.123+01:00",
+                 "logTags":["service","disk"],"logLabels":{"disk":"/dev/sda1","free":0.02},
+                 "logHost":{"agentInfo":{"packageInfo":{"name":"agent","version":"1.0.0"},"buildInfo":{"buildDate":"2020-03-01","buildMode":"production"},
+                            "configInfo":{"serviceHost":"host1"}},"pid":4711,"hostname":"host1","arch":"x64"},
+                 "traceId":"abc"}
+                """
+        ),
+        Case(
+            coreType: .location,
+            text: """
+                {"objectType":"coaty.Location","coreType":"Location","objectId":"\(id1)","name":"Forklift position",
+                 "geoLocation":{"coords":{"latitude":48.1351,"longitude":11.582,"accuracy":5,"altitude":519.5,
+                                          "altitudeAccuracy":2,"heading":90,"speed":1.25,"floor":3},"timestamp":1700000000000,"source":"gps"}}
+                """
+        ),
+        Case(
+            coreType: .snapshot,
+            text: """
+                {"objectType":"coaty.Snapshot","coreType":"Snapshot","objectId":"\(id1)","name":"Snapshot",
+                 "parentObjectId":"\(id2)","creationTimestamp":1700000000000,"creatorId":"\(id3)","tags":["hourly"],
+                 "object":{"objectType":"com.example.Machine","coreType":"CoatyObject","objectId":"\(id2)","name":"Press",
+                           "temperature":71.5},
+                 "retention":"30d"}
+                """
+        ),
     ]
 }
 
@@ -131,13 +167,17 @@ struct CoreObjectCodecTests {
         #expect(location.geoLocation.coords.custom == ["floor": 3])
         #expect(location.custom.isEmpty)
 
-        let task = try #require(try CoatyObjectRegistry().decode(try JSONValue(parsing: ObjectFixtures.objects[3].text)).as(CoatyTask.self))
+        let task = try #require(
+            try CoatyObjectRegistry().decode(try JSONValue(parsing: ObjectFixtures.objects[3].text)).as(CoatyTask.self)
+        )
         #expect(task.custom == ["workflowId": "wf-7", "priority": 2])
         #expect(task.status == .request)
         #expect(task.duration == 3_600_000.5)
         #expect(task.requirements?["skill"] == "welding")
 
-        let base = try #require(try CoatyObjectRegistry().decode(try JSONValue(parsing: ObjectFixtures.objects[0].text)).as(BaseObject.self))
+        let base = try #require(
+            try CoatyObjectRegistry().decode(try JSONValue(parsing: ObjectFixtures.objects[0].text)).as(BaseObject.self)
+        )
         #expect(base.custom.keys == ["assigneeUserId", "extra"])
         #expect(base.isDeactivated == false)
     }
@@ -154,7 +194,9 @@ struct CoreObjectCodecTests {
     @Test func coreStructsEncodeWithoutNullsAndWithHeader() throws {
         let task = CoatyTask(name: "T", status: .pending, creatorId: CoatyUUID(), creationTimestamp: 1_700_000_000_000)
         let json = try #require(try JSONValueEncoder().encode(task).objectValue)
-        #expect(json.keys == ["objectType", "coreType", "objectId", "name", "status", "creatorId", "creationTimestamp"])
+        #expect(
+            json.keys == ["objectType", "coreType", "objectId", "name", "status", "creatorId", "creationTimestamp"]
+        )
         #expect(json["coreType"] == "Task")
         #expect(json["objectType"] == "coaty.Task")
         #expect(jsonIdentical(json["creationTimestamp"]!, .int(1_700_000_000_000)))
@@ -238,9 +280,11 @@ struct CoreObjectValidationTests {
         }
     }
 
-    static let invalidIds = ["", "xyz", "3b5b8c6e1f0a4c1e9a6f0c7d2e4b8a11", "3b5b8c6e-1f0a-4c1e-9a6f-0c7d2e4b8a1",
-                             "3b5b8c6e-1f0a-4c1e-9a6f-0c7d2e4b8a11a", "3b5b8c6e_1f0a-4c1e-9a6f-0c7d2e4b8a11",
-                             "3b5b8c6e-1f0a-4c1e-9a6f-0c7d2e4b8a1g", "{3b5b8c6e-1f0a-4c1e-9a6f-0c7d2e4b8a1}"]
+    static let invalidIds = [
+        "", "xyz", "3b5b8c6e1f0a4c1e9a6f0c7d2e4b8a11", "3b5b8c6e-1f0a-4c1e-9a6f-0c7d2e4b8a1",
+        "3b5b8c6e-1f0a-4c1e-9a6f-0c7d2e4b8a11a", "3b5b8c6e_1f0a-4c1e-9a6f-0c7d2e4b8a11",
+        "3b5b8c6e-1f0a-4c1e-9a6f-0c7d2e4b8a1g", "{3b5b8c6e-1f0a-4c1e-9a6f-0c7d2e4b8a1}",
+    ]
 
     @Test(arguments: invalidIds)
     func invalidObjectIdIsRejected(_ id: String) throws {

@@ -71,7 +71,13 @@ struct CoatyObjectRegistryTests {
 
     @Test func customTaskTypeIsATaskForTheCoreTypeView() throws {
         let creator = CoatyUUID()
-        let repair = RepairTask(name: "Fix press", status: .inProgress, creatorId: creator, creationTimestamp: 1_700_000_000_000, machine: "P7")
+        let repair = RepairTask(
+            name: "Fix press",
+            status: .inProgress,
+            creatorId: creator,
+            creationTimestamp: 1_700_000_000_000,
+            machine: "P7"
+        )
         let registry = CoatyObjectRegistry([RepairTask.self])
         let any = try registry.decode(try JSONValueEncoder().encode(repair))
         #expect(any.coreType == .task)
@@ -89,7 +95,11 @@ struct CoatyObjectRegistryTests {
         var sensor = Sensor(name: "t1", parentObjectId: parent, unit: "C")
         sensor.custom = ["calibrated": true]
         let json = try JSONValueEncoder().encode(sensor)
-        #expect(json.objectValue?.keys == ["objectType", "coreType", "objectId", "name", "parentObjectId", "unit", "calibrated"])
+        #expect(
+            json.objectValue?.keys == [
+                "objectType", "coreType", "objectId", "name", "parentObjectId", "unit", "calibrated",
+            ]
+        )
         let any = try CoatyObjectRegistry([Sensor.self]).decode(json)
         let decoded = try #require(any.as(Sensor.self))
         #expect(decoded == sensor)
@@ -129,18 +139,26 @@ struct CoatyObjectRegistryTests {
     }
 
     @Test func anyCoatyObjectReencodesExactlyWhatWasReceived() throws {
-        let text = #"{"name":"n","zeta":1.0,"objectId":"\#(ObjectFixtures.id2)","coreType":"CoatyObject","objectType":"x.Y","alpha":[1,2.50]}"#
+        let text =
+            #"{"name":"n","zeta":1.0,"objectId":"\#(ObjectFixtures.id2)","coreType":"CoatyObject","objectType":"x.Y","alpha":[1,2.50]}"#
         let any = try CoatyObjectRegistry().decode(bytes: Array(text.utf8))
         let bytes = try JSONValueEncoder().encodeToBytes(any)
-        #expect(String(decoding: bytes, as: UTF8.self) == #"{"name":"n","zeta":1.0,"objectId":"\#(ObjectFixtures.id2)","coreType":"CoatyObject","objectType":"x.Y","alpha":[1,2.5]}"#)
+        #expect(
+            String(decoding: bytes, as: UTF8.self)
+                == #"{"name":"n","zeta":1.0,"objectId":"\#(ObjectFixtures.id2)","coreType":"CoatyObject","objectType":"x.Y","alpha":[1,2.5]}"#
+        )
     }
 
     @Test func registrationIsExplicitAndReplaceable() {
         let registry = CoatyObjectRegistry()
         #expect(registry.registeredType(for: Light.objectType) == nil)
         registry.register(Light.self)
-        #expect(registry.registeredType(for: Light.objectType).map(ObjectIdentifier.init) == ObjectIdentifier(Light.self))
-        #expect(ObjectIdentifier(registry.swiftType(objectType: "com.other", coreType: .log)) == ObjectIdentifier(Log.self))
+        #expect(
+            registry.registeredType(for: Light.objectType).map(ObjectIdentifier.init) == ObjectIdentifier(Light.self)
+        )
+        #expect(
+            ObjectIdentifier(registry.swiftType(objectType: "com.other", coreType: .log)) == ObjectIdentifier(Log.self)
+        )
         registry.unregister(objectType: Light.objectType)
         #expect(registry.registeredType(for: Light.objectType) == nil)
     }
@@ -160,7 +178,9 @@ struct CoatyObjectRegistryTests {
             }
             try await group.waitForAll()
         }
-        #expect(registry.registeredType(for: Light.objectType).map(ObjectIdentifier.init) == ObjectIdentifier(Light.self))
+        #expect(
+            registry.registeredType(for: Light.objectType).map(ObjectIdentifier.init) == ObjectIdentifier(Light.self)
+        )
     }
 
     @Test func objectsNestedInCodableStructsUseTheDecodersRegistry() throws {
@@ -220,7 +240,11 @@ struct CoatyUUIDObjectTests {
         #expect(id.low == 0x9a6f0c7d_2e4b8a11)
     }
 
-    @Test(arguments: CoreObjectValidationTests.invalidIds + ["3b5b8c6e-1f0a-4c1e-9a6f-0c7d2e4b8a11 ", "é5b8c6e-1f0a-4c1e-9a6f-0c7d2e4b8a1"])
+    @Test(
+        arguments: CoreObjectValidationTests.invalidIds + [
+            "3b5b8c6e-1f0a-4c1e-9a6f-0c7d2e4b8a11 ", "é5b8c6e-1f0a-4c1e-9a6f-0c7d2e4b8a1",
+        ]
+    )
     func rejectsMalformedText(_ text: String) {
         #expect(CoatyUUID(text) == nil)
     }
@@ -229,8 +253,12 @@ struct CoatyUUIDObjectTests {
         let id = CoatyUUID()
         #expect(try JSONValueEncoder().encode(id) == .string(id.uuidString))
         #expect(try JSONValueDecoder().decode(CoatyUUID.self, from: .string(id.uuidString)) == id)
-        #expect(throws: DecodingError.self) { try JSONValueDecoder().decode(CoatyUUID.self, from: JSONValue.string("nope")) }
-        #expect(throws: DecodingError.self) { try JSONValueDecoder().decode([CoatyUUID].self, from: JSONValue.array(["nope"])) }
+        #expect(throws: DecodingError.self) {
+            try JSONValueDecoder().decode(CoatyUUID.self, from: JSONValue.string("nope"))
+        }
+        #expect(throws: DecodingError.self) {
+            try JSONValueDecoder().decode([CoatyUUID].self, from: JSONValue.array(["nope"]))
+        }
     }
 
     @Test func reproducibleWithASeededGenerator() {

@@ -54,7 +54,10 @@ enum RandomJSON {
             }
         case 1: return Double(Int.random(in: -100_000...100_000, using: &rng)) / 100
         case 2: return Double(Int.random(in: -1000...1000, using: &rng))  // integral doubles keep their form
-        case 3: return [-0.0, 0.0, .leastNonzeroMagnitude, .greatestFiniteMagnitude, 0.1, 1e21, 1e-7].randomElement(using: &rng)!
+        case 3:
+            return [-0.0, 0.0, .leastNonzeroMagnitude, .greatestFiniteMagnitude, 0.1, 1e21, 1e-7].randomElement(
+                using: &rng
+            )!
         default: return Double.random(in: -1e6...1e6, using: &rng)
         }
     }
@@ -90,7 +93,8 @@ func numericallyEqual(_ a: JSONValue, _ b: JSONValue) -> Bool {
     case (.int(let x), .double(let y)), (.double(let y), .int(let x)): return Double(x) == y
     case (.array(let x), .array(let y)): return x.count == y.count && zip(x, y).allSatisfy { numericallyEqual($0, $1) }
     case (.object(let x), .object(let y)):
-        return x.count == y.count && x.allSatisfy { member in y[member.key].map { numericallyEqual(member.value, $0) } ?? false }
+        return x.count == y.count
+            && x.allSatisfy { member in y[member.key].map { numericallyEqual(member.value, $0) } ?? false }
     default: return a == b
     }
 }

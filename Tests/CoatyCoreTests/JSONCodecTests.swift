@@ -203,10 +203,12 @@ struct JSONSerializerCodecTests {
         #expect(c.value.serializedBytes() == Array(c.text.utf8))
     }
 
-    @Test(arguments: cases.filter { c in
-        if case .double(let d) = c.value { return d.isFinite }
-        return true
-    })
+    @Test(
+        arguments: cases.filter { c in
+            if case .double(let d) = c.value { return d.isFinite }
+            return true
+        }
+    )
     func serializedTextParsesBackIdentically(_ c: Case) throws {
         #expect(jsonIdentical(try JSONValue(parsing: c.value.serializedBytes()), c.value))
     }

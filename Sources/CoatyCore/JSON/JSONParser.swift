@@ -72,7 +72,9 @@ extension JSONValue {
     ///   - bytes: the UTF-8 text; one JSON value, optionally surrounded by whitespace.
     ///   - maximumDepth: the deepest nesting of arrays and objects accepted.
     /// - Throws: ``JSONParseError`` with the byte offset of the first problem.
-    public init(parsing bytes: UnsafeRawBufferPointer, maximumDepth: Int = JSONValue.defaultMaximumDepth) throws(JSONParseError) {
+    public init(parsing bytes: UnsafeRawBufferPointer, maximumDepth: Int = JSONValue.defaultMaximumDepth)
+        throws(JSONParseError)
+    {
         guard let base = bytes.baseAddress, bytes.count > 0 else {
             throw JSONParseError(.unexpectedEnd, at: 0)
         }
@@ -261,9 +263,11 @@ struct JSONParser {
             if let idx = index {
                 existing = idx[key]
             } else if count < 16 {
+                // Comparing lengths first skips most string comparisons.
+                let length = key.utf8.count
                 var i = keyBase
                 while i < keyStack.count {
-                    if keyStack[i] == key {
+                    if keyStack[i].utf8.count == length && keyStack[i] == key {
                         existing = i - keyBase
                         break
                     }

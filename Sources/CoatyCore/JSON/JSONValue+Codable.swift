@@ -91,7 +91,10 @@ extension JSONObject: Codable {
         guard case .object(let object) = value else {
             throw DecodingError.typeMismatch(
                 JSONObject.self,
-                .init(codingPath: decoder.codingPath, debugDescription: "Expected an object, found \(JSONValue.kindName(value))")
+                .init(
+                    codingPath: decoder.codingPath,
+                    debugDescription: "Expected an object, found \(JSONValue.kindName(value))"
+                )
             )
         }
         self = object

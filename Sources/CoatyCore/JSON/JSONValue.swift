@@ -171,7 +171,8 @@ extension JSONValue: Hashable {
         case (.bool(let a), .bool(let b)): return a == b
         case (.int(let a), .int(let b)): return a == b
         case (.double(let a), .double(let b)): return a == b
-        case (.int(let a), .double(let b)), (.double(let b), .int(let a)): return Double(a) == b && Double(exactly: a) != nil
+        case (.int(let a), .double(let b)), (.double(let b), .int(let a)):
+            return Double(a) == b && Double(exactly: a) != nil
         case (.string(let a), .string(let b)): return a == b
         case (.array(let a), .array(let b)): return a == b
         case (.object(let a), .object(let b)): return a == b

@@ -137,10 +137,12 @@ final class DecodingContext {
         }
         if T.self == CoreType.self {
             guard case .string(let s) = value, let coreType = CoreType(rawValue: s) else {
-                throw DecodingError.dataCorrupted(.init(
-                    codingPath: path(parent, key),
-                    debugDescription: "Expected a Coaty core type name, found \(value)"
-                ))
+                throw DecodingError.dataCorrupted(
+                    .init(
+                        codingPath: path(parent, key),
+                        debugDescription: "Expected a Coaty core type name, found \(value)"
+                    )
+                )
             }
             return _identityCast(coreType, to: T.self)
         }
@@ -197,25 +199,37 @@ final class DecodingContext {
         return result
     }
 
-    func mismatch(_ type: Any.Type, _ value: JSONValue, _ parent: ValueDecoder?, _ key: (any CodingKey)?) -> DecodingError {
+    func mismatch(_ type: Any.Type, _ value: JSONValue, _ parent: ValueDecoder?, _ key: (any CodingKey)?)
+        -> DecodingError
+    {
         DecodingError.typeMismatch(
             type,
-            .init(codingPath: path(parent, key), debugDescription: "Expected \(type), found \(JSONValue.kindName(value))")
+            .init(
+                codingPath: path(parent, key),
+                debugDescription: "Expected \(type), found \(JSONValue.kindName(value))"
+            )
         )
     }
 
     func unboxUUID(_ value: JSONValue, _ parent: ValueDecoder?, _ key: (any CodingKey)?) throws -> CoatyUUID {
         guard case .string(let s) = value else { throw mismatch(CoatyUUID.self, value, parent, key) }
         guard let uuid = CoatyUUID(s) else {
-            throw DecodingError.dataCorrupted(.init(
-                codingPath: path(parent, key),
-                debugDescription: "Not a UUID: \"\(s)\""
-            ))
+            throw DecodingError.dataCorrupted(
+                .init(
+                    codingPath: path(parent, key),
+                    debugDescription: "Not a UUID: \"\(s)\""
+                )
+            )
         }
         return uuid
     }
 
-    func unboxInteger<I: FixedWidthInteger>(_ value: JSONValue, _ type: I.Type, _ parent: ValueDecoder?, _ key: (any CodingKey)?) throws -> I {
+    func unboxInteger<I: FixedWidthInteger>(
+        _ value: JSONValue,
+        _ type: I.Type,
+        _ parent: ValueDecoder?,
+        _ key: (any CodingKey)?
+    ) throws -> I {
         switch value {
         case .int(let i):
             if let v = I(exactly: i) { return v }
@@ -224,10 +238,12 @@ final class DecodingContext {
         default:
             throw mismatch(I.self, value, parent, key)
         }
-        throw DecodingError.dataCorrupted(.init(
-            codingPath: path(parent, key),
-            debugDescription: "Number \(value) does not fit in \(I.self)"
-        ))
+        throw DecodingError.dataCorrupted(
+            .init(
+                codingPath: path(parent, key),
+                debugDescription: "Number \(value) does not fit in \(I.self)"
+            )
+        )
     }
 
     func unboxFloat(_ value: JSONValue, _ parent: ValueDecoder?, _ key: (any CodingKey)?) throws -> Float {
@@ -243,10 +259,12 @@ final class DecodingContext {
         case .iso8601:
             guard case .string(let s) = value else { throw mismatch(Date.self, value, parent, key) }
             if let date = ISO8601Dates.parse(s) { return date }
-            throw DecodingError.dataCorrupted(.init(
-                codingPath: path(parent, key),
-                debugDescription: "Not an ISO 8601 date: \"\(s)\""
-            ))
+            throw DecodingError.dataCorrupted(
+                .init(
+                    codingPath: path(parent, key),
+                    debugDescription: "Not an ISO 8601 date: \"\(s)\""
+                )
+            )
         }
     }
 }
@@ -338,7 +356,10 @@ final class ValueDecoder: Decoder {
         guard case .object = value else {
             throw DecodingError.typeMismatch(
                 JSONObject.self,
-                .init(codingPath: codingPath, debugDescription: "Expected an object, found \(JSONValue.kindName(value))")
+                .init(
+                    codingPath: codingPath,
+                    debugDescription: "Expected an object, found \(JSONValue.kindName(value))"
+                )
             )
         }
         return KeyedDecodingContainer(KeyedValueDecoder<Key>(decoder: self))
@@ -449,7 +470,10 @@ struct KeyedValueDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
     private func nullError(_ type: Any.Type, _ key: Key) -> DecodingError {
         DecodingError.valueNotFound(
             type,
-            .init(codingPath: codingPath + [key], debugDescription: "Expected \(type) for key \"\(key.stringValue)\", found null")
+            .init(
+                codingPath: codingPath + [key],
+                debugDescription: "Expected \(type) for key \"\(key.stringValue)\", found null"
+            )
         )
     }
 
@@ -539,7 +563,9 @@ struct KeyedValueDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
         return try decoder.context.unbox(value, as: T.self, parent: decoder, key: key)
     }
 
-    func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
+    func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws
+        -> KeyedDecodingContainer<NestedKey>
+    {
         let child = ValueDecoder(try required(key), context: decoder.context, parent: decoder, key: key)
         return try child.container(keyedBy: NestedKey.self)
     }
@@ -579,7 +605,10 @@ struct UnkeyedValueDecoder: UnkeyedDecodingContainer {
         guard currentIndex < elements.count else {
             throw DecodingError.valueNotFound(
                 type,
-                .init(codingPath: codingPath + [indexKey], debugDescription: "Array has only \(elements.count) elements")
+                .init(
+                    codingPath: codingPath + [indexKey],
+                    debugDescription: "Array has only \(elements.count) elements"
+                )
             )
         }
         defer { currentIndex += 1 }
@@ -590,7 +619,10 @@ struct UnkeyedValueDecoder: UnkeyedDecodingContainer {
         guard currentIndex < elements.count else {
             throw DecodingError.valueNotFound(
                 Never.self,
-                .init(codingPath: codingPath + [indexKey], debugDescription: "Array has only \(elements.count) elements")
+                .init(
+                    codingPath: codingPath + [indexKey],
+                    debugDescription: "Array has only \(elements.count) elements"
+                )
             )
         }
         if case .null = elements[currentIndex] {
@@ -647,7 +679,9 @@ struct UnkeyedValueDecoder: UnkeyedDecodingContainer {
         return try decoder.context.unbox(try next(T.self), as: T.self, parent: decoder, key: key)
     }
 
-    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<NestedKey> {
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<
+        NestedKey
+    > {
         let key = indexKey
         let child = ValueDecoder(try next(JSONObject.self), context: decoder.context, parent: decoder, key: key)
         return try child.container(keyedBy: NestedKey.self)
@@ -674,17 +708,23 @@ struct SingleValueDecoder: SingleValueDecodingContainer {
     func decodeNil() -> Bool { value.isNull }
 
     func decode(_ type: Bool.Type) throws -> Bool {
-        guard case .bool(let b) = value else { throw decoder.context.mismatch(Bool.self, value, decoder.parent, decoder.key) }
+        guard case .bool(let b) = value else {
+            throw decoder.context.mismatch(Bool.self, value, decoder.parent, decoder.key)
+        }
         return b
     }
 
     func decode(_ type: String.Type) throws -> String {
-        guard case .string(let s) = value else { throw decoder.context.mismatch(String.self, value, decoder.parent, decoder.key) }
+        guard case .string(let s) = value else {
+            throw decoder.context.mismatch(String.self, value, decoder.parent, decoder.key)
+        }
         return s
     }
 
     func decode(_ type: Double.Type) throws -> Double {
-        guard let d = value.doubleValue else { throw decoder.context.mismatch(Double.self, value, decoder.parent, decoder.key) }
+        guard let d = value.doubleValue else {
+            throw decoder.context.mismatch(Double.self, value, decoder.parent, decoder.key)
+        }
         return d
     }
 

@@ -128,12 +128,15 @@ final class EncodingContext {
 }
 
 /// A growing JSON object shared by a keyed container and its encoder.
+///
+/// An encoder and its containers are used by one synchronous `encode(to:)` at a time, so the
+/// mutable state of these classes needs no dynamic exclusivity checks.
 final class ObjectRef {
-    var object = JSONObject()
+    @exclusivity(unchecked) var object = JSONObject()
     /// Whether `objectType`/`coreType` were written up front (a type storing them replaces them).
-    var hasHeader = false
+    @exclusivity(unchecked) var hasHeader = false
     /// Nested containers and super encoders, resolved when the object is finished.
-    var pending: [(key: String, storage: ValueEncoder)] = []
+    @exclusivity(unchecked) var pending: [(key: String, storage: ValueEncoder)] = []
 
     func finish() throws -> JSONObject {
         for (key, encoder) in pending {
@@ -146,8 +149,8 @@ final class ObjectRef {
 
 /// A growing JSON array shared by an unkeyed container and its encoder.
 final class ArrayRef {
-    var elements: [JSONValue] = []
-    var pending: [(index: Int, storage: ValueEncoder)] = []
+    @exclusivity(unchecked) var elements: [JSONValue] = []
+    @exclusivity(unchecked) var pending: [(index: Int, storage: ValueEncoder)] = []
 
     func finish() throws -> [JSONValue] {
         for (index, encoder) in pending {
@@ -169,7 +172,7 @@ final class ValueEncoder: Encoder {
     let context: EncodingContext
     let parent: ValueEncoder?
     let key: (any CodingKey)?
-    var storage: Storage = .empty
+    @exclusivity(unchecked) var storage: Storage = .empty
 
     init(context: EncodingContext, parent: ValueEncoder?, key: (any CodingKey)?) {
         self.context = context
@@ -269,7 +272,9 @@ struct KeyedValueEncoder<Key: CodingKey>: KeyedEncodingContainerProtocol {
         set(try encoder.context.box(value, parent: encoder, key: key), key)
     }
 
-    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key)
+        -> KeyedEncodingContainer<NestedKey>
+    {
         let child = ValueEncoder(context: encoder.context, parent: encoder, key: key)
         ref.pending.append((key.stringValue, child))
         return child.container(keyedBy: NestedKey.self)
@@ -331,7 +336,9 @@ struct UnkeyedValueEncoder: UnkeyedEncodingContainer {
         ref.elements.append(try encoder.context.box(value, parent: encoder, key: key))
     }
 
-    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<
+        NestedKey
+    > {
         let child = ValueEncoder(context: encoder.context, parent: encoder, key: indexKey)
         ref.pending.append((ref.elements.count, child))
         ref.elements.append(.null)

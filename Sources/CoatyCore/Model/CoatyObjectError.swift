@@ -70,7 +70,12 @@ public struct CoatyObjectError: Error, Sendable, Equatable, CustomStringConverti
         }
         switch decodingError {
         case .keyNotFound(let key, let context):
-            self.init(.missingField, field: dotted(context.codingPath + [key]), objectType: objectType, coreType: coreType)
+            self.init(
+                .missingField,
+                field: dotted(context.codingPath + [key]),
+                objectType: objectType,
+                coreType: coreType
+            )
         case .valueNotFound(_, let context):
             self.init(.missingField, field: dotted(context.codingPath), objectType: objectType, coreType: coreType)
         case .typeMismatch(_, let context):
@@ -97,20 +102,30 @@ public struct CoatyObjectError: Error, Sendable, Equatable, CustomStringConverti
 enum CoatyObjectValidation {
     /// Validates `objectType`, `coreType`, `objectId` and `name`, returning the core type.
     @discardableResult
-    static func validateHeader(_ object: JSONObject, expectedCoreType: CoreType? = nil) throws -> (objectType: String, coreType: CoreType) {
+    static func validateHeader(_ object: JSONObject, expectedCoreType: CoreType? = nil) throws -> (
+        objectType: String, coreType: CoreType
+    ) {
         let objectType = object["objectType"]?.stringValue
         let coreTypeName = object["coreType"]?.stringValue
         func fail(_ kind: CoatyObjectError.Kind, _ field: String) -> CoatyObjectError {
             CoatyObjectError(kind, field: field, objectType: objectType, coreType: coreTypeName)
         }
         guard let objectType else {
-            throw fail(object["objectType"] == nil ? .missingField : .invalidField(reason: "expected a string"), "objectType")
+            throw fail(
+                object["objectType"] == nil ? .missingField : .invalidField(reason: "expected a string"),
+                "objectType"
+            )
         }
         guard !objectType.isEmpty else { throw fail(.invalidField(reason: "must not be empty"), "objectType") }
         guard let coreTypeName else {
-            throw fail(object["coreType"] == nil ? .missingField : .invalidField(reason: "expected a string"), "coreType")
+            throw fail(
+                object["coreType"] == nil ? .missingField : .invalidField(reason: "expected a string"),
+                "coreType"
+            )
         }
-        guard let coreType = CoreType(rawValue: coreTypeName) else { throw fail(.unknownCoreType(coreTypeName), "coreType") }
+        guard let coreType = CoreType(rawValue: coreTypeName) else {
+            throw fail(.unknownCoreType(coreTypeName), "coreType")
+        }
         if let expectedCoreType, expectedCoreType != coreType {
             throw fail(.coreTypeMismatch(expected: expectedCoreType), "coreType")
         }

@@ -101,7 +101,9 @@ public final class CoatyObjectRegistry: Sendable {
         return AnyCoatyObject(json: json, value: value, objectType: header.objectType, coreType: header.coreType)
     }
 
-    private static func decodeValue<T: CoatyObject>(_ type: T.Type, from json: JSONObject, decoder: JSONValueDecoder) throws -> any CoatyObject {
+    private static func decodeValue<T: CoatyObject>(_ type: T.Type, from json: JSONObject, decoder: JSONValueDecoder)
+        throws -> any CoatyObject
+    {
         try decoder.decodeValidatedObject(T.self, from: json)
     }
 }

@@ -130,7 +130,9 @@ public struct User: CoatyObject, CustomFieldsCarrying, Hashable {
     public var custom: JSONObject = [:]
 
     enum CodingKeys: String, CodingKey {
-        case objectType, objectId, name, externalId, parentObjectId, locationId, isDeactivated, names, displayName, nickName, title, userType, preferredLanguage, locale, timezone, active, password, emails, phoneNumbers, ims, photos, addresses, groups, entitlements, roles, x509Certificates
+        case objectType, objectId, name, externalId, parentObjectId, locationId, isDeactivated, names, displayName,
+            nickName, title, userType, preferredLanguage, locale, timezone, active, password, emails, phoneNumbers, ims,
+            photos, addresses, groups, entitlements, roles, x509Certificates
     }
 
     /// Creates a User value; optional fields default to absent.
@@ -258,7 +260,8 @@ public struct Annotation: CoatyObject, CustomFieldsCarrying, Hashable {
     public var custom: JSONObject = [:]
 
     enum CodingKeys: String, CodingKey {
-        case objectType, objectId, name, externalId, parentObjectId, locationId, isDeactivated, type, creatorId, creationTimestamp, status, variants
+        case objectType, objectId, name, externalId, parentObjectId, locationId, isDeactivated, type, creatorId,
+            creationTimestamp, status, variants
     }
 
     /// Creates a Annotation value; optional fields default to absent.
@@ -354,7 +357,9 @@ public struct CoatyTask: CoatyObject, CustomFieldsCarrying, Hashable {
     public var custom: JSONObject = [:]
 
     enum CodingKeys: String, CodingKey {
-        case objectType, objectId, name, externalId, parentObjectId, locationId, isDeactivated, status, creatorId, creationTimestamp, lastModificationTimestamp, dueTimestamp, doneTimestamp, duration, requirements, description, assigneeObjectId
+        case objectType, objectId, name, externalId, parentObjectId, locationId, isDeactivated, status, creatorId,
+            creationTimestamp, lastModificationTimestamp, dueTimestamp, doneTimestamp, duration, requirements,
+            description, assigneeObjectId
     }
 
     /// Creates a CoatyTask value; optional fields default to absent.
@@ -512,7 +517,8 @@ public struct IoNode: CoatyObject, CustomFieldsCarrying, Hashable {
     public var custom: JSONObject = [:]
 
     enum CodingKeys: String, CodingKey {
-        case objectType, objectId, name, externalId, parentObjectId, locationId, isDeactivated, ioSources, ioActors, characteristics
+        case objectType, objectId, name, externalId, parentObjectId, locationId, isDeactivated, ioSources, ioActors,
+            characteristics
     }
 
     /// Creates a IoNode value; optional fields default to absent.
@@ -592,7 +598,8 @@ public struct IoSource: CoatyObject, CustomFieldsCarrying, Hashable {
     public var custom: JSONObject = [:]
 
     enum CodingKeys: String, CodingKey {
-        case objectType, objectId, name, externalId, parentObjectId, locationId, isDeactivated, valueType, useRawIoValues, updateRate, externalRoute, updateStrategy
+        case objectType, objectId, name, externalId, parentObjectId, locationId, isDeactivated, valueType,
+            useRawIoValues, updateRate, externalRoute, updateStrategy
     }
 
     /// Creates a IoSource value; optional fields default to absent.
@@ -676,7 +683,8 @@ public struct IoActor: CoatyObject, CustomFieldsCarrying, Hashable {
     public var custom: JSONObject = [:]
 
     enum CodingKeys: String, CodingKey {
-        case objectType, objectId, name, externalId, parentObjectId, locationId, isDeactivated, valueType, useRawIoValues, updateRate, externalRoute
+        case objectType, objectId, name, externalId, parentObjectId, locationId, isDeactivated, valueType,
+            useRawIoValues, updateRate, externalRoute
     }
 
     /// Creates a IoActor value; optional fields default to absent.
@@ -822,7 +830,8 @@ public struct Log: CoatyObject, CustomFieldsCarrying, Hashable {
     public var custom: JSONObject = [:]
 
     enum CodingKeys: String, CodingKey {
-        case objectType, objectId, name, externalId, parentObjectId, locationId, isDeactivated, logLevel, logMessage, logDate, logTags, logLabels, logHost
+        case objectType, objectId, name, externalId, parentObjectId, locationId, isDeactivated, logLevel, logMessage,
+            logDate, logTags, logLabels, logHost
     }
 
     /// Creates a Log value; optional fields default to absent.
@@ -939,4 +948,3 @@ public struct Location: CoatyObject, CustomFieldsCarrying, Hashable {
         self.custom = custom
     }
 }
-
