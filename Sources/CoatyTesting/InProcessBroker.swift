@@ -2,7 +2,7 @@ public import CoatyCore
 import Synchronization
 
 /// An MQTT 3.1.1 broker that lives in the test process, with transports that implement
-/// ``CoatyCore/CoatyTransport``.
+/// `CoatyTransport`.
 ///
 /// It delivers with MQTT semantics: `+`/`#` wildcard subscriptions, `$`-topics not matched by
 /// leading wildcards, per-client delivery in publish order, no echo suppression (a client

@@ -1,7 +1,7 @@
 public import CoatyCore
 import Synchronization
 
-/// A ``CoatyCore/CoatyTransport`` attached to an ``InProcessBroker``: an MQTT client without a
+/// A `CoatyTransport` attached to an ``InProcessBroker``: an MQTT client without a
 /// network.
 ///
 /// Besides the transport requirements it offers fault injection:
@@ -160,10 +160,10 @@ public final class InProcessTransport: CoatyTransport {
     /// re-established before it returns. Connecting while connected only replaces the will.
     ///
     /// - Parameter will: the last will, published on an unclean loss of the connection.
-    /// - Throws: ``CoatyCore/TransportError/connectionRefused(reason:)`` while the broker refuses
+    /// - Throws: `TransportError.connectionRefused` while the broker refuses
     ///   connections (``InProcessBroker/refuseConnections(reason:)``), `CancellationError` if the
     ///   task is cancelled first (the transport then goes back to `disconnected`),
-    ///   ``CoatyCore/TransportError/failed(_:)`` if ``disconnect()`` or ``kill()`` is called while
+    ///   `TransportError.failed` if ``disconnect()`` or ``kill()`` is called while
     ///   waiting.
     public func connect(will: TransportMessage?) async throws {
         enum Start {
@@ -282,9 +282,9 @@ public final class InProcessTransport: CoatyTransport {
     /// - Parameters:
     ///   - filter: an MQTT topic filter.
     ///   - qos: the maximum QoS of deliveries.
-    /// - Throws: ``CoatyCore/TransportError/notConnected`` before ``connect(will:)`` or after
+    /// - Throws: `TransportError.notConnected` before ``connect(will:)`` or after
     ///   ``disconnect()`` (also when that happens while waiting),
-    ///   ``CoatyCore/TransportError/invalidTopic(_:_:)`` for an invalid filter, `CancellationError`
+    ///   `TransportError.invalidTopic` for an invalid filter, `CancellationError`
     ///   when cancelled while waiting.
     public func subscribe(_ filter: String, qos: TransportQoS) async throws {
         do {
@@ -332,7 +332,7 @@ public final class InProcessTransport: CoatyTransport {
     /// Removes `filter` from the subscription set; no message is delivered for it afterwards.
     ///
     /// - Parameter filter: the filter to remove; unknown filters are ignored.
-    /// - Throws: ``CoatyCore/TransportError/invalidTopic(_:_:)`` for an invalid filter.
+    /// - Throws: `TransportError.invalidTopic` for an invalid filter.
     public func unsubscribe(_ filter: String) async throws {
         do {
             try MQTTTopicFilter.validate(filter)
@@ -350,8 +350,8 @@ public final class InProcessTransport: CoatyTransport {
     ///
     /// - Parameter message: the message; retained when `retain` is set (an empty payload clears
     ///   the retained message of the topic).
-    /// - Throws: ``CoatyCore/TransportError/notConnected`` when not connected,
-    ///   ``CoatyCore/TransportError/invalidTopic(_:_:)`` for an invalid topic name.
+    /// - Throws: `TransportError.notConnected` when not connected,
+    ///   `TransportError.invalidTopic` for an invalid topic name.
     public func publish(_ message: TransportMessage) async throws {
         try publishNow(message)
     }
