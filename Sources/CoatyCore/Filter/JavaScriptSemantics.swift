@@ -85,9 +85,17 @@ enum JavaScript {
             switch y {
             case .object(let yo)?:
                 // Object.keys(y).every(k => x.hasOwnProperty(k) && contains(x[k], y[k]))
-                for i in objectKeyOrder(yo) {
-                    guard let xv = xo[yo.keys[i]], try contains(xv, yo.values[i], isTopLevel: false) else {
-                        return false
+                if let order = objectKeyOrder(yo) {
+                    for i in order {
+                        guard let xv = xo[yo.keys[i]], try contains(xv, yo.values[i], isTopLevel: false) else {
+                            return false
+                        }
+                    }
+                } else {
+                    for i in objectKeyOrderWithIndexKeys(yo) {
+                        guard let xv = xo[yo.keys[i]], try contains(xv, yo.values[i], isTopLevel: false) else {
+                            return false
+                        }
                     }
                 }
                 return true
@@ -108,8 +116,16 @@ enum JavaScript {
         }
     }
 
-    /// The order of `Object.keys`: integer-like keys ascending, then the others as inserted.
-    static func objectKeyOrder(_ object: JSONObject) -> [Int] {
+    /// The order of `Object.keys` when no key can be integer-like (the insertion order), else `nil`.
+    static func objectKeyOrder(_ object: JSONObject) -> Range<Int>? {
+        for key in object.keys {
+            if let first = key.utf8.first, first >= 48, first <= 57 { return nil }
+        }
+        return object.keys.indices
+    }
+
+    /// The order of `Object.keys` when some keys may be integer-like.
+    static func objectKeyOrderWithIndexKeys(_ object: JSONObject) -> [Int] {
         var indexKeys: [(Int, Int)] = []
         var others: [Int] = []
         for (i, key) in object.keys.enumerated() {
