@@ -197,7 +197,8 @@ func run() throws -> [Row] {
         JSONValue.object(["object": .object(any.json), "privateData": .object(privateData)]).serializedBytes().count
     }
 
-    try scenario("new CoatyUUID() (not per message)", baseline: nil) {
+    let foundationUUID = withBaselines ? measure(n, rounds: r) { consume(UUID()) } : nil
+    try scenario("new CoatyUUID() vs Foundation UUID()", baseline: foundationUUID) {
         consume(CoatyUUID())
     }
 

@@ -11,7 +11,7 @@ public struct JSONParseError: Error, Sendable, Equatable, CustomStringConvertibl
         case unexpectedCharacter(UInt8)
         /// A complete value is followed by more than whitespace.
         case trailingGarbage
-        /// A number that does not follow the JSON number grammar.
+        /// A number that does not follow the JSON number grammar, or is beyond the range of `Double`.
         case invalidNumber
         /// A backslash escape other than `\" \\ \/ \b \f \n \r \t \uXXXX`.
         case invalidEscape

@@ -56,7 +56,7 @@ public struct JSONValueDecoder: Sendable {
     ///   - type: the type to decode.
     ///   - bytes: UTF-8 JSON text.
     /// - Returns: the decoded value.
-    /// - Throws: ``JSONParseError`` for malformed JSON, else as ``decode(_:from:)-(_,JSONValue)``.
+    /// - Throws: ``JSONParseError`` for malformed JSON, else as when decoding from a `JSONValue`.
     public func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) throws -> T {
         try decode(T.self, from: try JSONValue(parsing: bytes))
     }
@@ -66,7 +66,7 @@ public struct JSONValueDecoder: Sendable {
     ///   - type: the type to decode.
     ///   - bytes: UTF-8 JSON text.
     /// - Returns: the decoded value.
-    /// - Throws: ``JSONParseError`` for malformed JSON, else as ``decode(_:from:)-(_,JSONValue)``.
+    /// - Throws: ``JSONParseError`` for malformed JSON, else as when decoding from a `JSONValue`.
     public func decode<T: Decodable>(_ type: T.Type, from bytes: UnsafeRawBufferPointer) throws -> T {
         try decode(T.self, from: try JSONValue(parsing: bytes))
     }
@@ -76,7 +76,7 @@ public struct JSONValueDecoder: Sendable {
     ///   - type: the type to decode.
     ///   - text: JSON text.
     /// - Returns: the decoded value.
-    /// - Throws: ``JSONParseError`` for malformed JSON, else as ``decode(_:from:)-(_,JSONValue)``.
+    /// - Throws: ``JSONParseError`` for malformed JSON, else as when decoding from a `JSONValue`.
     public func decode<T: Decodable>(_ type: T.Type, from text: String) throws -> T {
         try decode(T.self, from: try JSONValue(parsing: text))
     }

@@ -1,6 +1,6 @@
 /// Any Coaty object: its wire JSON together with its decoded Swift value.
 ///
-/// Received objects arrive as `AnyCoatyObject` (see ``CoatyObjectRegistry/decode(_:)-(JSONObject)``);
+/// Received objects arrive as `AnyCoatyObject` (see `CoatyObjectRegistry.decode(_:)`);
 /// re-encoding one writes back exactly the fields received, unknown ones included. Equality and
 /// hashing follow the JSON.
 ///
