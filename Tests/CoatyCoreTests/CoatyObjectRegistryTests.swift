@@ -149,6 +149,15 @@ struct CoatyObjectRegistryTests {
         )
     }
 
+    @Test func decodesFromRawPayloadMemory() throws {
+        let bytes = try JSONValueEncoder().encodeToBytes(light)
+        let any = try bytes.withUnsafeBytes { try CoatyObjectRegistry([Light.self]).decode(bytes: $0) }
+        #expect(any.as(Light.self) == light)
+        #expect(throws: JSONParseError.self) {
+            try Array(bytes.dropLast()).withUnsafeBytes { try CoatyObjectRegistry().decode(bytes: $0) }
+        }
+    }
+
     @Test func registrationIsExplicitAndReplaceable() {
         let registry = CoatyObjectRegistry()
         #expect(registry.registeredType(for: Light.objectType) == nil)

@@ -121,14 +121,20 @@ public struct JSONObject: Sendable {
 extension JSONObject: Sequence {
     /// Iterates the members in order as `(key, value)` pairs.
     public func makeIterator() -> some IteratorProtocol<(key: String, value: JSONValue)> {
-        var index = 0
-        let keys = keys
-        let values = values
-        return AnyIterator<(key: String, value: JSONValue)> {
-            guard index < keys.count else { return nil }
-            defer { index += 1 }
-            return (keys[index], values[index])
-        }
+        MemberIterator(keys: keys, values: values)
+    }
+}
+
+/// Iterates the members of a ``JSONObject`` without boxing.
+struct MemberIterator: IteratorProtocol {
+    let keys: [String]
+    let values: [JSONValue]
+    var index = 0
+
+    mutating func next() -> (key: String, value: JSONValue)? {
+        guard index < keys.count else { return nil }
+        defer { index += 1 }
+        return (keys[index], values[index])
     }
 }
 

@@ -84,6 +84,15 @@ public final class CoatyObjectRegistry: Sendable {
         try decode(try JSONValue(parsing: bytes))
     }
 
+    /// Parses and decodes a received object from UTF-8 JSON bytes in raw memory (e.g. an MQTT
+    /// payload buffer), without copying them first.
+    /// - Parameter bytes: the JSON text of one object.
+    /// - Returns: the object.
+    /// - Throws: ``JSONParseError`` or ``CoatyObjectError``.
+    public func decode(bytes: UnsafeRawBufferPointer) throws -> AnyCoatyObject {
+        try decode(try JSONValue(parsing: bytes))
+    }
+
     func decode(_ json: JSONObject, decoder: JSONValueDecoder) throws -> AnyCoatyObject {
         let header = try CoatyObjectValidation.validateHeader(json)
         let type = swiftType(objectType: header.objectType, coreType: header.coreType)
