@@ -331,6 +331,14 @@ struct CoreObjectValidationTests {
         #expect(error.field == c.key)
     }
 
+    @Test func nullRequiredFieldCountsAsMissing() throws {
+        var json = try JSONValue(parsing: ObjectFixtures.objects[3].text)
+        json["status"] = .null
+        let error = try #require(throws: CoatyObjectError.self) { try CoatyObjectRegistry().decode(json) }
+        #expect(error.kind == .missingField)
+        #expect(error.field == "status")
+    }
+
     @Test func emptyNameIsValid() throws {
         var json = try JSONValue(parsing: ObjectFixtures.objects[0].text)
         json["name"] = ""

@@ -199,10 +199,18 @@ final class DecodingContext {
         return result
     }
 
+    /// The error for `value` not being a `type`: `valueNotFound` for `null` (as Foundation reports
+    /// it), else `typeMismatch`.
     func mismatch(_ type: Any.Type, _ value: JSONValue, _ parent: ValueDecoder?, _ key: (any CodingKey)?)
         -> DecodingError
     {
-        DecodingError.typeMismatch(
+        if case .null = value {
+            return DecodingError.valueNotFound(
+                type,
+                .init(codingPath: path(parent, key), debugDescription: "Expected \(type), found null")
+            )
+        }
+        return DecodingError.typeMismatch(
             type,
             .init(
                 codingPath: path(parent, key),
