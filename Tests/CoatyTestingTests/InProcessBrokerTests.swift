@@ -542,6 +542,47 @@ struct InProcessBrokerTests {
         #expect((first + rest).map(\.payload) == (0..<10).map { [UInt8($0)] })
     }
 
+    @Test("concurrent publishing, subscribing, unsubscribing and connection losses stay consistent")
+    func concurrentStress() async throws {
+        let broker = InProcessBroker(configuration: .init(recordsPublications: false))
+        var clients: [InProcessTransport] = []
+        for i in 0..<4 {
+            let client = try await connected(broker, "c\(i)", will: TransportMessage(topic: "will/\(i)", payload: [1]))
+            try await client.subscribe("s/#")
+            clients.append(client)
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (i, client) in clients.enumerated() {
+                group.addTask {
+                    for round in 0..<2_000 {
+                        switch round % 5 {
+                        case 0: try await client.subscribe("x/\(round % 7)")
+                        case 1: try await client.unsubscribe("x/\((round + 3) % 7)")
+                        case 2: if round % 50 == 2 { client.simulateConnectionLoss() }
+                        default:
+                            do {
+                                try await client.publish(topic: "x/\(round % 7)", payload: [UInt8(i)])
+                            } catch TransportError.notConnected {
+                                // Another task's connection loss raced with this publication.
+                            }
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(broker.connectedClientIds == ["c0", "c1", "c2", "c3"])
+        // Every client still receives on its original subscription, after everything else it got.
+        try await clients[0].publish(topic: "s/final", payload: [42])
+        for client in clients {
+            var last: TransportMessage?
+            while client.pendingMessageCount > 0 {
+                last = await receive(client, count: 1).first
+            }
+            #expect(last?.topic == "s/final")
+        }
+    }
+
     @Test("injected publications and the recording")
     func injectionAndRecording() async throws {
         let broker = InProcessBroker()
