@@ -58,7 +58,17 @@ public final class MosquittoBroker: Sendable {
     }
 
     private struct State: ~Copyable {
-        var process: Process?
+        var pid: pid_t?
+
+        /// Whether the child still runs; reaps it when it has exited.
+        mutating func isRunning() -> Bool {
+            guard let pid else { return false }
+            var status: Int32 = 0
+            let result = waitpid(pid, &status, WNOHANG)
+            if result == 0 { return true }
+            self.pid = nil
+            return false
+        }
     }
 
     /// The plain MQTT port on 127.0.0.1.
@@ -158,37 +168,34 @@ public final class MosquittoBroker: Sendable {
 
     deinit {
         state.withLock { state in
-            if let process = state.process, process.isRunning {
-                _ = sendSignal(process.processIdentifier, SIGKILL)
-                process.waitUntilExit()
+            if state.isRunning(), let pid = state.pid {
+                _ = sendSignal(pid, SIGKILL)
+                var status: Int32 = 0
+                _ = waitpid(pid, &status, 0)
             }
-            state.process = nil
+            state.pid = nil
         }
         try? FileManager.default.removeItem(atPath: directory)
     }
 
+    /// The process id of the running broker, or `nil` when it is not running.
+    public var processIdentifier: Int32? {
+        state.withLock { state in state.isRunning() ? state.pid : nil }
+    }
+
     /// Whether the broker process runs.
-    public var isRunning: Bool { state.withLock { $0.process?.isRunning ?? false } }
+    public var isRunning: Bool { state.withLock { $0.isRunning() } }
 
     /// Starts the broker (again, on the same ports) and waits until it accepts connections (10 s at most).
     /// - Throws: ``Error`` with the broker's log when it exits or does not listen in time.
     public func start() async throws {
         let launched: Bool = try state.withLock { state in
-            if let process = state.process, process.isRunning { return false }
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: executablePath)
-            process.arguments = ["-c", configurationFile]
-            process.standardInput = FileHandle.nullDevice
-            process.standardOutput = FileHandle.nullDevice
-            let stderrPath = directory + "/stderr.log"
-            _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
-            process.standardError = FileHandle(forWritingAtPath: stderrPath) ?? FileHandle.nullDevice
-            do {
-                try process.run()
-            } catch {
-                throw Error(message: "Cannot run \(executablePath): \(error)")
-            }
-            state.process = process
+            if state.isRunning() { return false }
+            state.pid = try Self.spawn(
+                executablePath,
+                arguments: ["-c", configurationFile],
+                stderrPath: directory + "/stderr.log"
+            )
             return true
         }
         guard launched else { return }
@@ -206,31 +213,79 @@ public final class MosquittoBroker: Sendable {
 
     /// Stops the broker: SIGTERM, then SIGKILL after 5 s; returns when the process has exited.
     public func stop() async {
-        let pid: Int32? = state.withLock { state in
-            guard let process = state.process, process.isRunning else { return nil }
-            process.terminate()
-            return process.processIdentifier
-        }
-        guard let pid else { return }
+        guard let pid = state.withLock({ state in state.isRunning() ? state.pid : nil }) else { return }
+        _ = sendSignal(pid, SIGTERM)
         let deadline = ContinuousClock.now + .seconds(5)
+        var killed = false
         while isRunning {
-            if ContinuousClock.now >= deadline {
+            if !killed, ContinuousClock.now >= deadline {
                 _ = sendSignal(pid, SIGKILL)
-                break
+                killed = true
             }
-            try? await Task.sleep(for: .milliseconds(10))
+            await Self.pause()
         }
-        while isRunning { try? await Task.sleep(for: .milliseconds(10)) }
-        state.withLock { $0.process = nil }
     }
 
     /// Kills the broker with SIGKILL (an abrupt crash, no goodbye to clients) and waits until it exited.
     public func kill() async {
-        let pid: Int32? = state.withLock { $0.process.flatMap { $0.isRunning ? $0.processIdentifier : nil } }
-        guard let pid else { return }
+        guard let pid = state.withLock({ state in state.isRunning() ? state.pid : nil }) else { return }
         _ = sendSignal(pid, SIGKILL)
-        while isRunning { try? await Task.sleep(for: .milliseconds(10)) }
-        state.withLock { $0.process = nil }
+        while isRunning { await Self.pause() }
+    }
+
+    /// Sleeps 10 ms, also in a cancelled task (stopping must finish).
+    private static func pause() async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { try? await Task.sleep(for: .milliseconds(10)) }
+        }
+    }
+
+    /// Starts a child with a clean signal mask and default signal handlers (a child inherits the spawning thread's
+    /// mask, and Swift concurrency / dispatch threads block SIGTERM, which would make mosquitto ignore it).
+    private static func spawn(_ executable: String, arguments: [String], stderrPath: String) throws -> pid_t {
+        #if os(Linux)
+        var attributes = posix_spawnattr_t()
+        var actions = posix_spawn_file_actions_t()
+        #else
+        var attributes: posix_spawnattr_t?
+        var actions: posix_spawn_file_actions_t?
+        #endif
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var emptyMask = sigset_t()
+        sigemptyset(&emptyMask)
+        posix_spawnattr_setsigmask(&attributes, &emptyMask)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGPIPE, SIGUSR1, SIGUSR2, SIGCHLD] {
+            sigaddset(&defaults, signal)
+        }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, stderrPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+
+        var arena = CStringArena()
+        defer { arena.free() }
+        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map {
+            UnsafeMutablePointer(mutating: arena.copy($0))
+        } + [nil]
+        let environment: [UnsafeMutablePointer<CChar>?] = ProcessInfo.processInfo.environment.map {
+            UnsafeMutablePointer(mutating: arena.copy("\($0.key)=\($0.value)"))
+        } + [nil]
+        var pid: pid_t = 0
+        let result = argv.withUnsafeBufferPointer { argvBuffer in
+            environment.withUnsafeBufferPointer { environmentBuffer in
+                posix_spawn(&pid, executable, &actions, &attributes, argvBuffer.baseAddress!, environmentBuffer.baseAddress!)
+            }
+        }
+        guard result == 0 else {
+            throw Error(message: "Cannot run \(executable): \(String(cString: strerror(result)))")
+        }
+        return pid
     }
 
     /// The broker's stderr and log file contents (for error messages).

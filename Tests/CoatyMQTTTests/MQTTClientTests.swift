@@ -1,0 +1,365 @@
+import CoatyMQTT
+import Foundation
+import Logging
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// End-to-end tests against a real mosquitto started by each test on a free loopback port with a pinned config.
+@Suite(.serialized, .enabled(if: BrokerAvailability.shouldRun, BrokerAvailability.skipMessage))
+struct MQTTClientTests {
+    @Test(arguments: [MQTTProtocolVersion.v311, .v5])
+    func publishSubscribeRoundTrip(version: MQTTProtocolVersion) async throws {
+        let broker = try await MosquittoBroker.start()
+        let client = try await connectedClient(broker.url) { $0.protocolVersion = version }
+        #expect(client.connectionState == .connected)
+        try await client.subscribe("roundtrip/a")
+        try await client.publish("roundtrip/a", payload: Array("hello".utf8))
+        let messages = try await receive(client, count: 1)
+        #expect(messages == [MQTTMessage(topic: "roundtrip/a", payload: Array("hello".utf8))])
+        await client.disconnect()
+        #expect(client.connectionState == .disconnected)
+    }
+
+    @Test func wildcardSubscriptions() async throws {
+        let broker = try await MosquittoBroker.start()
+        let client = try await connectedClient(broker.url)
+        try await client.subscribe([("w/+/temp", .atMostOnce), ("h/#", .atMostOnce), ("end", .atMostOnce)])
+        let published = ["w/1/temp", "w/1/humidity", "w/1/2/temp", "h", "h/a/b", "x/h", "w//temp", "end"]
+        for topic in published { try await client.publish(topic, payload: [1]) }
+        let received = try await receive(client, until: { $0.topic == "end" })
+        #expect(received.map(\.topic) == ["w/1/temp", "h", "h/a/b", "w//temp", "end"])
+        for topic in published {
+            let matched = ["w/+/temp", "h/#", "end"].contains { MQTTTopic.matches(topic, filter: $0) }
+            #expect(matched == received.map(\.topic).contains(topic), "local matcher disagrees on \(topic)")
+        }
+    }
+
+    @Test(arguments: [MQTTQoS.atLeastOnce, .exactlyOnce])
+    func acknowledgedQoS(qos: MQTTQoS) async throws {
+        let broker = try await MosquittoBroker.start()
+        let client = try await connectedClient(broker.url)
+        try await client.subscribe("qos/test", qos: qos)
+        try await client.publish("qos/test", payload: Array("acked".utf8), qos: qos)
+        let message = try #require(try await receive(client, count: 1).first)
+        #expect(message.qos == qos)
+        #expect(message.payload == Array("acked".utf8))
+    }
+
+    @Test func retainedMessageReachesLaterSubscriber() async throws {
+        let broker = try await MosquittoBroker.start()
+        let publisher = try await connectedClient(broker.url, "pub")
+        try await publisher.publish("retained/state", payload: Array("on".utf8), qos: .atLeastOnce, retain: true)
+        let subscriber = try await connectedClient(broker.url, "sub")
+        try await subscriber.subscribe("retained/#")
+        let message = try #require(try await receive(subscriber, count: 1).first)
+        #expect(message.retain)
+        #expect(message.topic == "retained/state")
+        #expect(message.payload == Array("on".utf8))
+    }
+
+    @Test func willIsPublishedWhenClientProcessIsKilled() async throws {
+        let probe = try #require(probeExecutable(), "coaty-mqtt-probe not found next to \(CommandLine.arguments[0])")
+        let broker = try await MosquittoBroker.start()
+        let observer = try await connectedClient(broker.url, "observer")
+        try await observer.subscribe("will/#", qos: .atLeastOnce)
+
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: probe)
+        process.arguments = ["will", broker.url, uniqueClientId("probe"), "will/probe", "gone"]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        let handle = output.fileHandleForReading
+        let ready = try await withTimeout(15, "the probe to connect") { () -> String in
+            var text = ""
+            while !text.contains("ready") {
+                let chunk = handle.availableData
+                if chunk.isEmpty { break }
+                text += String(decoding: chunk, as: UTF8.self)
+            }
+            return text
+        }
+        #expect(ready.contains("ready"))
+        kill(process.processIdentifier, SIGKILL)
+        let will = try #require(try await receive(observer, count: 1).first)
+        #expect(will.topic == "will/probe")
+        #expect(will.payload == Array("gone".utf8))
+    }
+
+    @Test func reconnectsAndResubscribesAfterBrokerRestart() async throws {
+        let broker = try await MosquittoBroker.start()
+        let client = try await connectedClient(broker.url) {
+            $0.reconnectDelay = .milliseconds(100)
+            $0.maxReconnectDelay = .milliseconds(400)
+        }
+        let states = client.connectionStates()
+        let seen = Task {
+            var seen: [MQTTConnectionState] = []
+            for await state in states {
+                seen.append(state)
+                if seen.count >= 3 { break }
+            }
+            return seen
+        }
+        try await client.subscribe("restart/#")
+        try await client.subscribe("other", qos: .atLeastOnce)
+
+        await broker.stop()
+        try await waitForState(client, .reconnecting)
+        try await broker.start()
+        try await waitForState(client, .connected)
+
+        let publisher = try await connectedClient(broker.url, "pub")
+        try await publisher.publish("restart/after", payload: Array("again".utf8), qos: .atLeastOnce)
+        let message = try #require(try await receive(client, count: 1).first)
+        #expect(message.topic == "restart/after")
+        let transitions = try await withTimeout(10, "state transitions") { await seen.value }
+        #expect(transitions == [.connected, .reconnecting, .connected])
+        #expect(Set(client.subscriptions.keys) == ["restart/#", "other"])
+        await client.disconnect()
+    }
+
+    @Test func subscribeDuringOutageCompletesAfterReconnect() async throws {
+        let broker = try await MosquittoBroker.start()
+        let client = try await connectedClient(broker.url) {
+            $0.reconnectDelay = .milliseconds(100)
+            $0.maxReconnectDelay = .milliseconds(200)
+        }
+        await broker.stop()
+        try await waitForState(client, .reconnecting)
+        let subscribing = Task { try await client.subscribe("outage/x") }
+        try await broker.start()
+        try await withTimeout(15, "subscribe after reconnect") { try await subscribing.value }
+        let publisher = try await connectedClient(broker.url, "pub")
+        try await publisher.publish("outage/x", payload: [42])
+        #expect(try await receive(client, count: 1).first?.payload == [42])
+    }
+
+    @Test func largePayload() async throws {
+        let broker = try await MosquittoBroker.start()
+        let client = try await connectedClient(broker.url)
+        try await client.subscribe("big", qos: .atLeastOnce)
+        let payload = (0..<1_048_576).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }
+        try await client.publish("big", payload: payload, qos: .atLeastOnce)
+        let message = try #require(try await receive(client, count: 1).first)
+        #expect(message.payload.count == payload.count)
+        #expect(message.payload == payload)
+    }
+
+    @Test func thousandSubscriptionsOnOneClient() async throws {
+        let broker = try await MosquittoBroker.start()
+        let client = try await connectedClient(broker.url)
+        let filters = (0..<1000).map { ("many/\($0)", MQTTQoS.atMostOnce) }
+        try await client.subscribe(filters)
+        #expect(client.subscriptions.count == 1000)
+        for index in [0, 499, 999] { try await client.publish("many/\(index)", payload: [UInt8(index % 256)]) }
+        let received = try await receive(client, count: 3)
+        #expect(received.map(\.topic) == ["many/0", "many/499", "many/999"])
+    }
+
+    @Test func unsubscribeStopsDelivery() async throws {
+        let broker = try await MosquittoBroker.start()
+        let client = try await connectedClient(broker.url)
+        try await client.subscribe([("unsub/a", .atMostOnce), ("unsub/sentinel", .atMostOnce)])
+        try await client.publish("unsub/a", payload: [1])
+        #expect(try await receive(client, count: 1).first?.topic == "unsub/a")
+        try await client.unsubscribe("unsub/a")
+        #expect(client.subscriptions.keys.contains("unsub/a") == false)
+        try await client.publish("unsub/a", payload: [2])
+        try await client.publish("unsub/sentinel", payload: [3])
+        let received = try await receive(client, count: 1)
+        #expect(received.map(\.topic) == ["unsub/sentinel"])
+    }
+
+    @Test func disconnectWhileBrokerIsDownReturns() async throws {
+        let broker = try await MosquittoBroker.start()
+        let client = try await connectedClient(broker.url) { $0.reconnectDelay = .milliseconds(50) }
+        await broker.stop()
+        try await waitForState(client, .reconnecting)
+        try await withTimeout(10, "disconnect() while the broker is down") { await client.disconnect() }
+        #expect(client.connectionState == .disconnected)
+    }
+
+    @Test func disconnectWhileBrokerIsKilledMidSessionReturns() async throws {
+        let broker = try await MosquittoBroker.start()
+        let client = try await connectedClient(broker.url) { $0.reconnectDelay = .milliseconds(50) }
+        try await client.subscribe("k/#")
+        await broker.kill()
+        try await withTimeout(10, "disconnect() after the broker was killed") { await client.disconnect() }
+        #expect(client.connectionState == .disconnected)
+    }
+
+    @Test func connectToClosedPortFailsAsUnreachable() async throws {
+        let port = try MosquittoBroker.freeLoopbackPort()
+        var configuration = try MQTTConfiguration(url: "mqtt://127.0.0.1:\(port)", clientId: uniqueClientId())
+        configuration.connectTimeout = .seconds(2)
+        let client = MQTTClient(configuration: configuration)
+        let error = await #expect(throws: MQTTError.self) {
+            try await withTimeout(10, "connect() to a closed port") { try await client.connect() }
+        }
+        #expect(error?.kind == .brokerUnreachable)
+        #expect(error?.message.contains("127.0.0.1:\(port)") == true)
+        #expect(client.connectionState == .disconnected)
+    }
+
+    @Test func operationsBeforeConnectFailAsNotConnected() async throws {
+        let client = MQTTClient(configuration: try MQTTConfiguration(url: "mqtt://127.0.0.1:1", clientId: "idle"))
+        await #expect(throws: MQTTError(.notConnected, "")) {
+            do { try await client.publish("a/b", payload: [1]) } catch let error as MQTTError {
+                throw MQTTError(error.kind, "")
+            }
+        }
+        await #expect(throws: MQTTError(.notConnected, "")) {
+            do { try await client.subscribe("a/b") } catch let error as MQTTError { throw MQTTError(error.kind, "") }
+        }
+        await client.disconnect()  // harmless when not connected
+    }
+
+    @Test func connectTwiceFails() async throws {
+        let broker = try await MosquittoBroker.start()
+        let client = try await connectedClient(broker.url)
+        let error = await #expect(throws: MQTTError.self) { try await client.connect() }
+        #expect(error?.kind == .alreadyConnected)
+        await client.disconnect()
+        try await withTimeout(15, "reconnect after disconnect") { try await client.connect() }
+        #expect(client.connectionState == .connected)
+    }
+
+    @Test func messagesEndAfterDisconnect() async throws {
+        let broker = try await MosquittoBroker.start()
+        let client = try await connectedClient(broker.url)
+        let consumer = Task {
+            var count = 0
+            for await _ in client.messages { count += 1 }
+            return count
+        }
+        try await client.subscribe("end/#")
+        try await client.publish("end/1", payload: [1], qos: .atLeastOnce)
+        try await eventually(10, "the consumer to start") { true }
+        await client.disconnect()
+        let count = try await withTimeout(10, "the message sequence to end") { await consumer.value }
+        #expect(count <= 1)
+    }
+
+    @Test func slowConsumerDropsAreCountedAndBounded() async throws {
+        let broker = try await MosquittoBroker.start()
+        let metrics = RecordingMetrics()
+        let logs = RecordingLogHandler.Storage()
+        let capacity = 100
+        let sent = 3000
+        var configuration = try MQTTConfiguration(url: broker.url, clientId: uniqueClientId("slow"))
+        configuration.messageBufferCapacity = capacity
+        let slow = MQTTClient(
+            configuration: configuration,
+            logger: Logger(label: "test.slow") { _ in RecordingLogHandler(storage: logs) },
+            metricsFactory: metrics
+        )
+        try await withTimeout(15, "connect") { try await slow.connect() }
+        try await slow.subscribe("flood/#")
+        let publisher = try await connectedClient(broker.url, "flooder")
+        for index in 0..<sent {
+            try await publisher.publish("flood/\(index)", payload: [UInt8](repeating: 0xAB, count: 300))
+        }
+        // Nothing is consumed yet: once every message arrived, exactly `capacity` are buffered.
+        try await eventually(30, "all \(sent) messages to reach the client") {
+            slow.droppedMessageCount == sent - capacity
+        }
+        let received = try await receive(slow, count: capacity)
+        #expect(received.count == capacity)
+        #expect(received.first?.topic == "flood/0")
+        #expect(received.count + slow.droppedMessageCount == sent)
+        try await eventually(10, "the dropped-messages counter") {
+            metrics.counterValue("coaty_mqtt_dropped_messages_total") == Int64(sent - capacity)
+        }
+        try await eventually(10, "a warning about dropped messages") { logs.contains(.warning, "Dropped") }
+        // The buffer is empty again: a new message is delivered, nothing else is pending.
+        try await publisher.publish("flood/last", payload: [1])
+        let next = try await receive(slow, count: 1)
+        #expect(next.map(\.topic) == ["flood/last"])
+    }
+
+    @Test func authentication() async throws {
+        let directory = try TemporaryDirectory()
+        let passwordFile = directory.path + "/passwords"
+        try run("mosquitto_passwd", ["-b", "-c", passwordFile, "alice", "s3cret"])
+        let broker = try await MosquittoBroker.start(passwordFile: passwordFile)
+
+        var wrong = try MQTTConfiguration(url: broker.url, clientId: uniqueClientId("auth"))
+        wrong.username = "alice"
+        wrong.password = "wrong"
+        let refused = MQTTClient(configuration: wrong)
+        let error = await #expect(throws: MQTTError.self) {
+            try await withTimeout(15, "connect with a wrong password") { try await refused.connect() }
+        }
+        #expect(error?.kind == .authenticationRefused)
+        #expect(error?.message.contains("wrong") == false, "the password must not appear in the error")
+
+        let anonymous = MQTTClient(configuration: try MQTTConfiguration(url: broker.url, clientId: uniqueClientId()))
+        let anonymousError = await #expect(throws: MQTTError.self) {
+            try await withTimeout(15, "connect without credentials") { try await anonymous.connect() }
+        }
+        #expect(anonymousError?.kind == .authenticationRefused)
+
+        let client = try await connectedClient("mqtt://alice:s3cret@127.0.0.1:\(broker.port)")
+        #expect(client.connectionState == .connected)
+    }
+
+    @Test func tlsVerifiedConnectionAndUnknownCARejected() async throws {
+        let directory = try TemporaryDirectory()
+        let pki = try TestPKI(directory: directory.path)
+        let broker = try await MosquittoBroker.start(
+            tls: .init(caFile: pki.caFile, certificateFile: pki.serverCertificate, privateKeyFile: pki.serverKey)
+        )
+        let tlsURL = try #require(broker.tlsURL)
+
+        let client = try await connectedClient(tlsURL, "tls") { $0.tls = MQTTTLSConfiguration(caFile: pki.caFile) }
+        try await client.subscribe("secure/topic")
+        try await client.publish("secure/topic", payload: Array("encrypted".utf8))
+        #expect(try await receive(client, count: 1).first?.payload == Array("encrypted".utf8))
+        await client.disconnect()
+
+        var untrusting = try MQTTConfiguration(url: tlsURL, clientId: uniqueClientId("tls"))
+        untrusting.tls = MQTTTLSConfiguration(caFile: pki.otherCAFile)
+        let rejecting = MQTTClient(configuration: untrusting)
+        let error = await #expect(throws: MQTTError.self) {
+            try await withTimeout(15, "connect to a server with an unknown CA") { try await rejecting.connect() }
+        }
+        #expect(error?.kind == .tlsVerificationFailed)
+        #expect(rejecting.connectionState == .disconnected)
+    }
+}
+
+/// A CA, a server certificate for IP 127.0.0.1 signed by it, and an unrelated second CA, made with openssl.
+struct TestPKI {
+    let caFile: String
+    let serverCertificate: String
+    let serverKey: String
+    let otherCAFile: String
+
+    init(directory: String) throws {
+        func path(_ name: String) -> String { directory + "/" + name }
+        for name in ["ca", "other-ca"] {
+            try run("openssl", [
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                "-keyout", path("\(name).key"), "-out", path("\(name).crt"), "-subj", "/CN=CoatyMQTT Test \(name)",
+            ])
+        }
+        try run("openssl", [
+            "req", "-newkey", "rsa:2048", "-nodes", "-keyout", path("server.key"), "-out", path("server.csr"),
+            "-subj", "/CN=127.0.0.1",
+        ])
+        try "subjectAltName=IP:127.0.0.1\n".write(toFile: path("san.ext"), atomically: true, encoding: .utf8)
+        try run("openssl", [
+            "x509", "-req", "-in", path("server.csr"), "-CA", path("ca.crt"), "-CAkey", path("ca.key"),
+            "-CAcreateserial", "-out", path("server.crt"), "-days", "2", "-extfile", path("san.ext"),
+        ])
+        caFile = path("ca.crt")
+        serverCertificate = path("server.crt")
+        serverKey = path("server.key")
+        otherCAFile = path("other-ca.crt")
+    }
+}

@@ -1,6 +1,0 @@
-import CoatyMQTT
-import Testing
-
-@Test func linksLibmosquitto() {
-    #expect(libmosquittoVersion >= 1_006_000)
-}
