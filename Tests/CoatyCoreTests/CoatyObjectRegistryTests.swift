@@ -1,4 +1,5 @@
 import CoatyCore
+import Foundation
 import Testing
 
 // A custom object type in the fewest lines: 7 lines, no Codable code.
@@ -147,6 +148,21 @@ struct CoatyObjectRegistryTests {
             String(decoding: bytes, as: UTF8.self)
                 == #"{"name":"n","zeta":1.0,"objectId":"\#(ObjectFixtures.id2)","coreType":"CoatyObject","objectType":"x.Y","alpha":[1,2.5]}"#
         )
+    }
+
+    @Test func foundationCodersCarryAnyCoatyObject() throws {
+        struct Envelope: Codable {
+            var object: AnyCoatyObject
+        }
+        let payload: JSONValue = ["object": try JSONValueEncoder().encode(light)]
+        let data = Data(payload.serializedBytes())
+        let decoder = JSONDecoder()
+        #expect(try decoder.decode(Envelope.self, from: data).object.value is BaseObject)
+        decoder.userInfo[CoatyObjectRegistry.userInfoKey] = CoatyObjectRegistry([Light.self])
+        let envelope = try decoder.decode(Envelope.self, from: data)
+        #expect(envelope.object.as(Light.self) == light)
+        let reencoded = try JSONValue(parsing: [UInt8](try JSONEncoder().encode(envelope)))
+        #expect(reencoded == payload)
     }
 
     @Test func decodesFromRawPayloadMemory() throws {
