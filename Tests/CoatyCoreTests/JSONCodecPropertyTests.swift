@@ -117,6 +117,34 @@ struct JSONCodecPropertyTests {
         }
     }
 
+    /// Garbage never crashes the parser: mutated JSON either parses (and re-serializes to text
+    /// that parses to the same value) or fails with an offset inside the input.
+    @Test func mutatedInputParsesOrFailsCleanly() async {
+        let mutated = Generator<[UInt8], Shrink.None<[UInt8]>>(run: { rng in
+            var bytes = RandomJSON.value(&rng, depth: 0).serializedBytes()
+            let alphabet = Array("{}[]\",:\\-+.eE0123456789truefalsn \u{1}\u{7F}".utf8) + [0xC3, 0xFF, 0xED, 0xA0]
+            for _ in 0..<Int.random(in: 1...4, using: &rng) {
+                let position = Int.random(in: 0...bytes.count, using: &rng)
+                switch Int.random(in: 0..<3, using: &rng) {
+                case 0 where position < bytes.count: bytes.remove(at: position)
+                case 1 where position < bytes.count: bytes[position] = alphabet.randomElement(using: &rng)!
+                default: bytes.insert(alphabet.randomElement(using: &rng)!, at: position)
+                }
+            }
+            if Bool.random(using: &rng) { bytes = Array(bytes.prefix(Int.random(in: 0...bytes.count, using: &rng))) }
+            return bytes
+        })
+        await propertyCheck(count: 1000, input: mutated) { bytes in
+            do throws(JSONParseError) {
+                let value = try JSONValue(parsing: bytes)
+                let again = try JSONValue(parsing: value.serializedBytes())
+                #expect(jsonIdentical(again, value))
+            } catch {
+                #expect(error.offset >= 0 && error.offset <= bytes.count)
+            }
+        }
+    }
+
     @Test func valueCodableBridgeIsIdentity() async {
         await propertyCheck(count: 200, input: RandomJSON.generator) { value in
             let decoded = try JSONValueDecoder().decode(JSONValue.self, from: value)
