@@ -87,33 +87,48 @@ public struct ObjectJoinConditionList: Sendable, Hashable, Codable {
 }
 
 extension ObjectMatcher {
-    /// Resolves join conditions on one object.
+    /// Resolves join conditions on one object with an application-defined relation.
+    ///
+    /// This is Coaty JS's in-memory join: for each local value (each element with
+    /// `isLocalPropertyArray`), `related` gives the related objects; with `isOneToOneRelation` only
+    /// the first of them counts. The objects found are stored under `asProperty`: an array, or with
+    /// `isOneToOneRelation` (and no local array) the first object, the property being removed when
+    /// there is none.
+    ///
+    /// ```swift
+    /// // Join tasks to their creator by the creator's "userId" field rather than its objectId.
+    /// let join = ObjectJoinCondition(localProperty: "creatorId", asProperty: "creator", isOneToOneRelation: true)
+    /// let joined = ObjectMatcher.resolveJoins([join], in: task) { _, value in users.filter { $0["userId"] == value } }
+    /// ```
     /// - Parameters:
     ///   - conditions: the join conditions, applied in order.
     ///   - object: the result object; a non-object is returned unchanged.
-    ///   - lookup: finds a related object by its objectId.
+    ///   - related: the related objects for a condition and one local value.
     /// - Returns: the object with the resolved objects stored under each `asProperty`.
     public static func resolveJoins(
         _ conditions: [ObjectJoinCondition],
         in object: JSONValue,
-        lookup: (String) throws -> JSONValue?
+        related: (ObjectJoinCondition, JSONValue) throws -> [JSONValue]
     ) rethrows -> JSONValue {
         guard case .object(var result) = object, !conditions.isEmpty else { return object }
         for condition in conditions {
             let isArray = condition.isLocalPropertyArray ?? false
             let isOneToOne = condition.isOneToOneRelation ?? false
             let localValue = result[condition.localProperty]
-            let ids: [JSONValue]
+            let localValues: [JSONValue]
             if isArray {
-                ids = localValue?.arrayValue ?? []
+                localValues = localValue?.arrayValue ?? []
             } else {
-                ids = localValue.map { [$0] } ?? []
+                localValues = localValue.map { [$0] } ?? []
             }
             var joined: [JSONValue] = []
-            for id in ids {
-                guard case .string(let objectId) = id, let related = try lookup(objectId) else { continue }
-                joined.append(related)
-                if isOneToOne && !isArray { break }
+            for value in localValues {
+                let found = try related(condition, value)
+                if isOneToOne {
+                    if let first = found.first { joined.append(first) }
+                } else {
+                    joined.append(contentsOf: found)
+                }
             }
             if isOneToOne && !isArray {
                 result[condition.asProperty] = joined.first
@@ -124,7 +139,39 @@ extension ObjectMatcher {
         return .object(result)
     }
 
-    /// Resolves join conditions on each object.
+    /// Resolves join conditions on each object with an application-defined relation.
+    /// - Parameters:
+    ///   - conditions: the join conditions, applied in order.
+    ///   - objects: the result objects.
+    ///   - related: the related objects for a condition and one local value.
+    /// - Returns: the objects with their joined properties.
+    public static func resolveJoins(
+        _ conditions: [ObjectJoinCondition],
+        in objects: [JSONValue],
+        related: (ObjectJoinCondition, JSONValue) throws -> [JSONValue]
+    ) rethrows -> [JSONValue] {
+        guard !conditions.isEmpty else { return objects }
+        return try objects.map { try resolveJoins(conditions, in: $0, related: related) }
+    }
+
+    /// Resolves join conditions on one object whose local properties hold objectIds.
+    /// - Parameters:
+    ///   - conditions: the join conditions, applied in order.
+    ///   - object: the result object; a non-object is returned unchanged.
+    ///   - lookup: finds a related object by its objectId.
+    /// - Returns: the object with the resolved objects stored under each `asProperty`.
+    public static func resolveJoins(
+        _ conditions: [ObjectJoinCondition],
+        in object: JSONValue,
+        lookup: (String) throws -> JSONValue?
+    ) rethrows -> JSONValue {
+        try resolveJoins(conditions, in: object) { _, value in
+            guard case .string(let objectId) = value, let found = try lookup(objectId) else { return [] }
+            return [found]
+        }
+    }
+
+    /// Resolves join conditions on each object whose local properties hold objectIds.
     /// - Parameters:
     ///   - conditions: the join conditions, applied in order.
     ///   - objects: the result objects.
@@ -139,7 +186,7 @@ extension ObjectMatcher {
         return try objects.map { try resolveJoins(conditions, in: $0, lookup: lookup) }
     }
 
-    /// Resolves join conditions on each object against a collection of candidate related objects.
+    /// Resolves join conditions on each object against candidate related objects found by objectId.
     /// - Parameters:
     ///   - conditions: the join conditions, applied in order.
     ///   - objects: the result objects.
