@@ -96,13 +96,13 @@ struct JSONValueCodableCodecTests {
 
         func encode(to encoder: any Encoder) throws {
             var c = encoder.container(keyedBy: Keys.self)
-            try c.encode(id, forKey: .id)
             var p = c.nestedContainer(keyedBy: Keys.self, forKey: .point)
+            try c.encode(id, forKey: .id)
+            var l = c.nestedUnkeyedContainer(forKey: .list)
+            try base.encode(to: c.superEncoder())
             try p.encode(point.x, forKey: .x)
             try p.encode(point.y, forKey: .y)
-            var l = c.nestedUnkeyedContainer(forKey: .list)
             for v in list { try l.encode(v) }
-            try base.encode(to: c.superEncoder())
         }
 
         static func == (a: Manual, b: Manual) -> Bool {
@@ -113,7 +113,7 @@ struct JSONValueCodableCodecTests {
     @Test func nestedContainersAndSuperEncoders() throws {
         let value = Manual(id: 7, point: (1.5, -2), list: [3, 4], base: "b")
         let json = try JSONValueEncoder().encode(value)
-        #expect(json.serializedString() == #"{"id":7,"point":{"x":1.5,"y":-2},"list":[3,4],"super":"b"}"#)
+        #expect(json.serializedString() == #"{"point":{"x":1.5,"y":-2},"id":7,"list":[3,4],"super":"b"}"#)
         #expect(try JSONValueDecoder().decode(Manual.self, from: json) == value)
     }
 

@@ -252,6 +252,12 @@ struct KeyedValueEncoder<Key: CodingKey>: KeyedEncodingContainerProtocol {
         }
     }
 
+    /// Keeps the member's position for a nested container filled in later.
+    private func reserve(_ name: String, for child: ValueEncoder) {
+        ref.object[name] = .null
+        ref.pending.append((name, child))
+    }
+
     mutating func encodeNil(forKey key: Key) throws { set(.null, key) }
     mutating func encode(_ value: Bool, forKey key: Key) throws { set(.bool(value), key) }
     mutating func encode(_ value: String, forKey key: Key) throws { set(.string(value), key) }
@@ -276,25 +282,25 @@ struct KeyedValueEncoder<Key: CodingKey>: KeyedEncodingContainerProtocol {
         -> KeyedEncodingContainer<NestedKey>
     {
         let child = ValueEncoder(context: encoder.context, parent: encoder, key: key)
-        ref.pending.append((key.stringValue, child))
+        reserve(key.stringValue, for: child)
         return child.container(keyedBy: NestedKey.self)
     }
 
     mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
         let child = ValueEncoder(context: encoder.context, parent: encoder, key: key)
-        ref.pending.append((key.stringValue, child))
+        reserve(key.stringValue, for: child)
         return child.unkeyedContainer()
     }
 
     mutating func superEncoder() -> any Encoder {
         let child = ValueEncoder(context: encoder.context, parent: encoder, key: JSONCodingKey.superKey)
-        ref.pending.append(("super", child))
+        reserve("super", for: child)
         return child
     }
 
     mutating func superEncoder(forKey key: Key) -> any Encoder {
         let child = ValueEncoder(context: encoder.context, parent: encoder, key: key)
-        ref.pending.append((key.stringValue, child))
+        reserve(key.stringValue, for: child)
         return child
     }
 }
