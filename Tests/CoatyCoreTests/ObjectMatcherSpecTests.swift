@@ -335,6 +335,19 @@ struct ObjectMatcherSpecTests {
         #expect(!CompiledObjectFilter(ObjectFilter()).matches(nil))
     }
 
+    /// Coaty JS's CallEventData.matchesFilter rule.
+    @Test func callContextRule() {
+        let context: JSONValue = ["building": 33, "floor": 7]
+        let matching = ContextFilter.where("floor", .between(6, 8)).and("building", .equals(33))
+        let other = ContextFilter.where("floor", .between(1, 3))
+        #expect(ObjectMatcher.handlesCall(filter: matching, context: context))
+        #expect(!ObjectMatcher.handlesCall(filter: other, context: context))
+        #expect(!ObjectMatcher.handlesCall(filter: nil, context: context))
+        #expect(ObjectMatcher.handlesCall(filter: other, context: nil))
+        #expect(ObjectMatcher.handlesCall(filter: nil, context: nil))
+        #expect(ObjectMatcher.handlesCall(filter: ContextFilter(), context: context))
+    }
+
     @Test func emptyCombinations() {
         #expect(ObjectMatcher.matches(coatySpecObject, filter: .allOf([])))
         #expect(!ObjectMatcher.matches(coatySpecObject, filter: .anyOf([])))

@@ -47,6 +47,26 @@ public enum ObjectMatcher {
         matches(value, conditions: contextFilter?.conditions)
     }
 
+    /// Whether an observer with the given context handles a Call event carrying `filter`, by
+    /// Coaty's rule: with both a filter and a context the context must match the filter; with a
+    /// context but no filter the Call is not handled; without a context it is handled.
+    ///
+    /// ```swift
+    /// let context: JSONValue = ["building": 33, "floor": 7]
+    /// ObjectMatcher.handlesCall(filter: call.filter, context: context)
+    /// ```
+    /// - Parameters:
+    ///   - filter: the Call event's context filter, if it has one.
+    ///   - context: the observer's context object, if it has one.
+    /// - Returns: `true` when the observer handles the Call.
+    public static func handlesCall(filter: ContextFilter?, context: JSONValue?) -> Bool {
+        switch (filter, context) {
+        case (let filter?, let context?): matches(context, contextFilter: filter)
+        case (nil, _?): false
+        case (_, nil): true
+        }
+    }
+
     /// Whether `object` satisfies `conditions`.
     /// - Parameters:
     ///   - object: the object; `nil` never matches.
