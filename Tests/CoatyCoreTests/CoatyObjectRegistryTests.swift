@@ -34,6 +34,18 @@ struct Sensor: CoatyObject, CustomFieldsCarrying, Hashable {
     enum CodingKeys: String, CodingKey { case objectId, name, parentObjectId, unit }
 }
 
+// A mistake the decoder catches: an `init(from:)` that never reads `objectId` (as synthesized
+// Codable does for a `let objectId = CoatyUUID()`, about which the compiler only warns).
+struct ConstantId: CoatyObject {
+    static let objectType = "com.example.ConstantId"
+    var objectId = CoatyUUID()
+    var name: String
+
+    init(from decoder: any Decoder) throws {
+        name = try decoder.container(keyedBy: CodingKeys.self).decode(String.self, forKey: .name)
+    }
+}
+
 @Suite("Object registry and AnyCoatyObject")
 struct CoatyObjectRegistryTests {
     let light = Light(objectId: CoatyUUID(ObjectFixtures.id1)!, name: "Desk lamp", isOn: true, luminance: 0.75)
@@ -118,6 +130,18 @@ struct CoatyObjectRegistryTests {
         #expect(error.kind == .missingField)
         #expect(error.field == "luminance")
         #expect(error.description.contains("com.example.Light"))
+    }
+
+    @Test func undecodedObjectIdIsAnErrorNotANewIdentity() throws {
+        let json: JSONValue = [
+            "objectType": "com.example.ConstantId", "coreType": "CoatyObject",
+            "objectId": .string(ObjectFixtures.id1), "name": "c",
+        ]
+        let error = try #require(throws: CoatyObjectError.self) {
+            try CoatyObjectRegistry([ConstantId.self]).decode(json)
+        }
+        #expect(error.field == "objectId")
+        #expect(error.description.contains("var"))
     }
 
     @Test func registeredTypeWithWrongCoreTypeIsRejected() throws {

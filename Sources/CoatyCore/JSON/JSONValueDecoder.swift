@@ -186,6 +186,19 @@ final class DecodingContext {
         } catch let error as DecodingError {
             throw CoatyObjectError(decodingError: error, object: object, droppingPathPrefix: decoder.depth)
         }
+        // A `let objectId = CoatyUUID()` (or `let name = …`) is never decoded by synthesized Codable:
+        // the object would silently get a new identity. Refuse instead.
+        for field in ["objectId", "name"] where !decoder.hasRead(field) {
+            throw CoatyObjectError(
+                .invalidField(
+                    reason: "the Swift type \(T.self) does not decode it; declare it with `var` "
+                        + "(a `let` with a default value is never decoded)"
+                ),
+                field: field,
+                objectType: object["objectType"]?.stringValue,
+                coreType: object["coreType"]?.stringValue
+            )
+        }
         if let carrier = T.self as? any CustomFieldsCarrying.Type {
             let rest = decoder.unreadMembers(of: object, excludingHeader: true)
             if !rest.isEmpty { carrier._setCustom(rest, in: &result) }
@@ -343,6 +356,12 @@ final class ValueDecoder: Decoder {
     @inline(__always)
     func markRead(_ index: Int) {
         if index < 64 { readMask |= 1 << UInt64(index) } else { readOverflow.insert(index) }
+    }
+
+    /// Whether a container has read the member `key` of `object`.
+    func hasRead(_ key: String) -> Bool {
+        guard let i = object.index(forKey: key) else { return false }
+        return i < 64 ? (readMask & (1 << UInt64(i))) != 0 : readOverflow.contains(i)
     }
 
     /// The members of `object` no container has read, minus `objectType`/`coreType` for objects.
