@@ -32,6 +32,7 @@ public enum CoatyCollation {
     /// - Parameter string: the string.
     /// - Returns: its sort key.
     public static func sortKey(_ string: String) -> CollationSortKey {
+        if let key = asciiSortKey(string) { return key }
         var primaries: [UInt32] = []
         var secondaries: [UInt32] = []
         var tertiaries: [UInt32] = []
@@ -50,6 +51,36 @@ public enum CoatyCollation {
         weights.append(levelSeparator)
         weights.append(contentsOf: tertiaries)
         return CollationSortKey(weights: weights)
+    }
+
+    /// The sort key of an ASCII string in one pass; `nil` when the string is not ASCII.
+    static func asciiSortKey(_ string: String) -> CollationSortKey? {
+        var string = string
+        return string.withUTF8 { bytes -> CollationSortKey? in
+            let table = asciiPrimary
+            var count = 0
+            for byte in bytes {
+                guard byte < 0x80 else { return nil }
+                if table[Int(byte)] != 0 { count += 1 }
+            }
+            let weights = [UInt32](unsafeUninitializedCapacity: 3 * count + 2) { buffer, initialized in
+                var p = 0
+                var t = 2 * count + 2
+                for byte in bytes {
+                    let primary = table[Int(byte)]
+                    guard primary != 0 else { continue }
+                    buffer[p] = primary
+                    buffer[count + 1 + p] = commonSecondary
+                    buffer[t] = byte >= 65 && byte <= 90 ? upperTertiary : lowerTertiary
+                    p += 1
+                    t += 1
+                }
+                buffer[count] = levelSeparator
+                buffer[2 * count + 1] = levelSeparator
+                initialized = 3 * count + 2
+            }
+            return CollationSortKey(weights: weights)
+        }
     }
 
     // MARK: Weights

@@ -350,12 +350,18 @@ struct CompiledCondition: Sendable {
 /// One ordering value of an object, prepared for Coaty JS's ordering comparer.
 enum SortValue: Sendable {
     case undefined
+    case int(Int64)
+    case double(Double)
+    case bool(Bool)
     case string(String, CollationSortKey)
     case other(JSONValue)
 
     init(_ object: JSONValue, at path: PropertyPath) {
         switch path.value(in: object) {
         case nil: self = .undefined
+        case .int(let i)?: self = .int(i)
+        case .double(let d)?: self = .double(d)
+        case .bool(let b)?: self = .bool(b)
         case .string(let s)?: self = .string(s, CoatyCollation.sortKey(s))
         case let value?: self = .other(value)
         }
@@ -364,6 +370,9 @@ enum SortValue: Sendable {
     var json: JSONValue? {
         switch self {
         case .undefined: nil
+        case .int(let i): .int(i)
+        case .double(let d): .double(d)
+        case .bool(let b): .bool(b)
         case .string(let s, _): .string(s)
         case .other(let v): v
         }
@@ -373,30 +382,31 @@ enum SortValue: Sendable {
     /// false < true; undefined first; otherwise JavaScript `<`.
     static func compare(_ x: SortValue, _ y: SortValue) -> Int {
         switch (x, y) {
-        case (.undefined, .undefined):
-            return 0
+        case (.int(let i), .int(let j)):
+            return i == j ? 0 : (i < j ? -1 : 1)
+        case (.double(let a), .double(let b)):
+            return a < b ? -1 : (a > b ? 1 : 0)
+        case (.int(let i), .double(let b)):
+            let a = Double(i)
+            return a < b ? -1 : (a > b ? 1 : 0)
+        case (.double(let a), .int(let j)):
+            let b = Double(j)
+            return a < b ? -1 : (a > b ? 1 : 0)
+        case (.bool(let a), .bool(let b)):
+            return a == b ? 0 : (a ? 1 : -1)
         case (.string(let a, let ka), .string(let b, let kb)):
             if JavaScript.sameCodeUnits(a, b) { return 0 }
             return ka.compare(to: kb)
+        case (.undefined, .undefined):
+            return 0
         case (.undefined, _):
             return -1
         case (_, .undefined):
             return 1
         default:
-            break
-        }
-        let a = x.json
-        let b = y.json
-        if JavaScript.strictEquals(a, b) { return 0 }
-        switch (a, b) {
-        case (.int(let i)?, .int(let j)?):
-            return i < j ? -1 : 1
-        case (let p?, let q?) where p.isNumber && q.isNumber:
-            let d = (p.doubleValue ?? 0) - (q.doubleValue ?? 0)
-            return d < 0 ? -1 : (d > 0 ? 1 : 0)
-        case (.bool(let p)?, .bool?):
-            return p ? 1 : -1
-        default:
+            let a = x.json
+            let b = y.json
+            if JavaScript.strictEquals(a, b) { return 0 }
             return JavaScript.less(a, b) ? -1 : 1
         }
     }
