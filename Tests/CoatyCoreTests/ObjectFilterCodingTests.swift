@@ -97,6 +97,12 @@ struct ObjectFilterCodingTests {
         }
     }
 
+    @Test func descriptionIsTheWireJSON() {
+        let filter = ObjectFilter.where("name", .like("Light%")).orderBy("name", .descending).take(10)
+        #expect("\(filter)" == #"{"conditions":["name",[6,"Light%"]],"orderByProperties":[["name","Desc"]],"take":10}"#)
+        #expect("\(ContextFilter.where("floor", .between(6, 8)))" == #"{"conditions":["floor",[4,6,8]]}"#)
+    }
+
     @Test func absentFirstOperandBeforeASecondIsWrittenAsNull() throws {
         // As JavaScript's JSON.stringify writes [4, undefined, 5].
         let filter = ObjectFilter.where("v", ObjectFilterExpression(.between, nil, 5))

@@ -215,3 +215,17 @@ extension ContextFilter: Codable {
         try container.encodeIfPresent(conditions, forKey: .conditions)
     }
 }
+
+extension ObjectFilter: CustomStringConvertible {
+    /// The filter's wire JSON, e.g. `{"conditions":["name",[6,"Light%"]],"take":10}`.
+    public var description: String {
+        (try? JSONValueEncoder().encodeToString(self)) ?? "ObjectFilter(unencodable)"
+    }
+}
+
+extension ContextFilter: CustomStringConvertible {
+    /// The filter's wire JSON, e.g. `{"conditions":["floor",[4,6,8]]}`.
+    public var description: String {
+        (try? JSONValueEncoder().encodeToString(self)) ?? "ContextFilter(unencodable)"
+    }
+}

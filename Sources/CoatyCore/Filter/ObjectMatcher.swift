@@ -17,7 +17,8 @@
 /// - Less/Greater/Between compare two strings by ``CoatyCollation``; anything else as JavaScript's
 ///   `<` does (numbers numerically, a numeric string against a number as a number, `null` as 0,
 ///   booleans as 0 and 1, arrays as their comma-joined text; a NaN makes the comparison false).
-///   Between and NotBetween are inclusive and swap reversed bounds.
+///   Between and NotBetween are inclusive and swap reversed bounds. Two integers compare exactly
+///   (Coaty JS, whose numbers are doubles, cannot tell integers beyond 2^53 apart).
 /// - Like matches strings only (see ``ObjectFilterExpression/like(_:)``).
 /// - Equals, Contains and In use deep equality and containment (see ``equals(_:_:)``,
 ///   ``contains(_:_:)``, ``includes(_:_:)``).
