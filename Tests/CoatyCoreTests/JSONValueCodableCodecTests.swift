@@ -125,6 +125,8 @@ struct JSONValueCodableCodecTests {
         #expect(throws: DecodingError.self) { try JSONValueDecoder().decode(Ints.self, from: ["a": "1"]) }
         #expect(try JSONValueDecoder().decode(Ints.self, from: ["a": 1, "b": nil]).b == nil)
         #expect(jsonIdentical(try JSONValueEncoder().encode(-0.0), .double(-0.0)))
+        #expect(try JSONValueEncoder().encode([Float(0.1)]).serializedString() == "[0.1]")
+        #expect(try JSONValueDecoder().decode([Float].self, from: try JSONValueEncoder().encode([Float(0.1)])) == [0.1])
         #expect(jsonIdentical(try JSONValueEncoder().encode(1e300), .double(1e300)))
         #expect(jsonIdentical(try JSONValueEncoder().encode(9_007_199_254_740_992.0), .int(9_007_199_254_740_992)))
     }

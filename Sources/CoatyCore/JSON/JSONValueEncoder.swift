@@ -67,6 +67,16 @@ func jsonNumber(_ d: Double) -> JSONValue {
     return .double(d)
 }
 
+/// A `Float` as JSON: its shortest decimal form (`0.1`, not `0.10000000149011612`), which reads
+/// back as the same `Float`.
+@inline(__always)
+func floatNumber(_ f: Float) -> JSONValue {
+    let d = Double(f)
+    if case .int = jsonNumber(d) { return jsonNumber(d) }
+    guard f.isFinite, let shortest = Double(f.description) else { return .double(d) }
+    return .double(shortest)
+}
+
 final class EncodingContext {
     let options: JSONValueEncoder
 
@@ -262,7 +272,7 @@ struct KeyedValueEncoder<Key: CodingKey>: KeyedEncodingContainerProtocol {
     mutating func encode(_ value: Bool, forKey key: Key) throws { set(.bool(value), key) }
     mutating func encode(_ value: String, forKey key: Key) throws { set(.string(value), key) }
     mutating func encode(_ value: Double, forKey key: Key) throws { set(jsonNumber(value), key) }
-    mutating func encode(_ value: Float, forKey key: Key) throws { set(jsonNumber(Double(value)), key) }
+    mutating func encode(_ value: Float, forKey key: Key) throws { set(floatNumber(value), key) }
     mutating func encode(_ value: Int, forKey key: Key) throws { set(.int(Int64(value)), key) }
     mutating func encode(_ value: Int8, forKey key: Key) throws { set(.int(Int64(value)), key) }
     mutating func encode(_ value: Int16, forKey key: Key) throws { set(.int(Int64(value)), key) }
@@ -325,7 +335,7 @@ struct UnkeyedValueEncoder: UnkeyedEncodingContainer {
     mutating func encode(_ value: Bool) throws { ref.elements.append(.bool(value)) }
     mutating func encode(_ value: String) throws { ref.elements.append(.string(value)) }
     mutating func encode(_ value: Double) throws { ref.elements.append(jsonNumber(value)) }
-    mutating func encode(_ value: Float) throws { ref.elements.append(jsonNumber(Double(value))) }
+    mutating func encode(_ value: Float) throws { ref.elements.append(floatNumber(value)) }
     mutating func encode(_ value: Int) throws { ref.elements.append(.int(Int64(value))) }
     mutating func encode(_ value: Int8) throws { ref.elements.append(.int(Int64(value))) }
     mutating func encode(_ value: Int16) throws { ref.elements.append(.int(Int64(value))) }
@@ -377,7 +387,7 @@ struct SingleValueEncoder: SingleValueEncodingContainer {
     mutating func encode(_ value: Bool) throws { set(.bool(value)) }
     mutating func encode(_ value: String) throws { set(.string(value)) }
     mutating func encode(_ value: Double) throws { set(jsonNumber(value)) }
-    mutating func encode(_ value: Float) throws { set(jsonNumber(Double(value))) }
+    mutating func encode(_ value: Float) throws { set(floatNumber(value)) }
     mutating func encode(_ value: Int) throws { set(.int(Int64(value))) }
     mutating func encode(_ value: Int8) throws { set(.int(Int64(value))) }
     mutating func encode(_ value: Int16) throws { set(.int(Int64(value))) }
