@@ -1,6 +1,6 @@
 import Foundation
 
-/// Decodes `Decodable` values from ``JSONValue`` (or straight from JSON bytes) without Foundation.
+/// Decodes `Decodable` values from ``JSONValue`` (or straight from JSON bytes), without Foundation's JSON coders.
 ///
 /// ```swift
 /// let light = try JSONValueDecoder().decode(Light.self, from: bytes)

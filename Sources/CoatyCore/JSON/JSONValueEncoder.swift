@@ -1,6 +1,6 @@
 import Foundation
 
-/// Encodes `Encodable` values into ``JSONValue`` (or straight into JSON bytes) without Foundation.
+/// Encodes `Encodable` values into ``JSONValue`` (or straight into JSON bytes), without Foundation's JSON coders.
 ///
 /// ```swift
 /// let bytes = try JSONValueEncoder().encodeToBytes(light)
