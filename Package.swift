@@ -89,7 +89,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "mqtt-benchmark",
-            dependencies: ["CoatyMQTT"],
+            dependencies: ["CoatyMQTT", .product(name: "Logging", package: "swift-log")],
             path: "Benchmarks/MQTTBenchmark",
             swiftSettings: swiftSettings
         ),
