@@ -119,6 +119,12 @@ struct PropertyPath: Sendable {
     /// The value at this path; `nil` (JavaScript `undefined`) when a step does not exist or an
     /// intermediate value is not an object or array. Arrays take index steps and `length`.
     func value(in root: JSONValue) -> JSONValue? {
+        if segments.count == 1, case .object(let o) = root {
+            // The common case: a top-level key.
+            let key = segments[0].key
+            for i in o.keys.indices where o.keys[i] == key { return o.values[i] }
+            return nil
+        }
         var current = root
         for segment in segments {
             switch current {
@@ -278,7 +284,32 @@ struct CompiledCondition: Sendable {
             // A non-array operand makes Coaty JS throw a TypeError.
             guard case .array(let elements)? = operand else { return { _ in nil } }
             let negated = e.operator == .notIn
-            return { value in elements.contains { JavaScript.deepEquals($0, value) } != negated }
+            // Split the candidates by kind once; a value is only ever equal to one of its own kind.
+            var strings: [String] = []
+            var numbers: [JSONValue] = []
+            var bools: Set<Bool> = []
+            var hasNull = false
+            var composites: [JSONValue] = []
+            for element in elements {
+                switch element {
+                case .string(let s): strings.append(s)
+                case .int, .double: numbers.append(element)
+                case .bool(let b): bools.insert(b)
+                case .null: hasNull = true
+                case .array, .object: composites.append(element)
+                }
+            }
+            return { [strings, numbers, bools, hasNull, composites] value in
+                let found: Bool
+                switch value {
+                case .string(let s): found = strings.contains { JavaScript.sameCodeUnits($0, s) }
+                case .int, .double: found = numbers.contains { $0 == value }
+                case .bool(let b): found = bools.contains(b)
+                case .null: found = hasNull
+                case .array, .object: found = composites.contains { JavaScript.deepEquals($0, value) }
+                }
+                return found != negated
+            }
         }
     }
 
