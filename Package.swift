@@ -123,6 +123,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "CoatyCLITests",
+            dependencies: [],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "CoatyTestingTests",
             dependencies: ["CoatyTesting", "CoatyCore"],
             swiftSettings: swiftSettings
