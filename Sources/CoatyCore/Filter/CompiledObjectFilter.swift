@@ -37,6 +37,10 @@ public struct CompiledObjectFilter: Sendable {
     }
 
     /// Filters, orders, skips and takes, in that order, as Coaty JS's in-memory database does.
+    ///
+    /// One difference: where Coaty JS's matcher throws a TypeError on an object (see
+    /// ``ObjectMatcher``), Coaty JS fails the whole query; here that object does not match and the
+    /// others are still returned.
     /// - Parameter objects: the candidate objects.
     /// - Returns: the matching objects, ordered and paged.
     public func apply(to objects: [JSONValue]) -> [JSONValue] {
