@@ -1,0 +1,525 @@
+import Synchronization
+
+/// A mutex in a class, for state shared by escaping closures.
+final class LockedBox<Value: Sendable>: Sendable {
+    let mutex: Mutex<Value>
+
+    init(_ value: Value) {
+        mutex = Mutex(value)
+    }
+}
+
+// MARK: - Observing
+
+extension CommunicationManager {
+    /// Registers an observation of Coaty events on `event` (routed by its event level).
+    func makeObservation<Element: Sendable>(
+        _ event: CoatyTopic.Event,
+        transform: @escaping @Sendable (IncomingEvent) -> Element?
+    ) throws(CommunicationError) -> EventObservation<Element> {
+        let filter = try subscriptionFilter(event)
+        let routeKey = event.level
+        let (stream, continuation) = AsyncStream<Element>.makeStream(
+            bufferingPolicy: .bufferingNewest(max(1, options.observerBufferLimit))
+        )
+        let counters = self.counters
+        let sink: EventSink = { incoming in
+            guard let element = transform(incoming) else { return }
+            if case .dropped = continuation.yield(element) { counters.observerOverflow() }
+        }
+        let token = state.withLock { $0.makeToken() }
+        let releaser = ReleaseOnce { [weak self] in
+            self?.release(filter) { state in
+                state.routes[routeKey]?[token] = nil
+                if state.routes[routeKey]?.isEmpty == true { state.routes[routeKey] = nil }
+            }
+        }
+        continuation.onTermination = { _ in releaser.release() }
+        retain(filter) { state in state.routes[routeKey, default: [:]][token] = sink }
+        return EventObservation(
+            stream: stream,
+            registration: ObservationRegistration(manager: self, filter: filter, releaser: releaser)
+        )
+    }
+
+    /// Observes Advertise events of a Swift object type, yielding typed values.
+    ///
+    /// Subscribes `ADV::<objectType>`, or `ADV:<CoreType>` for a core type's own object type
+    /// (then keeps only objects of exactly that object type). Register the type in the
+    /// manager's ``registry`` so received objects decode into it directly.
+    ///
+    /// - Parameter type: the object type, e.g. `Light.self`.
+    /// - Returns: the observation.
+    /// - Throws: ``CommunicationError/invalidTopic(_:)`` for an object type that cannot be a topic level.
+    public func observeAdvertise<Object: CoatyObject>(
+        _ type: Object.Type
+    ) throws(CommunicationError) -> EventObservation<AdvertiseEvent<Object>> {
+        let objectType = Object.objectType
+        return try makeObservation(.advertise(.observing(objectType: objectType))) { incoming in
+            guard case .advertise(let data) = incoming.payload, data.object.objectType == objectType,
+                let object = data.object.as(Object.self)
+            else { return nil }
+            return AdvertiseEvent(
+                sourceId: incoming.topic.sourceUUID,
+                topic: incoming.topic,
+                object: object,
+                privateData: data.privateData
+            )
+        }
+    }
+
+    /// Observes every Advertise of a core type (`ADV:<CoreType>`), whatever its object type.
+    ///
+    /// - Parameter coreType: the core type.
+    /// - Returns: the observation; objects keep every field received (see ``AnyCoatyObject``).
+    /// - Throws: ``CommunicationError`` (only for an invalid namespace).
+    public func observeAdvertise(
+        coreType: CoreType
+    ) throws(CommunicationError) -> EventObservation<AdvertiseEvent<AnyCoatyObject>> {
+        try makeObservation(.advertise(.coreType(coreType))) { incoming in
+            guard case .advertise(let data) = incoming.payload else { return nil }
+            return AdvertiseEvent(
+                sourceId: incoming.topic.sourceUUID,
+                topic: incoming.topic,
+                object: data.object,
+                privateData: data.privateData
+            )
+        }
+    }
+
+    /// Observes Advertise events of an object type given by name.
+    ///
+    /// - Parameter objectType: the object type, e.g. `com.example.Light` or `coaty.Task`.
+    /// - Returns: the observation.
+    /// - Throws: ``CommunicationError/invalidTopic(_:)`` for an invalid object type.
+    public func observeAdvertise(
+        objectType: String
+    ) throws(CommunicationError) -> EventObservation<AdvertiseEvent<AnyCoatyObject>> {
+        try makeObservation(.advertise(.observing(objectType: objectType))) { incoming in
+            guard case .advertise(let data) = incoming.payload, data.object.objectType == objectType else { return nil }
+            return AdvertiseEvent(
+                sourceId: incoming.topic.sourceUUID,
+                topic: incoming.topic,
+                object: data.object,
+                privateData: data.privateData
+            )
+        }
+    }
+
+    /// Observes Deadvertise events.
+    ///
+    /// - Returns: the observation.
+    /// - Throws: ``CommunicationError`` (only for an invalid namespace).
+    public func observeDeadvertise() throws(CommunicationError) -> EventObservation<DeadvertiseEvent> {
+        try makeObservation(.deadvertise) { incoming in
+            guard case .deadvertise(let data) = incoming.payload else { return nil }
+            return DeadvertiseEvent(sourceId: incoming.topic.sourceUUID, topic: incoming.topic, objectIds: data.objectIds)
+        }
+    }
+
+    /// Observes Channel events on a channel.
+    ///
+    /// - Parameter channelId: the channel id (characters `[A-Za-z0-9.-_]`).
+    /// - Returns: the observation.
+    /// - Throws: ``CommunicationError/invalidTopic(_:)`` for an invalid channel id.
+    public func observeChannel(_ channelId: String) throws(CommunicationError) -> EventObservation<ChannelEvent> {
+        try makeObservation(.channel(id: channelId)) { incoming in
+            guard case .channel(let data) = incoming.payload else { return nil }
+            return ChannelEvent(sourceId: incoming.topic.sourceUUID, topic: incoming.topic, channelId: channelId, data: data)
+        }
+    }
+
+    /// Observes Update requests for a Swift object type; answer each with
+    /// ``UpdateEvent/complete(object:privateData:)``.
+    ///
+    /// - Parameter type: the object type.
+    /// - Returns: the observation.
+    /// - Throws: ``CommunicationError/invalidTopic(_:)`` for an invalid object type.
+    public func observeUpdate<Object: CoatyObject>(
+        _ type: Object.Type
+    ) throws(CommunicationError) -> EventObservation<UpdateEvent<Object>> {
+        let objectType = Object.objectType
+        return try makeObservation(.update(.observing(objectType: objectType))) { [weak self] incoming in
+            guard let self, case .update(let data) = incoming.payload, data.object.objectType == objectType,
+                let object = data.object.as(Object.self), let correlationId = incoming.topic.correlationUUID
+            else { return nil }
+            return UpdateEvent(
+                sourceId: incoming.topic.sourceUUID,
+                topic: incoming.topic,
+                object: object,
+                route: ResponseRoute(manager: self, correlationId: correlationId)
+            )
+        }
+    }
+
+    /// Observes every Update request of a core type (`UPD:<CoreType>`).
+    ///
+    /// - Parameter coreType: the core type.
+    /// - Returns: the observation.
+    /// - Throws: ``CommunicationError`` (only for an invalid namespace).
+    public func observeUpdate(coreType: CoreType) throws(CommunicationError) -> EventObservation<UpdateEvent<AnyCoatyObject>> {
+        try makeObservation(.update(.coreType(coreType))) { [weak self] incoming in
+            guard let self, case .update(let data) = incoming.payload,
+                let correlationId = incoming.topic.correlationUUID
+            else { return nil }
+            return UpdateEvent(
+                sourceId: incoming.topic.sourceUUID,
+                topic: incoming.topic,
+                object: data.object,
+                route: ResponseRoute(manager: self, correlationId: correlationId)
+            )
+        }
+    }
+
+    /// Observes Discover requests; answer with ``DiscoverEvent/resolve(object:relatedObjects:privateData:)``.
+    ///
+    /// - Returns: the observation.
+    /// - Throws: ``CommunicationError`` (only for an invalid namespace).
+    public func observeDiscover() throws(CommunicationError) -> EventObservation<DiscoverEvent> {
+        try makeObservation(.discover) { [weak self] incoming in
+            guard let self, case .discover(let data) = incoming.payload,
+                let correlationId = incoming.topic.correlationUUID
+            else { return nil }
+            return DiscoverEvent(
+                sourceId: incoming.topic.sourceUUID,
+                topic: incoming.topic,
+                data: data,
+                route: ResponseRoute(manager: self, correlationId: correlationId)
+            )
+        }
+    }
+
+    /// Observes Query requests; answer with ``QueryEvent/retrieve(objects:privateData:)``.
+    ///
+    /// - Returns: the observation.
+    /// - Throws: ``CommunicationError`` (only for an invalid namespace).
+    public func observeQuery() throws(CommunicationError) -> EventObservation<QueryEvent> {
+        try makeObservation(.query) { [weak self] incoming in
+            guard let self, case .query(let data) = incoming.payload,
+                let correlationId = incoming.topic.correlationUUID
+            else { return nil }
+            return QueryEvent(
+                sourceId: incoming.topic.sourceUUID,
+                topic: incoming.topic,
+                data: data,
+                route: ResponseRoute(manager: self, correlationId: correlationId)
+            )
+        }
+    }
+
+    /// Observes Call requests of an operation that this agent handles in `context`.
+    ///
+    /// Coaty's rule: a call with a context filter is handled when `context` is given and matches
+    /// it; a call with a filter is not handled without a context; a call without filter is
+    /// always handled.
+    ///
+    /// - Parameters:
+    ///   - operation: the operation name.
+    ///   - context: the responder's context object, matched against each call's filter.
+    /// - Returns: the observation of the calls to handle.
+    /// - Throws: ``CommunicationError/invalidTopic(_:)`` for an invalid operation name.
+    public func observeCall(
+        operation: String,
+        context: JSONValue? = nil
+    ) throws(CommunicationError) -> EventObservation<CallEvent> {
+        try makeObservation(.call(operation: operation)) { [weak self] incoming in
+            guard let self, case .call(let data) = incoming.payload,
+                let correlationId = incoming.topic.correlationUUID,
+                ObjectMatcher.handlesCall(filter: data.filter, context: context)
+            else { return nil }
+            return CallEvent(
+                sourceId: incoming.topic.sourceUUID,
+                topic: incoming.topic,
+                operation: operation,
+                data: data,
+                route: ResponseRoute(manager: self, correlationId: correlationId)
+            )
+        }
+    }
+
+    /// Observes Raw messages on an MQTT topic filter (`+`/`#` wildcards). Messages on `coaty/…`
+    /// topics are never delivered, even when the filter matches them.
+    ///
+    /// When several subscribed filters of this agent match one topic, brokers such as
+    /// mosquitto deliver one copy per filter, and each matching observer receives each copy.
+    ///
+    /// - Parameter topicFilter: the MQTT topic filter.
+    /// - Returns: the observation.
+    /// - Throws: ``CommunicationError/invalidTopic(_:)`` for an invalid filter.
+    public func observeRaw(_ topicFilter: String) throws(CommunicationError) -> EventObservation<RawEvent> {
+        do throws(CoatyTopicError) {
+            try CoatyTopic.validateRawSubscriptionFilter(topicFilter)
+        } catch {
+            throw .invalidTopic(error)
+        }
+        let (stream, continuation) = AsyncStream<RawEvent>.makeStream(
+            bufferingPolicy: .bufferingNewest(max(1, options.observerBufferLimit))
+        )
+        let counters = self.counters
+        let sink: RawSink = { event in
+            if case .dropped = continuation.yield(event) { counters.observerOverflow() }
+        }
+        let token = state.withLock { $0.makeToken() }
+        let releaser = ReleaseOnce { [weak self] in
+            self?.release(topicFilter) { state in state.rawRoutes[token] = nil }
+        }
+        continuation.onTermination = { _ in releaser.release() }
+        retain(topicFilter) { state in state.rawRoutes[token] = (topicFilter, sink) }
+        return EventObservation(
+            stream: stream,
+            registration: ObservationRegistration(manager: self, filter: topicFilter, releaser: releaser)
+        )
+    }
+}
+
+// MARK: - Publishing one-way events
+
+extension CommunicationManager {
+    /// Publishes an Advertise of an object: on `ADV:<CoreType>`, and also on `ADV::<objectType>`
+    /// when the object type is not the core type's own. Deferred while offline.
+    ///
+    /// - Parameters:
+    ///   - object: the object.
+    ///   - privateData: application data.
+    /// - Throws: ``CommunicationError`` for an invalid object type or a permanent transport failure.
+    public func publishAdvertise<Object: CoatyObject>(
+        _ object: Object,
+        privateData: JSONObject? = nil
+    ) async throws(CommunicationError) {
+        let wrapped = try AnyCoatyObject.wrapping(object)
+        for message in try advertiseMessage(wrapped, privateData: privateData) {
+            try await send(message)
+        }
+    }
+
+    /// Publishes a Deadvertise of object ids.
+    ///
+    /// - Parameter objectIds: the ids of the objects that are gone.
+    /// - Throws: ``CommunicationError`` for a permanent transport failure.
+    public func publishDeadvertise(_ objectIds: [CoatyUUID]) async throws(CommunicationError) {
+        let topic = try topic(.deadvertise)
+        try await send(TransportMessage(topic: topic.name, payload: DeadvertiseEventData(objectIds: objectIds).payloadBytes))
+    }
+
+    /// Publishes a Channel event with one object (`{"object":…}`).
+    ///
+    /// - Parameters:
+    ///   - channelId: the channel id.
+    ///   - object: the object.
+    ///   - privateData: application data.
+    /// - Throws: ``CommunicationError`` for an invalid channel id or a permanent transport failure.
+    public func publishChannel<Object: CoatyObject>(
+        _ channelId: String,
+        object: Object,
+        privateData: JSONObject? = nil
+    ) async throws(CommunicationError) {
+        let data = ChannelEventData(object: try AnyCoatyObject.wrapping(object), privateData: privateData)
+        try await publishChannel(channelId, data: data)
+    }
+
+    /// Publishes a Channel event with an array of objects (`{"objects":[…]}`).
+    ///
+    /// - Parameters:
+    ///   - channelId: the channel id.
+    ///   - objects: the objects.
+    ///   - privateData: application data.
+    /// - Throws: ``CommunicationError`` for an invalid channel id or a permanent transport failure.
+    public func publishChannel(
+        _ channelId: String,
+        objects: [any CoatyObject],
+        privateData: JSONObject? = nil
+    ) async throws(CommunicationError) {
+        var wrapped: [AnyCoatyObject] = []
+        for object in objects { wrapped.append(try AnyCoatyObject.wrapping(object)) }
+        try await publishChannel(channelId, data: ChannelEventData(objects: wrapped, privateData: privateData))
+    }
+
+    /// Publishes a Channel event payload.
+    ///
+    /// - Parameters:
+    ///   - channelId: the channel id.
+    ///   - data: the payload.
+    /// - Throws: ``CommunicationError`` for an invalid channel id or a permanent transport failure.
+    public func publishChannel(_ channelId: String, data: ChannelEventData) async throws(CommunicationError) {
+        let topic = try topic(.channel(id: channelId))
+        try await send(TransportMessage(topic: topic.name, payload: data.payloadBytes))
+    }
+
+    /// Publishes a Raw message on a topic that does not start with `coaty/`.
+    ///
+    /// - Parameters:
+    ///   - topic: the MQTT topic name.
+    ///   - payload: the bytes.
+    ///   - retain: whether the broker keeps the message for future subscribers.
+    /// - Throws: ``CommunicationError/invalidTopic(_:)`` for an invalid or `coaty/` topic.
+    public func publishRaw(topic: String, payload: [UInt8], retain: Bool = false) async throws(CommunicationError) {
+        do throws(CoatyTopicError) {
+            try CoatyTopic.validateRawTopic(topic)
+        } catch {
+            throw .invalidTopic(error)
+        }
+        try await send(TransportMessage(topic: topic, payload: payload, retain: retain))
+    }
+}
+
+// MARK: - Two-way requests
+
+extension CommunicationManager {
+    /// Prepares a Discover; iterating the result publishes it and yields the valid Resolves.
+    ///
+    /// A Resolve whose object does not match the Discover's ids or types is dropped and counted.
+    ///
+    /// - Parameter data: the Discover, e.g. `.coreTypes([.identity])` or `.objectId(id)`.
+    /// - Returns: the lazy response sequence.
+    public func publishDiscover(_ data: DiscoverEventData) -> ResponseSequence<ResolveEvent> {
+        ResponseSequence(
+            manager: self,
+            requests: [.init(event: .discover, payload: data.payloadBytes)],
+            responseEvent: .resolve
+        ) { incoming, _ in
+            guard case .resolve(let resolve) = incoming.payload else { return nil }
+            if let object = resolve.object, !data.matches(object) { return nil }
+            return ResolveEvent(sourceId: incoming.topic.sourceUUID, topic: incoming.topic, data: resolve)
+        }
+    }
+
+    /// Prepares a Query; iterating the result publishes it and yields the valid Retrieves.
+    ///
+    /// A Retrieve with an object of a type that was not queried is dropped and counted.
+    ///
+    /// - Parameter data: the Query.
+    /// - Returns: the lazy response sequence.
+    public func publishQuery(_ data: QueryEventData) -> ResponseSequence<RetrieveEvent> {
+        ResponseSequence(
+            manager: self,
+            requests: [.init(event: .query, payload: data.payloadBytes)],
+            responseEvent: .retrieve
+        ) { incoming, _ in
+            guard case .retrieve(let retrieve) = incoming.payload,
+                retrieve.objects.allSatisfy({ data.matchesType(of: $0) })
+            else { return nil }
+            return RetrieveEvent(sourceId: incoming.topic.sourceUUID, topic: incoming.topic, data: retrieve)
+        }
+    }
+
+    /// Prepares an Update; iterating the result publishes it (twice, with one correlation id
+    /// each, when the object type is not its core type's own) and yields the merged Completes.
+    ///
+    /// A Complete whose object has another objectId is dropped and counted.
+    ///
+    /// - Parameter object: the full updated object.
+    /// - Returns: the lazy response sequence.
+    /// - Throws: ``CommunicationError`` when the object cannot be encoded or its object type
+    ///   cannot be a topic level.
+    public func publishUpdate<Object: CoatyObject>(
+        _ object: Object
+    ) throws(CommunicationError) -> ResponseSequence<CompleteEvent> {
+        let wrapped = try AnyCoatyObject.wrapping(object)
+        let payload = UpdateEventData(object: wrapped).payloadBytes
+        let filters = CoatyTopic.TypeFilter.publishing(objectType: wrapped.objectType, coreType: wrapped.coreType)
+        for filter in filters { _ = try topic(.update(filter), correlationId: CoatyUUID()) }
+        let objectId = wrapped.objectId
+        return ResponseSequence(
+            manager: self,
+            requests: filters.map { .init(event: .update($0), payload: payload) },
+            responseEvent: .complete
+        ) { incoming, _ in
+            guard case .complete(let complete) = incoming.payload, complete.object.objectId == objectId else {
+                return nil
+            }
+            return CompleteEvent(sourceId: incoming.topic.sourceUUID, topic: incoming.topic, data: complete)
+        }
+    }
+
+    /// Prepares a Call of an operation; iterating the result publishes it and yields the Returns.
+    ///
+    /// - Parameters:
+    ///   - operation: the operation name.
+    ///   - data: parameters and context filter.
+    /// - Returns: the lazy response sequence.
+    /// - Throws: ``CommunicationError/invalidTopic(_:)`` for an invalid operation name.
+    public func publishCall(
+        _ operation: String,
+        data: CallEventData = CallEventData()
+    ) throws(CommunicationError) -> ResponseSequence<ReturnEvent> {
+        _ = try topic(.call(operation: operation), correlationId: CoatyUUID())
+        return ResponseSequence(
+            manager: self,
+            requests: [.init(event: .call(operation: operation), payload: data.payloadBytes)],
+            responseEvent: .return
+        ) { incoming, _ in
+            guard case .return(let value) = incoming.payload else { return nil }
+            return ReturnEvent(sourceId: incoming.topic.sourceUUID, topic: incoming.topic, data: value)
+        }
+    }
+
+    /// Subscribes the response topics, publishes the requests, and returns the response stream.
+    func startRequest<Response: Sendable>(
+        _ sequence: ResponseSequence<Response>
+    ) async -> (AsyncThrowingStream<Response, any Error>, RequestRun) {
+        let (stream, continuation) = AsyncThrowingStream<Response, any Error>.makeStream(
+            bufferingPolicy: .bufferingNewest(max(1, options.observerBufferLimit))
+        )
+        let ids = sequence.requests.map { _ in CoatyUUID() }
+        var filters: [String] = []
+        for id in ids {
+            do throws(CommunicationError) {
+                filters.append(try subscriptionFilter(sequence.responseEvent, correlationId: id))
+            } catch {
+                continuation.finish(throwing: error)
+                return (stream, RequestRun(releaser: ReleaseOnce {}))
+            }
+        }
+        var indexById: [CoatyUUID: Int] = [:]
+        for (index, id) in ids.enumerated() { indexById[id] = index }
+        let limit = sequence.limit
+        let delivered = LockedBox(0)
+        let counters = self.counters
+        let accept = sequence.accept
+        let requestIndex = indexById
+        let sink: EventSink = { incoming in
+            guard let id = incoming.topic.correlationUUID, let index = requestIndex[id] else { return }
+            guard let response = accept(incoming, index) else {
+                counters.invalidResponse()
+                return
+            }
+            let (deliver, finish) = delivered.mutex.withLock { count -> (Bool, Bool) in
+                if let limit, count >= limit { return (false, false) }
+                count += 1
+                return (true, limit.map { count >= $0 } ?? false)
+            }
+            guard deliver else { return }
+            if case .dropped = continuation.yield(response) { counters.observerOverflow() }
+            if finish { continuation.finish() }
+        }
+        let timer = LockedBox<Task<Void, Never>?>(nil)
+        let routes = Array(zip(ids, filters))
+        let releaser = ReleaseOnce { [weak self] in
+            timer.mutex.withLock { $0?.cancel() }
+            for (id, filter) in routes {
+                self?.release(filter) { state in state.responseRoutes[id] = nil }
+            }
+        }
+        continuation.onTermination = { _ in releaser.release() }
+        for (id, filter) in routes {
+            retain(filter) { state in state.responseRoutes[id] = sink }
+        }
+        for filter in filters { await awaitEstablished(filter) }
+        do throws(CommunicationError) {
+            for (request, id) in zip(sequence.requests, ids) {
+                let topic = try topic(request.event, correlationId: id)
+                try await send(TransportMessage(topic: topic.name, payload: request.payload))
+            }
+        } catch {
+            continuation.finish(throwing: error)
+        }
+        if let timeout = sequence.timeout {
+            let task = Task {
+                try? await Task.sleep(for: timeout)
+                continuation.finish()
+            }
+            timer.mutex.withLock { $0 = task }
+        }
+        return (stream, RequestRun(releaser: releaser))
+    }
+}

@@ -1,0 +1,743 @@
+public import Logging
+public import Metrics
+public import ServiceLifecycle
+import Synchronization
+
+/// Whether the agent is connected to the broker (Coaty's communication state).
+public enum CommunicationState: Sendable, Hashable {
+    /// Not connected; publications are deferred.
+    case offline
+    /// Connected, subscribed, join events published and deferred publications drained.
+    case online
+}
+
+/// Counters of what the communication manager dropped or deferred; also reported as metrics.
+public struct CommunicationStatistics: Sendable, Hashable {
+    /// Received `coaty/…` topics that break a protocol rule.
+    public var invalidTopics = 0
+    /// Received payloads that are not valid for their event.
+    public var invalidPayloads = 0
+    /// Responses that do not answer their request (e.g. a Resolve of another type).
+    public var invalidResponses = 0
+    /// Events dropped because an observer's buffer was full.
+    public var observerOverflow = 0
+    /// Deferred publications dropped because the deferral queue was full (oldest first).
+    public var deferredOverflow = 0
+    /// Publications currently deferred.
+    public var deferredPending = 0
+}
+
+/// A received event, decoded once and handed to every matching route.
+struct IncomingEvent: Sendable {
+    enum Payload: Sendable {
+        case advertise(AdvertiseEventData)
+        case deadvertise(DeadvertiseEventData)
+        case channel(ChannelEventData)
+        case discover(DiscoverEventData)
+        case resolve(ResolveEventData)
+        case query(QueryEventData)
+        case retrieve(RetrieveEventData)
+        case update(UpdateEventData)
+        case complete(CompleteEventData)
+        case call(CallEventData)
+        case `return`(ReturnEventData)
+    }
+
+    let topic: CoatyTopic
+    let payload: Payload
+}
+
+typealias EventSink = @Sendable (IncomingEvent) -> Void
+typealias RawSink = @Sendable (RawEvent) -> Void
+
+/// Publishes and observes Coaty communication events over a ``CoatyTransport``.
+///
+/// One manager is one agent: it has an identity, a namespace, a registry for typed decoding, and
+/// a transport. ``start()`` connects with the last will, subscribes, publishes the join event
+/// (the Advertise of the identity) and drains publications deferred while offline; ``stop()``
+/// publishes the Deadvertise of the identity and disconnects. As a ``Service`` it does both in
+/// ``run()``.
+///
+/// ```swift
+/// let manager = CommunicationManager(transport: transport, identity: Identity(name: "Light agent"))
+/// try await manager.start()
+/// try await manager.publishAdvertise(light)
+/// for await event in try manager.observeAdvertise(Light.self) { print(event.object) }
+/// ```
+///
+/// Received messages are dispatched by one task that consumes the transport's messages; routing
+/// tables are protected by a mutex, so observers and requests can be created from any task.
+/// Every observer has its own buffer; an MQTT subscription is shared by all observers of its
+/// topic filter and ends with the last of them.
+public final class CommunicationManager: Sendable {
+    /// Settings of a communication manager.
+    public struct Options: Sendable {
+        /// The namespace: publications use it; observations receive only it unless
+        /// ``crossNamespacing`` is on. Default `-`.
+        public var namespace: String
+        /// Whether to receive events from every namespace (responses are always answered in the
+        /// responder's own namespace).
+        public var crossNamespacing: Bool
+        /// The most publications kept while offline; beyond it the **oldest** is dropped (and
+        /// counted in ``CommunicationStatistics/deferredOverflow``), so the freshest state is sent
+        /// on reconnection.
+        public var deferredPublicationLimit: Int
+        /// The most events buffered per observer; beyond it the oldest is dropped and counted.
+        public var observerBufferLimit: Int
+
+        /// Creates options.
+        /// - Parameters:
+        ///   - namespace: the namespace; `-` by default.
+        ///   - crossNamespacing: whether to receive from every namespace.
+        ///   - deferredPublicationLimit: the size of the offline queue.
+        ///   - observerBufferLimit: the buffer size of each observer.
+        public init(
+            namespace: String = CoatyTopic.defaultNamespace,
+            crossNamespacing: Bool = false,
+            deferredPublicationLimit: Int = 1000,
+            observerBufferLimit: Int = 10_000
+        ) {
+            self.namespace = namespace
+            self.crossNamespacing = crossNamespacing
+            self.deferredPublicationLimit = deferredPublicationLimit
+            self.observerBufferLimit = observerBufferLimit
+        }
+    }
+
+    /// The transport.
+    public let transport: any CoatyTransport
+    /// The agent's identity, advertised on every (re)connection.
+    public let identity: Identity
+    /// The registry that decodes received objects into Swift types.
+    public let registry: CoatyObjectRegistry
+    /// The options.
+    public let options: Options
+    /// The logger.
+    public let logger: Logger
+
+    let state: Mutex<ManagerState>
+    let counters: Counters
+    let identityJSON: AnyCoatyObject
+
+    /// Creates a manager; nothing happens until ``start()``.
+    ///
+    /// - Parameters:
+    ///   - transport: the transport (CoatyKit's `MQTTTransport`, or CoatyTesting's in-process one).
+    ///   - identity: the agent's identity; its `objectId` is the source id of every publication
+    ///     and determines the MQTT client id.
+    ///   - registry: the object types to decode into Swift types.
+    ///   - options: namespace, cross-namespacing and buffer sizes.
+    ///   - logger: where to log (dropped events at debug level).
+    ///   - metricsFactory: the metrics factory; the global `MetricsSystem.factory` when `nil`.
+    /// - Throws: ``CommunicationError/invalidTopic(_:)`` for an invalid namespace.
+    public init(
+        transport: any CoatyTransport,
+        identity: Identity = Identity(),
+        registry: CoatyObjectRegistry = CoatyObjectRegistry(),
+        options: Options = Options(),
+        logger: Logger = Logger(label: "coaty.communication", factory: { _ in SwiftLogNoOpLogHandler() }),
+        metricsFactory: (any MetricsFactory)? = nil
+    ) throws(CommunicationError) {
+        self.transport = transport
+        self.identity = identity
+        self.registry = registry
+        self.options = options
+        self.logger = logger
+        self.counters = Counters(factory: metricsFactory ?? MetricsSystem.factory)
+        do {
+            self.identityJSON = try AnyCoatyObject(identity)
+        } catch {
+            throw .encodingFailed(objectType: identity.objectType, reason: "\(error)")
+        }
+        do throws(CoatyTopicError) {
+            _ = try CoatyTopic.subscriptionFilter(for: .discover, namespace: options.namespace)
+        } catch {
+            throw .invalidTopic(error)
+        }
+        self.state = Mutex(ManagerState())
+        registerBuiltInResponders()
+    }
+
+    // MARK: State
+
+    /// The current communication state.
+    public var communicationState: CommunicationState {
+        state.withLock { $0.online ? .online : .offline }
+    }
+
+    /// A snapshot of the drop and deferral counters.
+    public var statistics: CommunicationStatistics {
+        var snapshot = counters.snapshot()
+        snapshot.deferredPending = state.withLock { $0.deferred.count }
+        return snapshot
+    }
+
+    /// The communication states: the current one, then every change, until the task is cancelled.
+    ///
+    /// - Returns: a sequence of states.
+    public func communicationStates() -> AsyncStream<CommunicationState> {
+        let (stream, continuation) = AsyncStream<CommunicationState>.makeStream(bufferingPolicy: .bufferingNewest(16))
+        let token = state.withLock { state in
+            let token = state.makeToken()
+            state.stateObservers[token] = continuation
+            continuation.yield(state.online ? .online : .offline)
+            return token
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.state.withLock { $0.stateObservers.removeValue(forKey: token) }
+        }
+        return stream
+    }
+
+    /// The last will: the Deadvertise of the identity.
+    func lastWill() throws(CommunicationError) -> TransportMessage {
+        do throws(CoatyTopicError) {
+            return try CoatyConnection.lastWill(namespace: options.namespace, identityId: identity.objectId)
+        } catch {
+            throw .invalidTopic(error)
+        }
+    }
+
+    // MARK: Lifecycle
+
+    /// Connects, subscribes, publishes the join event and drains deferred publications; returns
+    /// once the manager is ``CommunicationState/online``. Calling it while started does nothing.
+    ///
+    /// - Throws: ``CommunicationError/transport(_:)`` when the broker refuses or cannot be
+    ///   reached, `CancellationError` when cancelled first.
+    public func start() async throws {
+        let will = try lastWill()
+        let begin = state.withLock { state -> Bool in
+            guard !state.started else { return false }
+            state.started = true
+            return true
+        }
+        guard begin else { return }
+        let watcher = Task { [self] in await watchConnection() }
+        state.withLock { $0.watcher = watcher }
+        do {
+            try await transport.connect(will: will)
+        } catch {
+            watcher.cancel()
+            state.withLock { state in
+                state.started = false
+                state.watcher = nil
+            }
+            if let error = error as? TransportError { throw CommunicationError.transport(error) }
+            throw error
+        }
+        let transport = self.transport
+        let dispatcher = Task { [self] in await self.dispatch(messagesOf: transport) }
+        state.withLock { $0.dispatcher = dispatcher }
+        for await communicationState in communicationStates() where communicationState == .online {
+            break
+        }
+    }
+
+    /// Publishes the Deadvertise of the identity, disconnects, and ends dispatching. Observations
+    /// stay registered and are served again after the next ``start()``.
+    public func stop() async {
+        let tasks = state.withLock { state -> (Task<Void, Never>?, Task<Void, Never>?)? in
+            guard state.started else { return nil }
+            state.started = false
+            defer {
+                state.watcher = nil
+                state.dispatcher = nil
+            }
+            return (state.watcher, state.dispatcher)
+        }
+        guard let tasks else { return }
+        if let will = try? lastWill() {
+            try? await transport.publish(will)
+        }
+        await transport.disconnect()
+        tasks.0?.cancel()
+        tasks.1?.cancel()
+        await tasks.0?.value
+        await tasks.1?.value
+        setOnline(false)
+    }
+
+    /// Follows the transport's connection states: on every connection, subscribes what is
+    /// missing, publishes the join event and drains deferred publications, in that order.
+    private func watchConnection() async {
+        for await connection in transport.connectionStates() {
+            if Task.isCancelled { return }
+            if connection == .connected {
+                await handleConnected()
+            } else {
+                setOnline(false)
+            }
+        }
+    }
+
+    private func handleConnected() async {
+        state.withLock { $0.draining = true }
+        // 1. Subscriptions: the transport re-establishes those it knows; add those requested
+        //    while it could not subscribe.
+        let missing = state.withLock { state in
+            Set(state.refCounts.keys).symmetricDifference(state.established).sorted()
+        }
+        for filter in missing { await reconcile(filter) }
+        // 2. Join event: the Advertise of the identity on ADV:Identity only.
+        if let join = try? advertiseMessage(identityJSON, privateData: nil, filters: [.coreType(.identity)]) {
+            for message in join { try? await transport.publish(message) }
+        }
+        // 3. Deferred publications, FIFO.
+        while true {
+            let next = state.withLock { state -> TransportMessage? in
+                guard let message = state.deferred.popFirst() else {
+                    state.draining = false
+                    return nil
+                }
+                return message
+            }
+            guard let next else { break }
+            do {
+                try await transport.publish(next)
+            } catch {
+                // Lost the connection again: keep it first in line for the next connection.
+                state.withLock { state in
+                    state.deferred.pushFront(next)
+                    state.draining = false
+                }
+                return
+            }
+        }
+        setOnline(transport.connectionState == .connected)
+    }
+
+    private func setOnline(_ online: Bool) {
+        state.withLock { state in
+            guard state.online != online else { return }
+            state.online = online
+            for observer in state.stateObservers.values { observer.yield(online ? .online : .offline) }
+        }
+    }
+
+    // MARK: Sending
+
+    /// Publishes now when online, otherwise defers the message (FIFO, bounded).
+    func send(_ message: TransportMessage) async throws(CommunicationError) {
+        let sendNow = state.withLock { state -> Bool in
+            if state.online && !state.draining && state.deferred.isEmpty { return true }
+            defer_(message, &state)
+            return false
+        }
+        guard sendNow else { return }
+        do {
+            try await transport.publish(message)
+        } catch TransportError.notConnected {
+            state.withLock { defer_(message, &$0) }
+        } catch let error as TransportError {
+            throw .transport(error)
+        } catch {
+            throw .transport(.failed("\(error)"))
+        }
+    }
+
+    private func defer_(_ message: TransportMessage, _ state: inout ManagerState) {
+        if state.deferred.count >= max(0, options.deferredPublicationLimit) {
+            if state.deferred.popFirst() != nil || options.deferredPublicationLimit <= 0 {
+                counters.deferredOverflow()
+                logger.debug("Deferred publication queue full; dropped the oldest", metadata: ["topic": "\(message.topic)"])
+            }
+            if options.deferredPublicationLimit <= 0 { return }
+        }
+        state.deferred.append(message)
+    }
+
+    func topic(_ event: CoatyTopic.Event, correlationId: CoatyUUID? = nil) throws(CommunicationError) -> CoatyTopic {
+        do throws(CoatyTopicError) {
+            return try CoatyTopic(
+                event: event,
+                namespace: options.namespace,
+                sourceId: identity.objectId,
+                correlationId: correlationId
+            )
+        } catch {
+            throw .invalidTopic(error)
+        }
+    }
+
+    func subscriptionFilter(_ event: CoatyTopic.Event, correlationId: CoatyUUID? = nil) throws(CommunicationError)
+        -> String
+    {
+        do throws(CoatyTopicError) {
+            if let correlationId {
+                return try CoatyTopic.subscriptionFilter(
+                    for: event,
+                    namespace: options.namespace,
+                    crossNamespacing: options.crossNamespacing,
+                    correlationId: correlationId
+                )
+            }
+            return try CoatyTopic.subscriptionFilter(
+                for: event,
+                namespace: options.namespace,
+                crossNamespacing: options.crossNamespacing
+            )
+        } catch {
+            throw .invalidTopic(error)
+        }
+    }
+
+    func advertiseMessage(
+        _ object: AnyCoatyObject,
+        privateData: JSONObject?,
+        filters: [CoatyTopic.TypeFilter]? = nil
+    ) throws(CommunicationError) -> [TransportMessage] {
+        let payload = AdvertiseEventData(object: object, privateData: privateData).payloadBytes
+        let filters = filters ?? CoatyTopic.TypeFilter.publishing(objectType: object.objectType, coreType: object.coreType)
+        var messages: [TransportMessage] = []
+        for filter in filters {
+            messages.append(TransportMessage(topic: try topic(.advertise(filter)).name, payload: payload))
+        }
+        return messages
+    }
+
+    /// Publishes a response in the own namespace with the request's correlation id.
+    func publishResponse(
+        _ event: CoatyTopic.Event,
+        correlationId: CoatyUUID,
+        payload: JSONObject
+    ) async throws(CommunicationError) {
+        let topic = try topic(event, correlationId: correlationId)
+        try await send(TransportMessage(topic: topic.name, payload: payload.serializedBytes()))
+    }
+
+    // MARK: Subscriptions (reference counted per topic filter)
+
+    /// Adds one reference to `filter` and registers the route in the same critical section.
+    func retain(_ filter: String, register: (inout ManagerState) -> Void) {
+        state.withLock { state in
+            state.refCounts[filter, default: 0] += 1
+            register(&state)
+        }
+        spawnReconcile(filter)
+    }
+
+    /// Drops one reference to `filter` and unregisters the route.
+    func release(_ filter: String, unregister: (inout ManagerState) -> Void) {
+        state.withLock { state in
+            unregister(&state)
+            if let count = state.refCounts[filter] {
+                if count <= 1 { state.refCounts.removeValue(forKey: filter) } else { state.refCounts[filter] = count - 1 }
+            }
+        }
+        spawnReconcile(filter)
+    }
+
+    private func spawnReconcile(_ filter: String) {
+        let start = state.withLock { state -> Bool in
+            guard state.started else { return false }
+            state.pendingReconciles += 1
+            return true
+        }
+        guard start else { return }
+        Task { [self] in
+            await reconcile(filter)
+            let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+                state.pendingReconciles -= 1
+                guard state.pendingReconciles == 0 else { return [] }
+                defer { state.settleWaiters.removeAll() }
+                return state.settleWaiters
+            }
+            for waiter in waiters { waiter.resume() }
+        }
+    }
+
+    /// Brings the transport's subscription of `filter` in line with its reference count. Only one
+    /// task works on a filter at a time; it loops until wanted and established agree, so
+    /// overlapping subscribe/unsubscribe requests cannot reorder.
+    func reconcile(_ filter: String) async {
+        while true {
+            enum Action { case subscribe, unsubscribe }
+            let action = state.withLock { state -> Action? in
+                guard !state.busy.contains(filter) else { return nil }
+                let wanted = state.refCounts[filter] != nil
+                let established = state.established.contains(filter)
+                guard wanted != established, state.started else {
+                    state.resumeWaiters(for: filter)
+                    return nil
+                }
+                state.busy.insert(filter)
+                return wanted ? .subscribe : .unsubscribe
+            }
+            guard let action else { return }
+            var succeeded = true
+            do {
+                switch action {
+                case .subscribe: try await transport.subscribe(filter, qos: .atMostOnce)
+                case .unsubscribe: try await transport.unsubscribe(filter)
+                }
+            } catch {
+                succeeded = false
+                logger.debug("Subscription change failed", metadata: ["filter": "\(filter)", "error": "\(error)"])
+            }
+            let again = state.withLock { state -> Bool in
+                state.busy.remove(filter)
+                if succeeded {
+                    if action == .subscribe { state.established.insert(filter) } else { state.established.remove(filter) }
+                }
+                if !succeeded { state.resumeWaiters(for: filter) }
+                return succeeded
+            }
+            if !again { return }
+        }
+    }
+
+    /// Waits until `filter` is subscribed on the broker, or no longer wanted, or the manager
+    /// cannot subscribe now (not started).
+    func awaitEstablished(_ filter: String) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let resumeNow = state.withLock { state -> Bool in
+                if state.established.contains(filter) || state.refCounts[filter] == nil || !state.started {
+                    return true
+                }
+                state.establishWaiters[filter, default: []].append(continuation)
+                return false
+            }
+            if resumeNow { continuation.resume() }
+        }
+        // A subscription that was busy when asked may just have finished: check once more.
+        await reconcile(filter)
+    }
+
+    /// Waits until every subscription change requested so far has reached the broker (e.g. the
+    /// unsubscription after the last observer of a filter ended).
+    public func subscriptionsSettled() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let resumeNow = state.withLock { state -> Bool in
+                if state.pendingReconciles == 0 { return true }
+                state.settleWaiters.append(continuation)
+                return false
+            }
+            if resumeNow { continuation.resume() }
+        }
+    }
+
+    /// The topic filters currently subscribed through the transport, with their observer counts.
+    public var subscribedFilters: [String: Int] {
+        state.withLock { state in state.refCounts.filter { state.established.contains($0.key) } }
+    }
+
+    // MARK: Dispatching
+
+    private func dispatch(messagesOf transport: some CoatyTransport) async {
+        for await message in transport.messages {
+            handle(message)
+        }
+    }
+
+    func handle(_ message: TransportMessage) {
+        switch CoatyTopic.classify(message.topic) {
+        case .raw:
+            let sinks = state.withLock { state in
+                state.rawRoutes.values.filter { MQTTTopicFilter.matches(topic: message.topic, filter: $0.filter) }
+            }
+            guard !sinks.isEmpty else { return }
+            let event = RawEvent(topic: message.topic, payload: message.payload, retain: message.retain)
+            for route in sinks { route.sink(event) }
+        case .invalid(let error):
+            counters.invalidTopic()
+            logger.debug("Dropped a message on an invalid Coaty topic", metadata: ["error": "\(error)"])
+        case .coaty(let topic):
+            if !options.crossNamespacing, topic.namespace != options.namespace { return }
+            if topic.eventType.isResponse {
+                guard let correlationId = topic.correlationUUID,
+                    let sink = state.withLock({ $0.responseRoutes[correlationId] })
+                else { return }
+                guard let payload = decode(message.payload, topic: topic) else { return }
+                sink(IncomingEvent(topic: topic, payload: payload))
+            } else {
+                let sinks = state.withLock { state in state.routes[String(topic.eventLevel)].map { Array($0.values) } }
+                guard let sinks, !sinks.isEmpty else { return }
+                guard let payload = decode(message.payload, topic: topic) else { return }
+                let event = IncomingEvent(topic: topic, payload: payload)
+                for sink in sinks { sink(event) }
+            }
+        }
+    }
+
+    private func decode(_ bytes: [UInt8], topic: CoatyTopic) -> IncomingEvent.Payload? {
+        do throws(CommunicationEventDataError) {
+            switch topic.eventType {
+            case .advertise: return .advertise(try AdvertiseEventData(bytes: bytes, registry: registry))
+            case .deadvertise: return .deadvertise(try DeadvertiseEventData(bytes: bytes, registry: registry))
+            case .channel: return .channel(try ChannelEventData(bytes: bytes, registry: registry))
+            case .discover: return .discover(try DiscoverEventData(bytes: bytes, registry: registry))
+            case .resolve: return .resolve(try ResolveEventData(bytes: bytes, registry: registry))
+            case .query: return .query(try QueryEventData(bytes: bytes, registry: registry))
+            case .retrieve: return .retrieve(try RetrieveEventData(bytes: bytes, registry: registry))
+            case .update: return .update(try UpdateEventData(bytes: bytes, registry: registry))
+            case .complete: return .complete(try CompleteEventData(bytes: bytes, registry: registry))
+            case .call: return .call(try CallEventData(bytes: bytes, registry: registry))
+            case .return: return .return(try ReturnEventData(bytes: bytes, registry: registry))
+            case .associate, .ioValue, .raw: return nil
+            }
+        } catch {
+            counters.invalidPayload()
+            logger.debug(
+                "Dropped an event with an invalid payload",
+                metadata: ["topic": "\(topic.name)", "error": "\(error)"]
+            )
+            return nil
+        }
+    }
+
+    // MARK: Built-in responders
+
+    private func registerBuiltInResponders() {
+        guard let filter = try? subscriptionFilter(.discover) else { return }
+        let identity = identityJSON
+        let identityId = identity.objectId
+        let sink: EventSink = { [weak self] event in
+            guard let self, case .discover(let data) = event.payload else { return }
+            let asksIdentity =
+                (data.coreTypes?.contains(.identity) ?? false)
+                || (data.objectTypes?.contains(CoreType.identity.objectType) ?? false)
+                || data.objectId == identityId
+            guard asksIdentity, data.matches(identity), let correlationId = event.topic.correlationUUID else { return }
+            Task {
+                let payload = ResolveEventData(unchecked: identity)
+                try? await self.publishResponse(.resolve, correlationId: correlationId, payload: payload.json)
+            }
+        }
+        state.withLock { state in
+            state.refCounts[filter, default: 0] += 1
+            let id = state.makeToken()
+            state.routes["DSC", default: [:]][id] = sink
+        }
+    }
+}
+
+// MARK: - State
+
+/// The mutable state of a manager, under its mutex.
+struct ManagerState {
+    var started = false
+    var online = false
+    var draining = false
+    var nextToken = 0
+
+    /// Non-response routes by event level (`ADV:Task`, `DSC`, `CLL:switch`, …).
+    var routes: [String: [Int: EventSink]] = [:]
+    /// Response routes by correlation id.
+    var responseRoutes: [CoatyUUID: EventSink] = [:]
+    /// Raw routes.
+    var rawRoutes: [Int: (filter: String, sink: RawSink)] = [:]
+
+    /// Observers per topic filter.
+    var refCounts: [String: Int] = [:]
+    /// Filters acknowledged by the transport.
+    var established: Set<String> = []
+    /// Filters with a subscribe/unsubscribe in flight.
+    var busy: Set<String> = []
+    var establishWaiters: [String: [CheckedContinuation<Void, Never>]] = [:]
+    var pendingReconciles = 0
+    var settleWaiters: [CheckedContinuation<Void, Never>] = []
+
+    var deferred = MessageQueue()
+    var stateObservers: [Int: AsyncStream<CommunicationState>.Continuation] = [:]
+    var watcher: Task<Void, Never>?
+    var dispatcher: Task<Void, Never>?
+
+    mutating func makeToken() -> Int {
+        nextToken += 1
+        return nextToken
+    }
+
+    mutating func resumeWaiters(for filter: String) {
+        guard let waiters = establishWaiters.removeValue(forKey: filter) else { return }
+        for waiter in waiters { waiter.resume() }
+    }
+}
+
+/// A FIFO of messages with O(1) amortized removal at the front.
+struct MessageQueue {
+    private var storage: [TransportMessage] = []
+    private var head = 0
+
+    var count: Int { storage.count - head }
+    var isEmpty: Bool { count == 0 }
+
+    mutating func append(_ message: TransportMessage) { storage.append(message) }
+
+    mutating func popFirst() -> TransportMessage? {
+        guard head < storage.count else { return nil }
+        let message = storage[head]
+        head += 1
+        if head > 64, head * 2 > storage.count {
+            storage.removeFirst(head)
+            head = 0
+        }
+        return message
+    }
+
+    mutating func pushFront(_ message: TransportMessage) {
+        if head > 0 {
+            head -= 1
+            storage[head] = message
+        } else {
+            storage.insert(message, at: 0)
+        }
+    }
+}
+
+/// Drop counters, kept both as numbers (for ``CommunicationManager/statistics``) and metrics.
+final class Counters: Sendable {
+    private let values = Mutex(CommunicationStatistics())
+    private let invalidTopicCounter: Counter
+    private let invalidPayloadCounter: Counter
+    private let invalidResponseCounter: Counter
+    private let observerOverflowCounter: Counter
+    private let deferredOverflowCounter: Counter
+
+    init(factory: any MetricsFactory) {
+        let label = "coaty_communication_dropped_total"
+        invalidTopicCounter = Counter(label: label, dimensions: [("reason", "invalid_topic")], factory: factory)
+        invalidPayloadCounter = Counter(label: label, dimensions: [("reason", "invalid_payload")], factory: factory)
+        invalidResponseCounter = Counter(label: label, dimensions: [("reason", "invalid_response")], factory: factory)
+        observerOverflowCounter = Counter(label: label, dimensions: [("reason", "observer_overflow")], factory: factory)
+        deferredOverflowCounter = Counter(label: label, dimensions: [("reason", "deferred_overflow")], factory: factory)
+    }
+
+    func snapshot() -> CommunicationStatistics { values.withLock { $0 } }
+
+    func invalidTopic() {
+        values.withLock { $0.invalidTopics += 1 }
+        invalidTopicCounter.increment()
+    }
+
+    func invalidPayload() {
+        values.withLock { $0.invalidPayloads += 1 }
+        invalidPayloadCounter.increment()
+    }
+
+    func invalidResponse() {
+        values.withLock { $0.invalidResponses += 1 }
+        invalidResponseCounter.increment()
+    }
+
+    func observerOverflow() {
+        values.withLock { $0.observerOverflow += 1 }
+        observerOverflowCounter.increment()
+    }
+
+    func deferredOverflow() {
+        values.withLock { $0.deferredOverflow += 1 }
+        deferredOverflowCounter.increment()
+    }
+}
+
+extension CommunicationManager: Service {
+    /// Starts the manager, waits for graceful shutdown (or cancellation), then stops it.
+    ///
+    /// - Throws: what ``start()`` throws.
+    public func run() async throws {
+        try await start()
+        try? await gracefulShutdown()
+        await stop()
+    }
+}
