@@ -1,5 +1,6 @@
 import CoatyCore
 import CoatyTesting
+import Synchronization
 import Testing
 
 /// A custom object type based on CoatyObject: published twice (core type and object type topic).
@@ -303,8 +304,10 @@ struct CommunicationManagerTests {
         let withoutContext = try plainResponder.manager.observeCall(operation: "switch")
         await withContext.subscribed()
         await withoutContext.subscribed()
+        let handledWithContext = Mutex<[String]>([])
         let contextAnswers = Task {
             for await call in withContext {
+                handledWithContext.withLock { $0.append(call.data.parameter("tag")?.stringValue ?? "") }
                 if call.data.parameter("on") == nil {
                     try await call.returnError(.invalidParameters)
                 } else if call.data.parameter("on") == .null {
@@ -321,28 +324,27 @@ struct CommunicationManagerTests {
         }
         let matching = ContextFilter.where("floor", .equals(3))
         let notMatching = ContextFilter.where("floor", .equals(4))
-        func call(_ data: CallEventData, expecting count: Int) async throws -> [ReturnEvent] {
-            // One more than expected, bounded by a timeout, to see that nobody else answers.
-            try await requester.manager.publishCall("switch", data: data)
-                .responses(limit: count + 1, timeout: .milliseconds(300)).collect()
+        func call(_ parameters: JSONObject, _ filter: ContextFilter?, expecting count: Int) async throws -> [ReturnEvent] {
+            try await requester.manager.publishCall("switch", data: CallEventData(parameters: parameters, filter: filter))
+                .responses(limit: count).collect()
         }
 
         // Filter matching the context: the responder with context handles it; so does the one
         // without context (no context → handled).
-        let matched = try await call(CallEventData(parameters: ["on": true], filter: matching), expecting: 2)
+        let matched = try await call(["on": true, "tag": "matched"], matching, expecting: 2)
         #expect(Set(matched.compactMap { $0.data.result?["by"]?.stringValue }) == ["context", "plain"])
         #expect(matched.first { $0.sourceId == contextResponder.id }?.data.executionInfo == ["t": 1])
-        // No filter: a responder with a context does not handle it.
-        let unfiltered = try await call(CallEventData(parameters: ["on": true]), expecting: 1)
+        // No filter, and a filter not matching the context: only the responder without context.
+        let unfiltered = try await call(["on": true, "tag": "unfiltered"], nil, expecting: 1)
         #expect(unfiltered.map(\.sourceId) == [plainResponder.id])
-        // Filter not matching the context.
-        let unmatched = try await call(CallEventData(parameters: ["on": true], filter: notMatching), expecting: 1)
+        let unmatched = try await call(["on": true, "tag": "unmatched"], notMatching, expecting: 1)
         #expect(unmatched.map(\.sourceId) == [plainResponder.id])
-        // The predefined error and the null result.
-        let error = try await call(CallEventData(parameters: [:], filter: matching), expecting: 2)
+        // The predefined error and the null result (handled after the calls above, in order).
+        let error = try await call(["tag": "error"], matching, expecting: 2)
         #expect(error.first { $0.sourceId == contextResponder.id }?.data.error == .invalidParameters)
-        let null = try await call(CallEventData(parameters: ["on": nil], filter: matching), expecting: 2)
+        let null = try await call(["on": nil, "tag": "null"], matching, expecting: 2)
         #expect(null.first { $0.sourceId == contextResponder.id }?.data.outcome == .success(.null))
+        #expect(handledWithContext.withLock { $0 } == ["matched", "error", "null"])
         contextAnswers.cancel()
         plainAnswers.cancel()
         for agent in [requester, contextResponder, plainResponder] { await agent.manager.stop() }
