@@ -128,6 +128,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "CoatyKitTests",
+            dependencies: ["CoatyKit", "CoatyTesting"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "CoatyTestingTests",
             dependencies: ["CoatyTesting", "CoatyCore"],
             swiftSettings: swiftSettings

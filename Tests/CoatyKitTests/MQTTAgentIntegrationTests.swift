@@ -1,0 +1,124 @@
+import CoatyKit
+import Testing
+
+/// A custom object type as a Coaty JS agent would publish it.
+struct Lamp: CoatyObject, Hashable {
+    static let objectType = "com.example.Lamp"
+    var objectId = CoatyUUID()
+    var name: String
+    var isOn: Bool
+}
+
+private let hasMosquitto = MosquittoBroker.findExecutable() != nil
+
+@Suite(
+    "Agents over a real mosquitto",
+    .serialized,
+    .timeLimit(.minutes(1)),
+    .enabled(if: hasMosquitto, "mosquitto is not installed (apt-get install mosquitto)")
+)
+struct MQTTAgentIntegrationTests {
+    @Test("A foreign client's Coaty JS-shaped double Advertise arrives typed; Discover→Resolve between two agents")
+    func interoperation() async throws {
+        let broker = try await MosquittoBroker.start()
+        defer { Task { await broker.stop() } }
+
+        let registry = CoatyObjectRegistry([Lamp.self])
+        let agentA = try CommunicationManager.mqtt(url: broker.url, identity: Identity(name: "A"), registry: registry)
+        let agentB = try CommunicationManager.mqtt(url: broker.url, identity: Identity(name: "B"), registry: registry)
+        try await agentA.start()
+        try await agentB.start()
+
+        let typed = try agentA.observeAdvertise(Lamp.self)
+        let core = try agentA.observeAdvertise(coreType: .coatyObject)
+        await typed.subscribed()
+        await core.subscribed()
+        var typedIterator = typed.makeAsyncIterator()
+        var coreIterator = core.makeAsyncIterator()
+
+        // A plain MQTT client publishes what Coaty JS publishes for advertise(lamp): the same
+        // payload on the core type topic and on the object type topic.
+        let foreignId = CoatyUUID()
+        let lampId = CoatyUUID()
+        let foreign = MQTTClient(configuration: try MQTTConfiguration(url: broker.url, clientId: "foreign-js-agent"))
+        try await foreign.connect()
+        let payload = #"""
+            {"object":{"name":"Lamp 1","objectType":"com.example.Lamp","coreType":"CoatyObject",\#
+            "objectId":"\#(lampId)","isOn":true,"parentObjectId":"\#(foreignId)","vendor":{"id":7}}}
+            """#
+        for level in ["ADV:CoatyObject", "ADV::com.example.Lamp"] {
+            try await foreign.publish("coaty/3/-/\(level)/\(foreignId)", payload: Array(payload.utf8))
+        }
+        let lamp = try #require(await typedIterator.next())
+        #expect(lamp.object == Lamp(objectId: lampId, name: "Lamp 1", isOn: true))
+        #expect(lamp.sourceId == foreignId)
+        let any = try #require(await coreIterator.next())
+        #expect(any.object.json["vendor"] == ["id": 7])
+        #expect(any.object.parentObjectId == foreignId)
+
+        // Discover → Resolve between the two agents, with a custom responder on B.
+        let discovers = try agentB.observeDiscover()
+        await discovers.subscribed()
+        let responder = Task {
+            for await discover in discovers where discover.data.externalId == "lamp-1" {
+                var resolved = Lamp(name: "Resolved", isOn: false)
+                resolved.objectId = lampId
+                try await discover.resolve(object: AnyCoatyObject(json: ["externalId": "lamp-1"], merging: resolved))
+            }
+        }
+        let resolve = try #require(try await agentA.publishDiscover(.externalId("lamp-1")).first(timeout: .seconds(20)))
+        #expect(resolve.sourceId == agentB.identity.objectId)
+        #expect(resolve.data.object?.as(Lamp.self)?.name == "Resolved")
+        let identity = try #require(
+            try await agentA.publishDiscover(.objectId(agentB.identity.objectId)).first(timeout: .seconds(20))
+        )
+        #expect(identity.data.object?.name == "B")
+        responder.cancel()
+
+        await foreign.disconnect()
+        await agentA.stop()
+        await agentB.stop()
+    }
+
+    @Test("Stopping an agent publishes its Deadvertise; updating the will keeps messages flowing")
+    func stopAndWill() async throws {
+        let broker = try await MosquittoBroker.start()
+        defer { Task { await broker.stop() } }
+        let observer = try CommunicationManager.mqtt(url: broker.url, identity: Identity(name: "observer"))
+        let identity = Identity(name: "leaving")
+        let transport = try MQTTTransport(url: broker.url, identityId: identity.objectId)
+        let leaving = try CommunicationManager(transport: transport, identity: identity)
+        try await observer.start()
+        try await leaving.start()
+        let dead = try observer.observeDeadvertise()
+        let channel = try leaving.observeChannel("c")
+        await dead.subscribed()
+        await channel.subscribed()
+        var deadIterator = dead.makeAsyncIterator()
+        var channelIterator = channel.makeAsyncIterator()
+
+        // Replacing the will reconnects the client; subscriptions and the message stream survive.
+        try await transport.updateWill(try CoatyConnection.lastWill(namespace: "-", identityId: identity.objectId, ownedObjectIds: [CoatyUUID()]))
+        await awaitOnline(leaving)
+        try await observer.publishChannel("c", objects: [])
+        #expect(try #require(await channelIterator.next()).sourceId == observer.identity.objectId)
+
+        await leaving.stop()
+        let event = try #require(await deadIterator.next())
+        #expect(event.objectIds == [identity.objectId])
+        await observer.stop()
+    }
+}
+
+func awaitOnline(_ manager: CommunicationManager) async {
+    for await state in manager.communicationStates() where state == .online { return }
+}
+
+extension AnyCoatyObject {
+    /// An object's JSON with extra members merged in (test helper).
+    init(json extra: JSONObject, merging object: some CoatyObject) throws {
+        var json = try AnyCoatyObject(object).json
+        for (key, value) in extra { json[key] = value }
+        self = try CoatyObjectRegistry([Lamp.self]).decode(json)
+    }
+}
