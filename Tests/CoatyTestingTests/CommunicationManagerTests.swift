@@ -1,5 +1,7 @@
 import CoatyCore
 import CoatyTesting
+import Logging
+import ServiceLifecycle
 import Synchronization
 import Testing
 
@@ -587,5 +589,23 @@ struct CommunicationManagerTests {
         answering.cancel()
         await requester.manager.stop()
         await responder.manager.stop()
+    }
+}
+
+@Suite("CommunicationManager as a Service", .timeLimit(.minutes(1)))
+struct CommunicationManagerServiceTests {
+    @Test("run() starts the agent, and graceful shutdown stops it with a Deadvertise")
+    func gracefulShutdown() async throws {
+        let broker = InProcessBroker()
+        let a = try TestAgent(broker)
+        let group = ServiceGroup(services: [a.manager], gracefulShutdownSignals: [], logger: Logger(label: "test"))
+        let running = Task { try await group.run() }
+        await awaitState(a.manager, .online)
+        #expect(broker.connectedClientIds.contains(a.clientId))
+        await group.triggerGracefulShutdown()
+        try await running.value
+        #expect(a.manager.communicationState == .offline)
+        #expect(!broker.connectedClientIds.contains(a.clientId))
+        #expect(a.publishedTopics(broker).last == "coaty/3/-/DAD/\(a.id)")
     }
 }
