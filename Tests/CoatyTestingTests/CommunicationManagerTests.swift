@@ -376,6 +376,37 @@ struct CommunicationManagerTests {
         await a.manager.stop()
     }
 
+    @Test("Overlapping subscriptions (Raw # and a Coaty observer) deliver each message once per observer")
+    func overlappingSubscriptions() async throws {
+        let broker = InProcessBroker()  // one copy per matching subscription, like mosquitto 2
+        let a = try TestAgent(broker)
+        try await a.manager.start()
+        let all = try a.manager.observeRaw("#")
+        let sensors = try a.manager.observeRaw("sensors/#")
+        let channel = try a.manager.observeChannel("c")
+        for observation in [all, sensors] { await observation.subscribed() }
+        await channel.subscribed()
+        var allIterator = all.makeAsyncIterator()
+        var sensorIterator = sensors.makeAsyncIterator()
+        var channelIterator = channel.makeAsyncIterator()
+        try await a.manager.publishRaw(topic: "sensors/1", payload: [1])
+        try await a.manager.publishChannel("c", objects: [])
+        try await a.manager.publishChannel("c", objects: [])  // identical, still delivered
+        try await a.manager.publishRaw(topic: "sensors/1", payload: [1])
+        try await a.manager.publishRaw(topic: "end", payload: [])
+        #expect(try #require(await allIterator.next()).topic == "sensors/1")
+        #expect(try #require(await allIterator.next()).topic == "sensors/1")
+        #expect(try #require(await allIterator.next()).topic == "end")
+        #expect(try #require(await sensorIterator.next()).topic == "sensors/1")
+        #expect(try #require(await sensorIterator.next()).topic == "sensors/1")
+        #expect(try #require(await channelIterator.next()).channelId == "c")
+        #expect(try #require(await channelIterator.next()).channelId == "c")
+        try await a.manager.publishChannel("lights", objects: [])
+        try await a.manager.publishChannel("c", data: ChannelEventData(objects: [], privateData: ["last": true]))
+        #expect(try #require(await channelIterator.next()).data.privateData == ["last": true])
+        await a.manager.stop()
+    }
+
     @Test("Two observers of one filter share one subscription; it ends with the last of them")
     func referenceCountedSubscriptions() async throws {
         let broker = InProcessBroker()

@@ -84,6 +84,12 @@ public final class CommunicationManager: Sendable {
         public var deferredPublicationLimit: Int
         /// The most events buffered per observer; beyond it the oldest is dropped and counted.
         public var observerBufferLimit: Int
+        /// Whether the broker delivers one copy of a message per matching subscription of a
+        /// client, as mosquitto 2 does (default `true`). Overlapping subscriptions only arise
+        /// with Raw observers (`#` also matches Coaty topics); the manager then drops the extra
+        /// copies so every observer sees a message once. Set it to `false` for a broker that
+        /// delivers a single copy, or identical consecutive messages would be taken for copies.
+        public var brokerDeliversCopyPerSubscription: Bool
 
         /// Creates options.
         /// - Parameters:
@@ -91,12 +97,15 @@ public final class CommunicationManager: Sendable {
         ///   - crossNamespacing: whether to receive from every namespace.
         ///   - deferredPublicationLimit: the size of the offline queue.
         ///   - observerBufferLimit: the buffer size of each observer.
+        ///   - brokerDeliversCopyPerSubscription: whether overlapping subscriptions bring copies.
         public init(
             namespace: String = CoatyTopic.defaultNamespace,
             crossNamespacing: Bool = false,
             deferredPublicationLimit: Int = 1000,
-            observerBufferLimit: Int = 10_000
+            observerBufferLimit: Int = 10_000,
+            brokerDeliversCopyPerSubscription: Bool = true
         ) {
+            self.brokerDeliversCopyPerSubscription = brokerDeliversCopyPerSubscription
             self.namespace = namespace
             self.crossNamespacing = crossNamespacing
             self.deferredPublicationLimit = deferredPublicationLimit
@@ -531,6 +540,7 @@ public final class CommunicationManager: Sendable {
     }
 
     func handle(_ message: TransportMessage) {
+        if options.brokerDeliversCopyPerSubscription, isExtraCopy(message) { return }
         switch CoatyTopic.classify(message.topic) {
         case .raw:
             let sinks = state.withLock { state in
@@ -557,6 +567,29 @@ public final class CommunicationManager: Sendable {
                 let event = IncomingEvent(topic: topic, payload: payload)
                 for sink in sinks { sink(event) }
             }
+        }
+    }
+
+    /// Whether `message` is an extra copy delivered for a second overlapping subscription.
+    ///
+    /// A broker delivers the copies of one publication one after another, so the first copy is
+    /// dispatched and the next `copies - 1` identical messages are dropped. Overlaps only exist
+    /// while Raw observers exist, so other agents pay nothing for this check.
+    private func isExtraCopy(_ message: TransportMessage) -> Bool {
+        state.withLock { state in
+            guard !state.rawRoutes.isEmpty || !state.expectedCopies.isEmpty else { return false }
+            let key = MessageKey(topic: message.topic, payload: message.payload)
+            if let remaining = state.expectedCopies[key] {
+                state.expectedCopies[key] = remaining > 1 ? remaining - 1 : nil
+                return true
+            }
+            guard !state.rawRoutes.isEmpty else { return false }
+            var copies = 0
+            for filter in state.established where MQTTTopicFilter.matches(topic: message.topic, filter: filter) {
+                copies += 1
+            }
+            if copies > 1 { state.expectedCopies[key] = copies - 1 }
+            return false
         }
     }
 
@@ -639,6 +672,8 @@ struct ManagerState {
     var settleWaiters: [CheckedContinuation<Void, Never>] = []
 
     var deferred = MessageQueue()
+    /// Extra copies still expected of messages received on overlapping subscriptions.
+    var expectedCopies: [MessageKey: Int] = [:]
     var stateObservers: [Int: AsyncStream<CommunicationState>.Continuation] = [:]
     var watcher: Task<Void, Never>?
     var dispatcher: Task<Void, Never>?
@@ -652,6 +687,12 @@ struct ManagerState {
         guard let waiters = establishWaiters.removeValue(forKey: filter) else { return }
         for waiter in waiters { waiter.resume() }
     }
+}
+
+/// Identifies the copies of one publication.
+struct MessageKey: Hashable {
+    let topic: String
+    let payload: [UInt8]
 }
 
 /// A FIFO of messages with O(1) amortized removal at the front.
