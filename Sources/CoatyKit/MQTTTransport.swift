@@ -234,7 +234,9 @@ public final class MQTTTransport: CoatyTransport {
         do {
             try await client.connect()
             if !filters.isEmpty {
-                try await client.subscribe(filters.map { ($0.key, MQTTQoS(rawValue: Int($0.value.rawValue)) ?? .atMostOnce) })
+                try await client.subscribe(
+                    filters.map { ($0.key, MQTTQoS(rawValue: Int($0.value.rawValue)) ?? .atMostOnce) }
+                )
             }
         } catch {
             state.withLock { state in

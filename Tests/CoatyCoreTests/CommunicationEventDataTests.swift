@@ -32,7 +32,9 @@ struct CommunicationEventDataTests {
     )
     func discoverForms(json: String, valid: Bool) throws {
         let object = try parse(json)
-        let result = Result { () throws(CommunicationEventDataError) in try DiscoverEventData(json: object, registry: registry) }
+        let result = Result { () throws(CommunicationEventDataError) in
+            try DiscoverEventData(json: object, registry: registry)
+        }
         switch result {
         case .success(let data):
             #expect(valid)
@@ -131,7 +133,9 @@ struct CommunicationEventDataTests {
         let data = try QueryEventData(json: single, registry: registry)
         #expect(data.objectJoinConditions?.isSingleObject == true)
         #expect(data.json == single)
-        let array = try parse(#"{"objectTypes":["a.B"],"objectJoinConditions":[{"localProperty":"a","asProperty":"b"}]}"#)
+        let array = try parse(
+            #"{"objectTypes":["a.B"],"objectJoinConditions":[{"localProperty":"a","asProperty":"b"}]}"#
+        )
         #expect(try QueryEventData(json: array, registry: registry).json == array)
         #expect(throws: CommunicationEventDataError.self) {
             try QueryEventData(json: try parse(#"{"objectTypes":["a.B"],"coreTypes":["Task"]}"#), registry: registry)
@@ -185,7 +189,9 @@ struct CommunicationEventDataTests {
     )
     func returnForms(json: String, valid: Bool) throws {
         let object = try parse(json)
-        let result = Result { () throws(CommunicationEventDataError) in try ReturnEventData(json: object, registry: registry) }
+        let result = Result { () throws(CommunicationEventDataError) in
+            try ReturnEventData(json: object, registry: registry)
+        }
         switch result {
         case .success(let data):
             #expect(valid)

@@ -98,7 +98,9 @@ struct MQTTAgentIntegrationTests {
         var channelIterator = channel.makeAsyncIterator()
 
         // Replacing the will reconnects the client; subscriptions and the message stream survive.
-        try await transport.updateWill(try CoatyConnection.lastWill(namespace: "-", identityId: identity.objectId, ownedObjectIds: [CoatyUUID()]))
+        try await transport.updateWill(
+            try CoatyConnection.lastWill(namespace: "-", identityId: identity.objectId, ownedObjectIds: [CoatyUUID()])
+        )
         await awaitOnline(leaving)
         try await observer.publishChannel("c", objects: [])
         #expect(try #require(await channelIterator.next()).sourceId == observer.identity.objectId)

@@ -33,7 +33,11 @@ struct TestAgent {
             transport: transport,
             identity: identity,
             registry: CoatyObjectRegistry([Light.self]),
-            options: .init(namespace: namespace, crossNamespacing: crossNamespacing, deferredPublicationLimit: deferredLimit)
+            options: .init(
+                namespace: namespace,
+                crossNamespacing: crossNamespacing,
+                deferredPublicationLimit: deferredLimit
+            )
         )
     }
 
@@ -210,7 +214,9 @@ struct CommunicationManagerTests {
                 try await discover.resolve(object: wanted, relatedObjects: [wanted], privateData: ["p": 1])
             }
         }
-        let resolve = try #require(try await requester.manager.publishDiscover(.objectTypes(["com.example.Light"])).first())
+        let resolve = try #require(
+            try await requester.manager.publishDiscover(.objectTypes(["com.example.Light"])).first()
+        )
         #expect(resolve.data.object?.as(Light.self) == wanted)
         #expect(resolve.data.relatedObjects?.count == 1)
         #expect(resolve.data.privateData == ["p": 1])
@@ -326,9 +332,14 @@ struct CommunicationManagerTests {
         }
         let matching = ContextFilter.where("floor", .equals(3))
         let notMatching = ContextFilter.where("floor", .equals(4))
-        func call(_ parameters: JSONObject, _ filter: ContextFilter?, expecting count: Int) async throws -> [ReturnEvent] {
-            try await requester.manager.publishCall("switch", data: CallEventData(parameters: parameters, filter: filter))
-                .responses(limit: count).collect()
+        func call(_ parameters: JSONObject, _ filter: ContextFilter?, expecting count: Int) async throws
+            -> [ReturnEvent]
+        {
+            try await requester.manager.publishCall(
+                "switch",
+                data: CallEventData(parameters: parameters, filter: filter)
+            )
+            .responses(limit: count).collect()
         }
 
         // Filter matching the context: the responder with context handles it; so does the one
@@ -476,7 +487,11 @@ struct CommunicationManagerTests {
         let nobody = try await agents[0].manager.publishQuery(QueryEventData(objectTypes: ["x.Y"]))
             .responses(timeout: .milliseconds(50)).collect()
         #expect(nobody.isEmpty)
-        #expect(try await agents[0].manager.publishQuery(QueryEventData(objectTypes: ["x.Y"])).first(timeout: .milliseconds(20)) == nil)
+        #expect(
+            try await agents[0].manager.publishQuery(QueryEventData(objectTypes: ["x.Y"])).first(
+                timeout: .milliseconds(20)
+            ) == nil
+        )
         let two = try await agents[0].manager.publishDiscover(.coreTypes([.identity])).responses(limit: 2).collect()
         #expect(two.count == 2)
         for agent in agents { await agent.manager.stop() }

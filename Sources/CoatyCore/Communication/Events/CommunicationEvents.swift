@@ -83,7 +83,11 @@ public struct DiscoverEvent: Sendable {
         }
         let payload: ResolveEventData
         do throws(CommunicationEventDataError) {
-            payload = try ResolveEventData(object: wrappedObject, relatedObjects: wrappedRelated, privateData: privateData)
+            payload = try ResolveEventData(
+                object: wrappedObject,
+                relatedObjects: wrappedRelated,
+                privateData: privateData
+            )
         } catch {
             throw .invalidEventData(error)
         }
@@ -170,7 +174,9 @@ public struct CallEvent: Sendable {
     ///   - message: the error message.
     ///   - executionInfo: execution info.
     /// - Throws: ``CommunicationError`` when publishing fails permanently.
-    public func returnError(code: Int, message: String, executionInfo: JSONValue? = nil) async throws(CommunicationError) {
+    public func returnError(code: Int, message: String, executionInfo: JSONValue? = nil)
+        async throws(CommunicationError)
+    {
         try await returnError(ReturnError(code: code, message: message), executionInfo: executionInfo)
     }
 

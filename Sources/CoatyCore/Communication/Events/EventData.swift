@@ -183,7 +183,9 @@ struct PayloadReader {
         guard let names = try strings("coreTypes") else { return nil }
         var result: [CoreType] = []
         for name in names {
-            guard let type = CoreType(rawValue: name) else { throw fail("'coreTypes' names unknown core type '\(name)'") }
+            guard let type = CoreType(rawValue: name) else {
+                throw fail("'coreTypes' names unknown core type '\(name)'")
+            }
             result.append(type)
         }
         return result

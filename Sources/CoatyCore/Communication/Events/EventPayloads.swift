@@ -211,7 +211,12 @@ public struct DiscoverEventData: CommunicationEventData, Hashable {
         DiscoverEventData(unchecked: externalId, nil, objectTypes, coreTypes)
     }
 
-    private init(unchecked externalId: String?, _ objectId: CoatyUUID?, _ objectTypes: [String]?, _ coreTypes: [CoreType]?) {
+    private init(
+        unchecked externalId: String?,
+        _ objectId: CoatyUUID?,
+        _ objectTypes: [String]?,
+        _ coreTypes: [CoreType]?
+    ) {
         self.externalId = externalId
         self.objectId = objectId
         self.objectTypes = objectTypes

@@ -113,7 +113,11 @@ extension CommunicationManager {
     public func observeDeadvertise() throws(CommunicationError) -> EventObservation<DeadvertiseEvent> {
         try makeObservation(.deadvertise) { incoming in
             guard case .deadvertise(let data) = incoming.payload else { return nil }
-            return DeadvertiseEvent(sourceId: incoming.topic.sourceUUID, topic: incoming.topic, objectIds: data.objectIds)
+            return DeadvertiseEvent(
+                sourceId: incoming.topic.sourceUUID,
+                topic: incoming.topic,
+                objectIds: data.objectIds
+            )
         }
     }
 
@@ -125,7 +129,12 @@ extension CommunicationManager {
     public func observeChannel(_ channelId: String) throws(CommunicationError) -> EventObservation<ChannelEvent> {
         try makeObservation(.channel(id: channelId)) { incoming in
             guard case .channel(let data) = incoming.payload else { return nil }
-            return ChannelEvent(sourceId: incoming.topic.sourceUUID, topic: incoming.topic, channelId: channelId, data: data)
+            return ChannelEvent(
+                sourceId: incoming.topic.sourceUUID,
+                topic: incoming.topic,
+                channelId: channelId,
+                data: data
+            )
         }
     }
 
@@ -157,7 +166,9 @@ extension CommunicationManager {
     /// - Parameter coreType: the core type.
     /// - Returns: the observation.
     /// - Throws: ``CommunicationError`` (only for an invalid namespace).
-    public func observeUpdate(coreType: CoreType) throws(CommunicationError) -> EventObservation<UpdateEvent<AnyCoatyObject>> {
+    public func observeUpdate(coreType: CoreType) throws(CommunicationError) -> EventObservation<
+        UpdateEvent<AnyCoatyObject>
+    > {
         try makeObservation(.update(.coreType(coreType))) { [weak self] incoming in
             guard let self, case .update(let data) = incoming.payload,
                 let correlationId = incoming.topic.correlationUUID
@@ -298,7 +309,9 @@ extension CommunicationManager {
     /// - Throws: ``CommunicationError`` for a permanent transport failure.
     public func publishDeadvertise(_ objectIds: [CoatyUUID]) async throws(CommunicationError) {
         let topic = try topic(.deadvertise)
-        try await send(TransportMessage(topic: topic.name, payload: DeadvertiseEventData(objectIds: objectIds).payloadBytes))
+        try await send(
+            TransportMessage(topic: topic.name, payload: DeadvertiseEventData(objectIds: objectIds).payloadBytes)
+        )
     }
 
     /// Publishes a Channel event with one object (`{"object":…}`).

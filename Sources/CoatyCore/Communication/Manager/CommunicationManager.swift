@@ -349,7 +349,10 @@ public final class CommunicationManager: Sendable {
         if state.deferred.count >= max(0, options.deferredPublicationLimit) {
             if state.deferred.popFirst() != nil || options.deferredPublicationLimit <= 0 {
                 counters.deferredOverflow()
-                logger.debug("Deferred publication queue full; dropped the oldest", metadata: ["topic": "\(message.topic)"])
+                logger.debug(
+                    "Deferred publication queue full; dropped the oldest",
+                    metadata: ["topic": "\(message.topic)"]
+                )
             }
             if options.deferredPublicationLimit <= 0 { return }
         }
@@ -397,7 +400,8 @@ public final class CommunicationManager: Sendable {
         filters: [CoatyTopic.TypeFilter]? = nil
     ) throws(CommunicationError) -> [TransportMessage] {
         let payload = AdvertiseEventData(object: object, privateData: privateData).payloadBytes
-        let filters = filters ?? CoatyTopic.TypeFilter.publishing(objectType: object.objectType, coreType: object.coreType)
+        let filters =
+            filters ?? CoatyTopic.TypeFilter.publishing(objectType: object.objectType, coreType: object.coreType)
         var messages: [TransportMessage] = []
         for filter in filters {
             messages.append(TransportMessage(topic: try topic(.advertise(filter)).name, payload: payload))
@@ -431,7 +435,11 @@ public final class CommunicationManager: Sendable {
         state.withLock { state in
             unregister(&state)
             if let count = state.refCounts[filter] {
-                if count <= 1 { state.refCounts.removeValue(forKey: filter) } else { state.refCounts[filter] = count - 1 }
+                if count <= 1 {
+                    state.refCounts.removeValue(forKey: filter)
+                } else {
+                    state.refCounts[filter] = count - 1
+                }
             }
         }
         spawnReconcile(filter)
@@ -487,7 +495,11 @@ public final class CommunicationManager: Sendable {
             let again = state.withLock { state -> Bool in
                 state.busy.remove(filter)
                 if succeeded {
-                    if action == .subscribe { state.established.insert(filter) } else { state.established.remove(filter) }
+                    if action == .subscribe {
+                        state.established.insert(filter)
+                    } else {
+                        state.established.remove(filter)
+                    }
                 }
                 if !succeeded { state.resumeWaiters(for: filter) }
                 return succeeded
