@@ -221,4 +221,31 @@ struct CommunicationEventDataTests {
             .decode(AdvertiseEventData.self, from: Array(#"{"object":\#(taskJSON)}"#.utf8))
         #expect(advertise.object.coreType == .task)
     }
+
+    @Test("Associate: ids required, route optional (disassociate), updateRate a number")
+    func associate() throws {
+        let source = CoatyUUID()
+        let actor = CoatyUUID()
+        let full = try parse(
+            #"{"ioSourceId":"\#(source)","ioActorId":"\#(actor)","associatingRoute":"coaty/3/-/IOV/\#(source)","updateRate":250}"#
+        )
+        let data = try AssociateEventData(json: full, registry: registry)
+        #expect(data.updateRate == 250)
+        #expect(data.json == full)
+        let disassociate = try AssociateEventData(
+            json: try parse(#"{"ioSourceId":"\#(source)","ioActorId":"\#(actor)"}"#),
+            registry: registry
+        )
+        #expect(disassociate.isDisassociation)
+        #expect(AssociateEventData(ioSourceId: source, ioActorId: actor, updateRate: 0.5).json["updateRate"] == 0.5)
+        #expect(throws: CommunicationEventDataError.self) {
+            try AssociateEventData(json: try parse(#"{"ioSourceId":"\#(source)"}"#), registry: registry)
+        }
+        #expect(throws: CommunicationEventDataError.self) {
+            try AssociateEventData(
+                json: try parse(#"{"ioSourceId":"\#(source)","ioActorId":"\#(actor)","updateRate":"fast"}"#),
+                registry: registry
+            )
+        }
+    }
 }

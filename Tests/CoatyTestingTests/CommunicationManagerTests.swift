@@ -418,6 +418,47 @@ struct CommunicationManagerTests {
         await a.manager.stop()
     }
 
+    @Test("Associate and IoValue: JSON and raw values on the IoSource's route")
+    func associateAndIoValue() async throws {
+        let broker = InProcessBroker()
+        let router = try TestAgent(broker)
+        let device = try TestAgent(broker)
+        try await router.manager.start()
+        try await device.manager.start()
+        let source = CoatyUUID()
+        let otherSource = CoatyUUID()
+        let actor = CoatyUUID()
+        let associations = try device.manager.observeAssociate(ioContextName: "Temperature")
+        let values = try device.manager.observeIoValue(ioSourceId: source)
+        #expect(values.topicFilter == "coaty/3/-/IOV/\(source)")
+        await associations.subscribed()
+        await values.subscribed()
+        var associationIterator = associations.makeAsyncIterator()
+        var valueIterator = values.makeAsyncIterator()
+
+        let route = try router.manager.ioValueTopic(ioSourceId: source)
+        try await router.manager.publishAssociate(
+            ioContextName: "Temperature",
+            data: AssociateEventData(ioSourceId: source, ioActorId: actor, associatingRoute: route, updateRate: 100)
+        )
+        let association = try #require(await associationIterator.next())
+        #expect(association.data.associatingRoute == route)
+        #expect(association.data.updateRate == 100)
+        #expect(!association.data.isDisassociation)
+
+        try await router.manager.publishIoValue(["celsius": 21.5], ioSourceId: otherSource)
+        try await router.manager.publishIoValue(["celsius": 22.5], ioSourceId: source)
+        try await router.manager.publishIoValue(rawBytes: [0xFF, 0x00], ioSourceId: source)
+        let value = try #require(await valueIterator.next())
+        #expect(try value.value() == ["celsius": 22.5])
+        #expect(value.ioSourceId == source)
+        let raw = try #require(await valueIterator.next())
+        #expect(raw.payload == [0xFF, 0x00])
+        #expect(throws: JSONParseError.self) { try raw.value() }
+        await router.manager.stop()
+        await device.manager.stop()
+    }
+
     @Test("Two observers of one filter share one subscription; it ends with the last of them")
     func referenceCountedSubscriptions() async throws {
         let broker = InProcessBroker()

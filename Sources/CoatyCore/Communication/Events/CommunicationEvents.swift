@@ -231,3 +231,32 @@ public struct ReturnEvent: Sendable {
     /// The payload.
     public let data: ReturnEventData
 }
+
+/// A received Associate (or disassociate).
+public struct AssociateEvent: Sendable {
+    /// The identity id of the publishing agent.
+    public let sourceId: CoatyUUID
+    /// The topic it arrived on.
+    public let topic: CoatyTopic
+    /// The IO context name.
+    public let ioContextName: String
+    /// The payload.
+    public let data: AssociateEventData
+}
+
+/// A received IoValue.
+public struct IoValueEvent: Sendable {
+    /// The IoSource that published it (the topic's source id).
+    public let ioSourceId: CoatyUUID
+    /// The topic it arrived on.
+    public let topic: CoatyTopic
+    /// The payload bytes: UTF-8 JSON, or raw bytes when the IoSource has `useRawIoValues`.
+    public let payload: [UInt8]
+
+    /// The value as JSON.
+    /// - Returns: the parsed value.
+    /// - Throws: ``JSONParseError`` when the payload is not JSON (e.g. a raw IoValue).
+    public func value() throws(JSONParseError) -> JSONValue {
+        try JSONValue(parsing: payload)
+    }
+}

@@ -692,3 +692,65 @@ public struct ReturnEventData: CommunicationEventData, Hashable {
         return writer.json
     }
 }
+
+/// The payload of an Associate: `{"ioSourceId","ioActorId","associatingRoute"?,"updateRate"?}`;
+/// without a route it disassociates.
+public struct AssociateEventData: CommunicationEventData, Hashable {
+    /// ``CommunicationEventType/associate``.
+    public static var eventType: CommunicationEventType { .associate }
+    /// The IoSource.
+    public var ioSourceId: CoatyUUID
+    /// The IoActor.
+    public var ioActorId: CoatyUUID
+    /// The topic the IoSource publishes its values on, or `nil` to disassociate.
+    public var associatingRoute: String?
+    /// The recommended update rate in milliseconds, if any.
+    public var updateRate: Double?
+
+    /// Creates an Associate (or a disassociate without route).
+    /// - Parameters:
+    ///   - ioSourceId: the IoSource.
+    ///   - ioActorId: the IoActor.
+    ///   - associatingRoute: the route, or `nil` to disassociate.
+    ///   - updateRate: the update rate in milliseconds.
+    public init(ioSourceId: CoatyUUID, ioActorId: CoatyUUID, associatingRoute: String? = nil, updateRate: Double? = nil)
+    {
+        self.ioSourceId = ioSourceId
+        self.ioActorId = ioActorId
+        self.associatingRoute = associatingRoute
+        self.updateRate = updateRate
+    }
+
+    /// Whether this Associate removes the association (no route).
+    public var isDisassociation: Bool { associatingRoute == nil }
+
+    /// Reads a received Associate payload.
+    /// - Parameters:
+    ///   - json: the payload.
+    ///   - registry: unused.
+    /// - Throws: ``CommunicationEventDataError``.
+    public init(json: JSONObject, registry: CoatyObjectRegistry) throws(CommunicationEventDataError) {
+        let reader = PayloadReader(json: json, eventType: Self.eventType, registry: registry)
+        guard let source = try reader.uuid("ioSourceId") else { throw reader.fail("'ioSourceId' is missing") }
+        guard let actor = try reader.uuid("ioActorId") else { throw reader.fail("'ioActorId' is missing") }
+        ioSourceId = source
+        ioActorId = actor
+        associatingRoute = try reader.string("associatingRoute")
+        if let rate = reader.optional("updateRate") {
+            guard let number = rate.doubleValue else { throw reader.fail("'updateRate' must be a number") }
+            updateRate = number
+        }
+    }
+
+    /// The wire JSON.
+    public var json: JSONObject {
+        var writer = PayloadWriter()
+        writer.set("ioSourceId", .string(ioSourceId.uuidString))
+        writer.set("ioActorId", .string(ioActorId.uuidString))
+        writer.set("associatingRoute", associatingRoute.map { JSONValue.string($0) })
+        if let updateRate {
+            writer.set("updateRate", Int64(exactly: updateRate).map { JSONValue.int($0) } ?? .double(updateRate))
+        }
+        return writer.json
+    }
+}

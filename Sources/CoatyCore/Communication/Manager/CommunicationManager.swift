@@ -41,6 +41,8 @@ struct IncomingEvent: Sendable {
         case complete(CompleteEventData)
         case call(CallEventData)
         case `return`(ReturnEventData)
+        case associate(AssociateEventData)
+        case ioValue([UInt8])
     }
 
     let topic: CoatyTopic
@@ -619,7 +621,9 @@ public final class CommunicationManager: Sendable {
             case .complete: return .complete(try CompleteEventData(bytes: bytes, registry: registry))
             case .call: return .call(try CallEventData(bytes: bytes, registry: registry))
             case .return: return .return(try ReturnEventData(bytes: bytes, registry: registry))
-            case .associate, .ioValue, .raw: return nil
+            case .associate: return .associate(try AssociateEventData(bytes: bytes, registry: registry))
+            case .ioValue: return .ioValue(bytes)
+            case .raw: return nil
             }
         } catch {
             counters.invalidPayload()
