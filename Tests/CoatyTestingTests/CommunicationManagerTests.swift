@@ -459,6 +459,48 @@ struct CommunicationManagerTests {
         await device.manager.stop()
     }
 
+    @Test("IoNodes: advertised, discoverable by core type, in the join events and the last will")
+    func ioNodes() async throws {
+        // The will is updated in place here, so adding the node causes no reconnection.
+        let broker = InProcessBroker(configuration: .init(reconnectsToUpdateWill: false))
+        let a = try TestAgent(broker)
+        let b = try TestAgent(broker)
+        try await a.manager.start()
+        try await b.manager.start()
+        let nodes = try b.manager.observeAdvertise(coreType: .ioNode)
+        let dead = try b.manager.observeDeadvertise()
+        await nodes.subscribed()
+        await dead.subscribed()
+        var nodeIterator = nodes.makeAsyncIterator()
+        var deadIterator = dead.makeAsyncIterator()
+
+        let node = IoNode(name: "Thermometer", ioSources: [], ioActors: [])
+        try await a.manager.addIoNode(node)
+        #expect(try #require(await nodeIterator.next()).object.objectId == node.objectId)
+        let resolve = try #require(try await b.manager.publishDiscover(.coreTypes([.ioNode])).first())
+        #expect(resolve.data.object?.objectId == node.objectId)
+        #expect(resolve.sourceId == a.id)
+
+        // Reconnection: the identity, then the IoNode, are advertised again.
+        broker.clearPublications()
+        a.transport.simulateConnectionLoss()
+        #expect(try #require(await nodeIterator.next()).object.objectId == node.objectId)
+        #expect(
+            Array(a.publishedTopics(broker).prefix(2)) == [
+                "coaty/3/-/ADV:Identity/\(a.id)", "coaty/3/-/ADV:IoNode/\(a.id)",
+            ]
+        )
+        // The will sent by the broker on that loss named the node too.
+        #expect(try #require(await deadIterator.next()).objectIds == [a.id, node.objectId])
+
+        try await a.manager.removeIoNode(objectId: node.objectId)
+        #expect(try #require(await deadIterator.next()).objectIds == [node.objectId])
+        a.transport.kill()
+        #expect(try #require(await deadIterator.next()).objectIds == [a.id])
+        await a.manager.stop()
+        await b.manager.stop()
+    }
+
     @Test("Two observers of one filter share one subscription; it ends with the last of them")
     func referenceCountedSubscriptions() async throws {
         let broker = InProcessBroker()

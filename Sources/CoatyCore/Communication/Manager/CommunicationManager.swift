@@ -203,9 +203,64 @@ public final class CommunicationManager: Sendable {
     /// The last will: the Deadvertise of the identity.
     func lastWill() throws(CommunicationError) -> TransportMessage {
         do throws(CoatyTopicError) {
-            return try CoatyConnection.lastWill(namespace: options.namespace, identityId: identity.objectId)
+            return try CoatyConnection.lastWill(
+                namespace: options.namespace,
+                identityId: identity.objectId,
+                ownedObjectIds: state.withLock { $0.ioNodes.map(\.objectId) }
+            )
         } catch {
             throw .invalidTopic(error)
+        }
+    }
+
+    // MARK: IoNodes
+
+    /// The IoNodes this agent owns.
+    public var ioNodes: [IoNode] { state.withLock { $0.ioNodes } }
+
+    /// Adds an IoNode owned by this agent (replacing one with the same objectId): it is
+    /// advertised now and on every (re)connection, answers Discovers of core type IoNode, and is
+    /// added to the last will (which may reconnect the transport; see
+    /// ``CoatyTransport/updateWill(_:)``).
+    ///
+    /// - Parameter node: the IoNode.
+    /// - Throws: ``CommunicationError`` when the will cannot be updated or the Advertise fails.
+    public func addIoNode(_ node: IoNode) async throws(CommunicationError) {
+        state.withLock { state in
+            state.ioNodes.removeAll { $0.objectId == node.objectId }
+            state.ioNodes.append(node)
+        }
+        try await updateWillIfStarted()
+        let wrapped = try AnyCoatyObject.wrapping(node)
+        for message in try advertiseMessage(wrapped, privateData: nil, filters: [.coreType(.ioNode)]) {
+            try await send(message)
+        }
+    }
+
+    /// Removes an IoNode: it is deadvertised and taken out of the last will.
+    ///
+    /// - Parameter objectId: the IoNode's objectId.
+    /// - Throws: ``CommunicationError`` when the will cannot be updated or the Deadvertise fails.
+    public func removeIoNode(objectId: CoatyUUID) async throws(CommunicationError) {
+        let removed = state.withLock { state -> Bool in
+            let before = state.ioNodes.count
+            state.ioNodes.removeAll { $0.objectId == objectId }
+            return state.ioNodes.count != before
+        }
+        guard removed else { return }
+        try await updateWillIfStarted()
+        try await publishDeadvertise([objectId])
+    }
+
+    private func updateWillIfStarted() async throws(CommunicationError) {
+        guard state.withLock({ $0.started }) else { return }
+        let will = try lastWill()
+        do {
+            try await transport.updateWill(will)
+        } catch let error as TransportError {
+            throw .transport(error)
+        } catch {
+            throw .transport(.failed("\(error)"))
         }
     }
 
@@ -290,8 +345,15 @@ public final class CommunicationManager: Sendable {
             Set(state.refCounts.keys).symmetricDifference(state.established).sorted()
         }
         for filter in missing { await reconcile(filter) }
-        // 2. Join event: the Advertise of the identity on ADV:Identity only.
+        // 2. Join events: the Advertise of the identity on ADV:Identity only, then of each IoNode
+        //    on ADV:IoNode only.
         if let join = try? advertiseMessage(identityJSON, privateData: nil, filters: [.coreType(.identity)]) {
+            for message in join { try? await transport.publish(message) }
+        }
+        for node in state.withLock({ $0.ioNodes }) {
+            guard let wrapped = try? AnyCoatyObject(node),
+                let join = try? advertiseMessage(wrapped, privateData: nil, filters: [.coreType(.ioNode)])
+            else { continue }
             for message in join { try? await transport.publish(message) }
         }
         // 3. Deferred publications, FIFO.
@@ -643,14 +705,24 @@ public final class CommunicationManager: Sendable {
         let identityId = identity.objectId
         let sink: EventSink = { [weak self] event in
             guard let self, case .discover(let data) = event.payload else { return }
+            guard let correlationId = event.topic.correlationUUID else { return }
             let asksIdentity =
                 (data.coreTypes?.contains(.identity) ?? false)
                 || (data.objectTypes?.contains(CoreType.identity.objectType) ?? false)
                 || data.objectId == identityId
-            guard asksIdentity, data.matches(identity), let correlationId = event.topic.correlationUUID else { return }
+            var answers: [AnyCoatyObject] = []
+            if asksIdentity, data.matches(identity) { answers.append(identity) }
+            if data.coreTypes?.contains(.ioNode) ?? false {
+                for node in self.state.withLock({ $0.ioNodes }) {
+                    if let wrapped = try? AnyCoatyObject(node), data.matches(wrapped) { answers.append(wrapped) }
+                }
+            }
+            guard !answers.isEmpty else { return }
             Task {
-                let payload = ResolveEventData(unchecked: identity)
-                try? await self.publishResponse(.resolve, correlationId: correlationId, payload: payload.json)
+                for answer in answers {
+                    let payload = ResolveEventData(unchecked: answer)
+                    try? await self.publishResponse(.resolve, correlationId: correlationId, payload: payload.json)
+                }
             }
         }
         state.withLock { state in
@@ -688,6 +760,8 @@ struct ManagerState {
     var settleWaiters: [CheckedContinuation<Void, Never>] = []
 
     var deferred = MessageQueue()
+    /// The IoNodes this agent owns: advertised on join, answered to Discovers, in the last will.
+    var ioNodes: [IoNode] = []
     /// Extra copies still expected of messages received on overlapping subscriptions.
     var expectedCopies: [MessageKey: Int] = [:]
     var stateObservers: [Int: AsyncStream<CommunicationState>.Continuation] = [:]
