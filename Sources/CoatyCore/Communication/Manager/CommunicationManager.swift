@@ -27,6 +27,31 @@ public struct CommunicationStatistics: Sendable, Hashable {
     public var deferredPending = 0
 }
 
+/// The communication states of a ``CommunicationManager``: the current one, then every change.
+public struct CommunicationStates: AsyncSequence, Sendable {
+    /// Never fails.
+    public typealias Failure = Never
+    let stream: AsyncStream<CommunicationState>
+
+    /// Creates the iterator.
+    /// - Returns: the iterator.
+    public func makeAsyncIterator() -> Iterator { Iterator(base: stream.makeAsyncIterator()) }
+
+    /// The iterator of ``CommunicationStates``.
+    public struct Iterator: AsyncIteratorProtocol {
+        var base: AsyncStream<CommunicationState>.Iterator
+
+        /// The next state, or `nil` when the task is cancelled.
+        public mutating func next() async -> CommunicationState? { await base.next() }
+
+        /// The next state, or `nil` when the task is cancelled.
+        /// - Parameter actor: the caller's isolation.
+        public mutating func next(isolation actor: isolated (any Actor)?) async -> CommunicationState? {
+            await base.next(isolation: actor)
+        }
+    }
+}
+
 /// A received event, decoded once and handed to every matching route.
 struct IncomingEvent: Sendable {
     enum Payload: Sendable {
@@ -186,7 +211,7 @@ public final class CommunicationManager: Sendable {
     /// The communication states: the current one, then every change, until the task is cancelled.
     ///
     /// - Returns: a sequence of states.
-    public func communicationStates() -> AsyncStream<CommunicationState> {
+    public func communicationStates() -> CommunicationStates {
         let (stream, continuation) = AsyncStream<CommunicationState>.makeStream(bufferingPolicy: .bufferingNewest(16))
         let token = state.withLock { state in
             let token = state.makeToken()
@@ -197,7 +222,7 @@ public final class CommunicationManager: Sendable {
         continuation.onTermination = { [weak self] _ in
             _ = self?.state.withLock { $0.stateObservers.removeValue(forKey: token) }
         }
-        return stream
+        return CommunicationStates(stream: stream)
     }
 
     /// The last will: the Deadvertise of the identity.
@@ -368,13 +393,19 @@ public final class CommunicationManager: Sendable {
             guard let next else { break }
             do {
                 try await transport.publish(next)
-            } catch {
+            } catch TransportError.notConnected {
                 // Lost the connection again: keep it first in line for the next connection.
                 state.withLock { state in
                     state.deferred.pushFront(next)
                     state.draining = false
                 }
                 return
+            } catch {
+                // A message the transport refuses for good (never a connection problem): drop it.
+                logger.warning(
+                    "Dropped a deferred publication the transport refused",
+                    metadata: ["topic": "\(next.topic)", "error": "\(error)"]
+                )
             }
         }
         setOnline(transport.connectionState == .connected)
