@@ -501,6 +501,27 @@ struct CommunicationManagerTests {
         await b.manager.stop()
     }
 
+    @Test("Observations and requests made before start are subscribed and published on start")
+    func beforeStart() async throws {
+        let broker = InProcessBroker()
+        let a = try TestAgent(broker)
+        let b = try TestAgent(broker)
+        try await b.manager.start()
+        let lights = try a.manager.observeAdvertise(Light.self)
+        await lights.subscribed()  // returns at once: not connected yet
+        var iterator = lights.makeAsyncIterator()
+        let request = Task { try await a.manager.publishDiscover(.objectId(b.id)).first() }
+        try await a.manager.publishAdvertise(Light(name: "early", isOn: true))  // deferred
+        #expect(a.manager.statistics.deferredPending >= 1)
+        try await a.manager.start()
+        #expect(try #require(await iterator.next()).object.name == "early")
+        let resolve = try #require(try await request.value)
+        #expect(resolve.sourceId == b.id)
+        #expect(broker.subscriptions(ofClient: a.clientId).contains("coaty/3/-/ADV::com.example.Light/+"))
+        await a.manager.stop()
+        await b.manager.stop()
+    }
+
     @Test("Two observers of one filter share one subscription; it ends with the last of them")
     func referenceCountedSubscriptions() async throws {
         let broker = InProcessBroker()
