@@ -16,6 +16,8 @@ let package = Package(
         .library(name: "CoatyCore", targets: ["CoatyCore"]),
         .library(name: "CoatyMQTT", targets: ["CoatyMQTT"]),
         .library(name: "CoatyTesting", targets: ["CoatyTesting"]),
+        .library(name: "CoatyStore", targets: ["CoatyStore"]),
+        .library(name: "CoatySQLite", targets: ["CoatySQLite"]),
         .executable(name: "coaty", targets: ["coaty"]),
     ],
     dependencies: [
@@ -25,6 +27,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-async-algorithms", from: "1.0.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.0"),
+        .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
     ],
     targets: [
         // MARK: C cellar
@@ -62,6 +65,16 @@ let package = Package(
         .target(
             name: "CoatyTesting",
             dependencies: ["CoatyCore"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "CoatyStore",
+            dependencies: ["CoatyCore"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "CoatySQLite",
+            dependencies: ["CoatyStore", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -130,6 +143,11 @@ let package = Package(
         .testTarget(
             name: "CoatyKitTests",
             dependencies: ["CoatyKit", "CoatyTesting"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "CoatyStoreTests",
+            dependencies: ["CoatyStore", "CoatySQLite"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,0 +1,227 @@
+import CoatyCore
+import CoatyStore
+import GRDB
+
+/// The SQL for a ``StoreQuery``: a WHERE clause that is either exactly the query's conditions
+/// or a necessary condition (every matching row satisfies it), and LIMIT/OFFSET when exact.
+///
+/// Exact translations (top-level properties named like identifiers; the promoted columns hold
+/// a member's value only when it is a JSON string, so they compare as Coaty compares strings):
+/// - Exists, NotExists: `json_type(object, path) IS [NOT] NULL` (a JSON `null` has type `'null'`);
+/// - Equals, NotEquals, In, NotIn with string operands (NotEquals and NotIn also hold for a
+///   value of another type, as Coaty's "exists and differs" says).
+///
+/// Necessary translations (the rows are then filtered again by ``CoatyCore/ObjectMatcher``):
+/// - Less/Greater/Between/NotBetween with a number operand: a number value must compare in SQL;
+///   values of other types (strings, `null`, booleans, which JavaScript compares as numbers)
+///   and numbers beyond 2^53 stay candidates;
+/// - Equals with a number operand: the value must be a number.
+///
+/// Ordering is never pushed down (Coaty orders strings by its own collation and mixed types as
+/// V8 does); skip and take are pushed down only when the filter is exact and orders nothing.
+struct SQLPlan {
+    /// The WHERE clause (never empty).
+    var whereClause: String
+    /// Its arguments.
+    var arguments: [(any DatabaseValueConvertible)?]
+    /// ` LIMIT ? OFFSET ?` (with literal numbers) or empty.
+    var limitClause = ""
+    /// Whether the SQL selects exactly the query's rows (no re-filtering needed).
+    var isExact: Bool
+
+    init(_ query: StoreQuery) {
+        var clauses: [String] = []
+        var arguments: [(any DatabaseValueConvertible)?] = []
+        switch query.scope {
+        case .collection(let name):
+            clauses.append("collection = ?")
+            arguments.append(name)
+        case .collections(let names):
+            clauses.append(names.isEmpty ? "0" : "collection IN (\(Self.placeholders(names.count)))")
+            arguments += names.map { $0 }
+        case .coreTypes(let types):
+            clauses.append(types.isEmpty ? "0" : "coreType IN (\(Self.placeholders(types.count)))")
+            arguments += types.map { $0 }
+        case .coatyObjects:
+            clauses.append("coreType IS NOT NULL AND objectType IS NOT NULL")
+        case .all:
+            break
+        }
+        if let keys = query.keys {
+            clauses.append(keys.isEmpty ? "0" : "key IN (\(Self.placeholders(keys.count)))")
+            arguments += keys.map { $0 }
+        }
+        var isExact = true
+        if let conditions = query.filter?.conditions {
+            let translated = Self.translate(conditions)
+            if let sql = translated.sql {
+                clauses.append(sql.text)
+                arguments += sql.arguments
+            }
+            isExact = translated.isExact
+        }
+        self.whereClause = clauses.isEmpty ? "1" : clauses.map { "(\($0))" }.joined(separator: " AND ")
+        self.arguments = arguments
+        self.isExact = isExact
+        if isExact, let filter = query.filter {
+            if let ordering = filter.orderByProperties, !ordering.isEmpty {
+                self.isExact = false
+            } else {
+                let skip = max(filter.skip ?? 0, 0)
+                let take = filter.take ?? 0
+                if take < 0 {
+                    self.isExact = false
+                } else if take > 0 || skip > 0 {
+                    limitClause = " LIMIT \(take > 0 ? take : -1) OFFSET \(skip)"
+                }
+            }
+        }
+    }
+
+    struct SQL {
+        var text: String
+        var arguments: [(any DatabaseValueConvertible)?]
+    }
+
+    /// A translation: `sql == nil` means "no restriction" (every row is a candidate).
+    struct Translation {
+        var sql: SQL?
+        var isExact: Bool
+
+        static var unrestricted: Translation { Translation(sql: nil, isExact: false) }
+    }
+
+    static func translate(_ conditions: ObjectFilterConditions) -> Translation {
+        switch conditions {
+        case .condition(let condition):
+            return translate(condition)
+        case .and(let list):
+            let parts = list.map(translate)
+            let sqls = parts.compactMap(\.sql)
+            let sql = sqls.isEmpty ? nil : SQL(
+                text: sqls.map { "(\($0.text))" }.joined(separator: " AND "),
+                arguments: sqls.flatMap(\.arguments)
+            )
+            return Translation(sql: sql, isExact: parts.allSatisfy(\.isExact))
+        case .or(let list):
+            if list.isEmpty { return Translation(sql: SQL(text: "0", arguments: []), isExact: true) }
+            let parts = list.map(translate)
+            guard parts.allSatisfy({ $0.sql != nil }) else { return .unrestricted }
+            let sqls = parts.compactMap(\.sql)
+            return Translation(
+                sql: SQL(text: sqls.map { "(\($0.text))" }.joined(separator: " OR "), arguments: sqls.flatMap(\.arguments)),
+                isExact: parts.allSatisfy(\.isExact)
+            )
+        }
+    }
+
+    /// Whether a key can be written in a JSON path `$.key` and as nothing else.
+    static func isSimpleKey(_ key: String) -> Bool {
+        guard let first = key.utf8.first, !(UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first) else { return false }
+        return key.utf8.allSatisfy { c in
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(c) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(c)
+                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(c) || c == UInt8(ascii: "_")
+        }
+    }
+
+    /// 2^53: numbers at or beyond it are left to the matcher (JavaScript compares them as doubles).
+    static let exactLimit = 9_007_199_254_740_992.0
+
+    static func smallNumber(_ value: JSONValue?) -> (any DatabaseValueConvertible)? {
+        switch value {
+        case .int(let i)?: return Swift.abs(Double(i)) < exactLimit ? i : nil
+        case .double(let d)?: return d.isFinite && Swift.abs(d) < exactLimit ? d : nil
+        default: return nil
+        }
+    }
+
+    static func translate(_ condition: ObjectFilterCondition) -> Translation {
+        let path = condition.property.path
+        guard path.count == 1, isSimpleKey(path[0]) else { return .unrestricted }
+        let key = path[0]
+        let jsonPath = "$.\(key)"
+        let type = "json_type(object, ?)"
+        let value = "json_extract(object, ?)"
+        let isPromoted = PromotedColumns.names.contains(key)
+        let expression = condition.expression
+        func exact(_ text: String, _ arguments: [(any DatabaseValueConvertible)?]) -> Translation {
+            Translation(sql: SQL(text: text, arguments: arguments), isExact: true)
+        }
+        func necessary(_ text: String, _ arguments: [(any DatabaseValueConvertible)?]) -> Translation {
+            Translation(sql: SQL(text: text, arguments: arguments), isExact: false)
+        }
+        /// SQL that is true exactly when the member is a string equal to one of `strings`.
+        func stringIn(_ strings: [String]) -> SQL {
+            let list = strings.count == 1 ? "= ?" : "IN (\(placeholders(strings.count)))"
+            if isPromoted { return SQL(text: "\(key) IS NOT NULL AND \(key) \(list)", arguments: strings.map { $0 }) }
+            return SQL(text: "\(type) = 'text' AND \(value) \(list)", arguments: [jsonPath, jsonPath] + strings.map { $0 })
+        }
+        func strings(_ operand: JSONValue?) -> [String]? {
+            guard case .array(let values)? = operand else { return nil }
+            var result: [String] = []
+            for case .string(let s) in values { result.append(s) }
+            return result.count == values.count ? result : nil
+        }
+        switch expression.operator {
+        case .exists:
+            return exact("\(type) IS NOT NULL", [jsonPath])
+        case .notExists:
+            return exact("\(type) IS NULL", [jsonPath])
+        case .equals:
+            if case .string(let s)? = expression.operand1 {
+                let sql = stringIn([s])
+                return exact(sql.text, sql.arguments)
+            }
+            if let number = smallNumber(expression.operand1) {
+                return necessary(
+                    "\(type) IN ('integer', 'real') AND (abs(\(value)) >= \(exactLimit) OR \(value) = ?)",
+                    [jsonPath, jsonPath, jsonPath, number]
+                )
+            }
+            return .unrestricted
+        case .notEquals:
+            guard case .string(let s)? = expression.operand1 else { return .unrestricted }
+            let equal = stringIn([s])
+            return exact("\(type) IS NOT NULL AND NOT (\(equal.text))", [jsonPath] + equal.arguments)
+        case .in:
+            guard let list = strings(expression.operand1) else { return .unrestricted }
+            if list.isEmpty { return exact("0", []) }
+            let sql = stringIn(list)
+            return exact(sql.text, sql.arguments)
+        case .notIn:
+            guard let list = strings(expression.operand1) else { return .unrestricted }
+            if list.isEmpty { return exact("\(type) IS NOT NULL", [jsonPath]) }
+            let included = stringIn(list)
+            return exact("\(type) IS NOT NULL AND NOT (\(included.text))", [jsonPath] + included.arguments)
+        case .lessThan, .lessThanOrEqual, .greaterThan, .greaterThanOrEqual:
+            guard let number = smallNumber(expression.operand1) else { return .unrestricted }
+            let op =
+                switch expression.operator {
+                case .lessThan: "<"
+                case .lessThanOrEqual: "<="
+                case .greaterThan: ">"
+                default: ">="
+                }
+            return necessary(
+                "\(type) NOT IN ('integer', 'real') OR abs(\(value)) >= \(exactLimit) OR \(value) \(op) ?",
+                [jsonPath, jsonPath, jsonPath, number]
+            )
+        case .between, .notBetween:
+            guard let a = smallNumber(expression.operand1), let b = smallNumber(expression.operand2),
+                let x = expression.operand1?.doubleValue, let y = expression.operand2?.doubleValue
+            else { return .unrestricted }
+            let (low, high) = x <= y ? (a, b) : (b, a)
+            let negation = expression.operator == .notBetween ? "NOT " : ""
+            return necessary(
+                "\(type) NOT IN ('integer', 'real') OR abs(\(value)) >= \(exactLimit) OR \(value) \(negation)BETWEEN ? AND ?",
+                [jsonPath, jsonPath, jsonPath, low, high]
+            )
+        case .like, .contains, .notContains:
+            return .unrestricted
+        }
+    }
+
+    static func placeholders(_ count: Int) -> String {
+        Array(repeating: "?", count: count).joined(separator: ", ")
+    }
+}

@@ -1,0 +1,296 @@
+public import CoatyCore
+
+/// Where a stored item lives: a key inside a collection.
+///
+/// A Coaty object is stored in the collection named by its object type, under its objectId.
+public struct StoreIndex: Sendable, Hashable, Codable, CustomStringConvertible {
+    /// The collection, e.g. `com.example.Light`.
+    public var collection: String
+    /// The key inside the collection, e.g. a lowercase objectId.
+    public var key: String
+
+    /// An index.
+    /// - Parameters:
+    ///   - collection: the collection.
+    ///   - key: the key inside the collection.
+    public init(_ collection: String, _ key: String) {
+        self.collection = collection
+        self.key = key
+    }
+
+    /// `collection/key`.
+    public var description: String { "\(collection)/\(key)" }
+}
+
+/// One untyped stored row: an item's JSON and its metadata's JSON at an index.
+public struct StoreRow: Sendable, Hashable {
+    /// Where the row is stored.
+    public var index: StoreIndex
+    /// The item's JSON (a JSON object for every Coaty object).
+    public var object: JSONValue
+    /// The metadata's JSON, stored beside the item; `nil` when the item has none.
+    public var metadata: JSONValue?
+
+    /// A row.
+    /// - Parameters:
+    ///   - index: where the row is stored.
+    ///   - object: the item's JSON.
+    ///   - metadata: the metadata's JSON, if any.
+    public init(index: StoreIndex, object: JSONValue, metadata: JSONValue? = nil) {
+        self.index = index
+        self.object = object
+        self.metadata = metadata
+    }
+}
+
+/// Which rows a query or a typed reader looks at.
+public enum StoreScope: Sendable, Hashable {
+    /// The rows of one collection.
+    case collection(String)
+    /// The rows of several collections.
+    case collections([String])
+    /// The Coaty objects whose `coreType` member is one of these wire strings (e.g. `"Task"`).
+    case coreTypes([String])
+    /// Every row that is a Coaty object (it has string `objectType` and `coreType` members).
+    case coatyObjects
+    /// Every row.
+    case all
+
+    /// Whether a row at `index` with the given promoted columns is in this scope.
+    /// - Parameters:
+    ///   - index: the row's index.
+    ///   - columns: the row's promoted columns.
+    /// - Returns: `true` when the row belongs to the scope.
+    public func contains(_ index: StoreIndex, columns: PromotedColumns) -> Bool {
+        switch self {
+        case .collection(let name): index.collection == name
+        case .collections(let names): names.contains(index.collection)
+        case .coreTypes(let types): columns.coreType.map(types.contains) ?? false
+        case .coatyObjects: columns.coreType != nil && columns.objectType != nil
+        case .all: true
+        }
+    }
+}
+
+/// A description of the rows to read: a scope, optionally some keys, and a Coaty filter.
+///
+/// Backends evaluate the filter with Coaty's exact semantics (``ObjectMatcher``), conditions,
+/// ordering, skip and take included; SQL backends push down only what gives the same result.
+public struct StoreQuery: Sendable, Hashable {
+    /// The rows looked at.
+    public var scope: StoreScope
+    /// When set, only rows with one of these keys.
+    public var keys: [String]?
+    /// The filter: conditions, ordering, skip and take; `nil` selects every row in scope.
+    public var filter: ObjectFilter?
+
+    /// A query.
+    /// - Parameters:
+    ///   - scope: the rows looked at.
+    ///   - keys: only rows with one of these keys, when set.
+    ///   - filter: the Coaty filter, when set.
+    public init(scope: StoreScope, keys: [String]? = nil, filter: ObjectFilter? = nil) {
+        self.scope = scope
+        self.keys = keys
+        self.filter = filter
+    }
+}
+
+/// How a write treats an existing row at the same index.
+public enum StoreWriteMode: Sendable, Hashable {
+    /// Insert, or replace the existing row (the row keeps its position in insertion order).
+    case upsert
+    /// Insert only; an existing row is kept and the write is skipped.
+    case insert
+    /// Replace only; when there is no row the write is skipped.
+    case update
+}
+
+/// The untyped primitives a read transaction offers; the typed API is built on them.
+///
+/// Implementations are the backends' transaction objects, and test doubles (a recording mock
+/// is enough to test the typed API without a database). A transaction is only valid inside the
+/// closure of ``ConnectionType/read(_:)`` or ``ConnectionType/write(_:)``.
+public protocol ReadTransactionType {
+    /// The row at an index.
+    /// - Parameter index: the index.
+    /// - Returns: the row, or `nil`.
+    /// - Throws: a backend error.
+    func row(at index: StoreIndex) throws -> StoreRow?
+
+    /// The keys in a collection, in insertion order.
+    /// - Parameter collection: the collection.
+    /// - Returns: the keys.
+    /// - Throws: a backend error.
+    func keys(in collection: String) throws -> [String]
+
+    /// The rows a query selects, in the order the query defines (insertion order when it
+    /// orders nothing).
+    /// - Parameter query: the query.
+    /// - Returns: the rows.
+    /// - Throws: a backend error.
+    func rows(matching query: StoreQuery) throws -> [StoreRow]
+
+    /// How many rows a query selects (skip and take apply).
+    /// - Parameter query: the query.
+    /// - Returns: the count.
+    /// - Throws: a backend error.
+    func count(matching query: StoreQuery) throws -> Int
+
+    /// A value of the local key/value store.
+    /// - Parameter key: the key.
+    /// - Returns: the value, or `nil`.
+    /// - Throws: a backend error.
+    func localValue(forKey key: String) throws -> JSONValue?
+
+    /// The keys of the local key/value store, sorted.
+    /// - Returns: the keys.
+    /// - Throws: a backend error.
+    func localKeys() throws -> [String]
+}
+
+extension ReadTransactionType {
+    /// Counts by reading the rows; backends override this with a cheaper count.
+    /// - Parameter query: the query.
+    /// - Returns: the count.
+    /// - Throws: a backend error.
+    public func count(matching query: StoreQuery) throws -> Int {
+        try rows(matching: query).count
+    }
+}
+
+/// The untyped primitives a write transaction adds to reading.
+public protocol WriteTransactionType: ReadTransactionType {
+    /// Writes a row.
+    /// - Parameters:
+    ///   - row: the row, with its metadata (`nil` stores none).
+    ///   - mode: how an existing row at the same index is treated.
+    /// - Returns: whether the row was written.
+    /// - Throws: a backend error.
+    @discardableResult
+    func write(_ row: StoreRow, mode: StoreWriteMode) throws -> Bool
+
+    /// Removes the row at an index.
+    /// - Parameter index: the index.
+    /// - Returns: whether a row was removed.
+    /// - Throws: a backend error.
+    @discardableResult
+    func removeRow(at index: StoreIndex) throws -> Bool
+
+    /// Removes the rows a query selects.
+    /// - Parameter query: the query.
+    /// - Returns: the indexes of the removed rows.
+    /// - Throws: a backend error.
+    @discardableResult
+    func removeRows(matching query: StoreQuery) throws -> [StoreIndex]
+
+    /// Sets or removes (`nil`) a value of the local key/value store.
+    /// - Parameters:
+    ///   - value: the value; `nil` removes the key.
+    ///   - key: the key.
+    /// - Throws: a backend error.
+    func setLocalValue(_ value: JSONValue?, forKey key: String) throws
+}
+
+extension WriteTransactionType {
+    /// Removes by reading the rows first; backends may override this.
+    /// - Parameter query: the query.
+    /// - Returns: the indexes of the removed rows.
+    /// - Throws: a backend error.
+    @discardableResult
+    public func removeRows(matching query: StoreQuery) throws -> [StoreIndex] {
+        var removed: [StoreIndex] = []
+        for row in try rows(matching: query) where try removeRow(at: row.index) {
+            removed.append(row.index)
+        }
+        return removed
+    }
+}
+
+/// A connection to a database: runs read and write transactions.
+///
+/// The entry points are `async` so that a backend whose I/O is asynchronous hops to its own
+/// executor; the transaction bodies are synchronous closures (as SQLite's are), so a body cannot
+/// suspend while it holds the database. A write commits when its body returns and rolls back
+/// when its body throws.
+public protocol ConnectionType: Sendable {
+    /// The backend's read transaction.
+    associatedtype ReadTransaction: ReadTransactionType
+    /// The backend's write transaction.
+    associatedtype WriteTransaction: WriteTransactionType
+
+    /// Runs `body` in a read transaction that sees one consistent snapshot.
+    /// - Parameter body: the reads.
+    /// - Returns: what `body` returns.
+    /// - Throws: what `body` or the backend throws.
+    func read<T: Sendable>(_ body: @escaping @Sendable (ReadTransaction) throws -> T) async throws -> T
+
+    /// Runs `body` in a write transaction: commits when it returns, rolls back when it throws.
+    /// - Parameter body: the writes.
+    /// - Returns: what `body` returns.
+    /// - Throws: what `body` or the backend throws (after the rollback).
+    func write<T: Sendable>(_ body: @escaping @Sendable (WriteTransaction) throws -> T) async throws -> T
+}
+
+/// A database that hands out connections.
+public protocol DatabaseType: Sendable {
+    /// The backend's connection.
+    associatedtype Connection: ConnectionType
+
+    /// A new connection.
+    /// - Returns: the connection.
+    /// - Throws: a backend error (e.g. the database cannot be opened).
+    func makeConnection() async throws -> Connection
+}
+
+/// The columns a backend keeps beside a row's JSON, derived from the JSON only.
+///
+/// Each is the member's value when it is a JSON string, `nil` otherwise (missing or not a
+/// string), so a column compares exactly as Coaty compares the string member.
+public struct PromotedColumns: Sendable, Hashable {
+    /// The `objectId` member.
+    public var objectId: String?
+    /// The `objectType` member.
+    public var objectType: String?
+    /// The `coreType` member.
+    public var coreType: String?
+    /// The `name` member.
+    public var name: String?
+    /// The `externalId` member.
+    public var externalId: String?
+    /// The `parentObjectId` member.
+    public var parentObjectId: String?
+    /// The `locationId` member.
+    public var locationId: String?
+
+    /// The names of the promoted members, as in the JSON (and as SQL column names).
+    public static let names = ["objectId", "objectType", "coreType", "name", "externalId", "parentObjectId", "locationId"]
+
+    /// The promoted columns of an item's JSON.
+    /// - Parameter object: the item's JSON.
+    public init(_ object: JSONValue) {
+        objectId = object["objectId"]?.stringValue
+        objectType = object["objectType"]?.stringValue
+        coreType = object["coreType"]?.stringValue
+        name = object["name"]?.stringValue
+        externalId = object["externalId"]?.stringValue
+        parentObjectId = object["parentObjectId"]?.stringValue
+        locationId = object["locationId"]?.stringValue
+    }
+
+    /// The value of a promoted column by its name.
+    /// - Parameter name: one of ``names``.
+    /// - Returns: the value, or `nil`.
+    public subscript(name: String) -> String? {
+        switch name {
+        case "objectId": objectId
+        case "objectType": objectType
+        case "coreType": coreType
+        case "name": self.name
+        case "externalId": externalId
+        case "parentObjectId": parentObjectId
+        case "locationId": locationId
+        default: nil
+        }
+    }
+}

@@ -1,0 +1,532 @@
+public import CoatyCore
+
+/// Reads items of one type from a transaction; get one with `Item.read(transaction)`.
+///
+/// ```swift
+/// let light = try Light.read(transaction).byKey(id.uuidString)
+/// let bright = try Light.read(transaction).matching(.where("luminance", .greaterThan(0.5)))
+/// let withReceipts = try Light.read(transaction).withMetadata.all()
+/// ```
+public struct Reader<Item, Metadata: Codable & Sendable> {
+    /// The transaction read from.
+    public let transaction: any ReadTransactionType
+    /// How items map to rows.
+    public let coding: StoreCoding<Item, Metadata>
+
+    /// A reader.
+    /// - Parameters:
+    ///   - transaction: the transaction.
+    ///   - coding: how items map to rows.
+    public init(_ transaction: any ReadTransactionType, coding: StoreCoding<Item, Metadata>) {
+        self.transaction = transaction
+        self.coding = coding
+    }
+
+    /// The same reads, returning each item with its metadata.
+    public var withMetadata: MetadataReader<Item, Metadata> { MetadataReader(reader: self) }
+
+    /// The item at an index.
+    /// - Parameter index: the index.
+    /// - Returns: the item, or `nil`.
+    /// - Throws: a backend or decoding error.
+    public func atIndex(_ index: StoreIndex) throws -> Item? {
+        try withMetadata.atIndex(index)?.item
+    }
+
+    /// The items at these indexes that exist, in the order given.
+    /// - Parameter indexes: the indexes.
+    /// - Returns: the items found.
+    /// - Throws: a backend or decoding error.
+    public func atIndexes(_ indexes: some Sequence<StoreIndex>) throws -> [Item] {
+        try withMetadata.atIndexes(indexes).map(\.item)
+    }
+
+    /// The item with a key.
+    /// - Parameter key: the key.
+    /// - Returns: the item, or `nil`.
+    /// - Throws: a backend or decoding error.
+    public func byKey(_ key: String) throws -> Item? {
+        try withMetadata.byKey(key)?.item
+    }
+
+    /// The items with these keys that exist, in the order given.
+    /// - Parameter keys: the keys.
+    /// - Returns: the items found.
+    /// - Throws: a backend or decoding error.
+    public func byKeys(_ keys: some Sequence<String>) throws -> [Item] {
+        try withMetadata.byKeys(keys).map(\.item)
+    }
+
+    /// Every item, in insertion order.
+    /// - Returns: the items.
+    /// - Throws: a backend or decoding error.
+    public func all() throws -> [Item] {
+        try withMetadata.all().map(\.item)
+    }
+
+    /// The items a Coaty filter selects (conditions, ordering, skip and take).
+    /// - Parameter filter: the filter.
+    /// - Returns: the items.
+    /// - Throws: a backend or decoding error.
+    public func matching(_ filter: ObjectFilter) throws -> [Item] {
+        try withMetadata.matching(filter).map(\.item)
+    }
+
+    /// The keys that have an item, in the order given.
+    /// - Parameter keys: the keys.
+    /// - Returns: the keys that exist.
+    /// - Throws: a backend error.
+    public func filterExisting(_ keys: some Sequence<String>) throws -> [String] {
+        let keys = Array(keys)
+        let existing: Set<String>
+        if case .collection(let collection) = coding.scope {
+            existing = Set(try transaction.keys(in: collection))
+        } else {
+            existing = Set(try transaction.rows(matching: StoreQuery(scope: coding.scope, keys: keys)).map(\.index.key))
+        }
+        return keys.filter(existing.contains)
+    }
+
+    /// How many items there are.
+    /// - Parameter filter: a filter; `nil` counts every item.
+    /// - Returns: the count.
+    /// - Throws: a backend error.
+    public func count(_ filter: ObjectFilter? = nil) throws -> Int {
+        try transaction.count(matching: StoreQuery(scope: coding.scope, filter: filter))
+    }
+}
+
+/// The reads of a ``Reader`` returning ``Stored`` items with their metadata.
+public struct MetadataReader<Item, Metadata: Codable & Sendable> {
+    let reader: Reader<Item, Metadata>
+
+    private func stored(_ row: StoreRow) throws -> Stored<Item, Metadata> {
+        Stored(
+            item: try reader.coding.decode(row.object),
+            metadata: try reader.coding.decodeMetadata(row.metadata),
+            index: row.index
+        )
+    }
+
+    /// The item at an index, with its metadata.
+    /// - Parameter index: the index.
+    /// - Returns: the stored item, or `nil`.
+    /// - Throws: a backend or decoding error.
+    public func atIndex(_ index: StoreIndex) throws -> Stored<Item, Metadata>? {
+        guard let row = try reader.transaction.row(at: index) else { return nil }
+        guard reader.coding.scope.contains(row.index, columns: PromotedColumns(row.object)) else { return nil }
+        return try stored(row)
+    }
+
+    /// The items at these indexes that exist, with their metadata, in the order given.
+    /// - Parameter indexes: the indexes.
+    /// - Returns: the stored items found.
+    /// - Throws: a backend or decoding error.
+    public func atIndexes(_ indexes: some Sequence<StoreIndex>) throws -> [Stored<Item, Metadata>] {
+        try indexes.compactMap { try atIndex($0) }
+    }
+
+    /// The item with a key, with its metadata.
+    /// - Parameter key: the key.
+    /// - Returns: the stored item, or `nil`.
+    /// - Throws: a backend or decoding error.
+    public func byKey(_ key: String) throws -> Stored<Item, Metadata>? {
+        if let index = reader.coding.indexForKey(key) { return try atIndex(index) }
+        let rows = try reader.transaction.rows(matching: StoreQuery(scope: reader.coding.scope, keys: [key]))
+        return try rows.first.map(stored)
+    }
+
+    /// The items with these keys that exist, with their metadata, in the order given.
+    /// - Parameter keys: the keys.
+    /// - Returns: the stored items found.
+    /// - Throws: a backend or decoding error.
+    public func byKeys(_ keys: some Sequence<String>) throws -> [Stored<Item, Metadata>] {
+        let keys = Array(keys)
+        if reader.coding.indexForKey("") != nil {
+            return try keys.compactMap { try byKey($0) }
+        }
+        var rowsByKey: [String: StoreRow] = [:]
+        for row in try reader.transaction.rows(matching: StoreQuery(scope: reader.coding.scope, keys: keys))
+        where rowsByKey[row.index.key] == nil {
+            rowsByKey[row.index.key] = row
+        }
+        return try keys.compactMap { key in try rowsByKey[key].map(stored) }
+    }
+
+    /// Every item with its metadata, in insertion order.
+    /// - Returns: the stored items.
+    /// - Throws: a backend or decoding error.
+    public func all() throws -> [Stored<Item, Metadata>] {
+        try reader.transaction.rows(matching: StoreQuery(scope: reader.coding.scope)).map(stored)
+    }
+
+    /// The items a Coaty filter selects, with their metadata.
+    /// - Parameter filter: the filter.
+    /// - Returns: the stored items.
+    /// - Throws: a backend or decoding error.
+    public func matching(_ filter: ObjectFilter) throws -> [Stored<Item, Metadata>] {
+        try reader.transaction.rows(matching: StoreQuery(scope: reader.coding.scope, filter: filter)).map(stored)
+    }
+}
+
+/// Writes and removes items of one type in a write transaction.
+public struct Writer<Item, Metadata: Codable & Sendable> {
+    /// The transaction written to.
+    public let transaction: any WriteTransactionType
+    /// How items map to rows.
+    public let coding: StoreCoding<Item, Metadata>
+
+    /// A writer.
+    /// - Parameters:
+    ///   - transaction: the transaction.
+    ///   - coding: how items map to rows.
+    public init(_ transaction: any WriteTransactionType, coding: StoreCoding<Item, Metadata>) {
+        self.transaction = transaction
+        self.coding = coding
+    }
+
+    /// Writes an item with optional metadata.
+    /// - Parameters:
+    ///   - item: the item.
+    ///   - metadata: the metadata stored beside it; `nil` stores none.
+    ///   - mode: how an existing item is treated; replaced by default.
+    /// - Returns: whether it was written.
+    /// - Throws: a backend or encoding error.
+    @discardableResult
+    public func write(_ item: Item, metadata: Metadata? = nil, mode: StoreWriteMode = .upsert) throws -> Bool {
+        let row = StoreRow(
+            index: coding.index(item),
+            object: try coding.encode(item),
+            metadata: try coding.encodeMetadata(metadata)
+        )
+        return try transaction.write(row, mode: mode)
+    }
+
+    /// Writes items, each with the same metadata.
+    /// - Parameters:
+    ///   - items: the items.
+    ///   - metadata: the metadata stored beside each; `nil` stores none.
+    ///   - mode: how existing items are treated; replaced by default.
+    /// - Returns: the indexes written.
+    /// - Throws: a backend or encoding error.
+    @discardableResult
+    public func write(
+        _ items: some Sequence<Item>,
+        metadata: Metadata? = nil,
+        mode: StoreWriteMode = .upsert
+    ) throws -> [StoreIndex] {
+        var written: [StoreIndex] = []
+        for item in items where try write(item, metadata: metadata, mode: mode) {
+            written.append(coding.index(item))
+        }
+        return written
+    }
+
+    /// Removes an item.
+    /// - Parameter item: the item.
+    /// - Returns: whether it was stored.
+    /// - Throws: a backend error.
+    @discardableResult
+    public func remove(_ item: Item) throws -> Bool {
+        try transaction.removeRow(at: coding.index(item))
+    }
+
+    /// Removes items.
+    /// - Parameter items: the items.
+    /// - Returns: how many were stored.
+    /// - Throws: a backend error.
+    @discardableResult
+    public func remove(_ items: some Sequence<Item>) throws -> Int {
+        var count = 0
+        for item in items where try remove(item) { count += 1 }
+        return count
+    }
+
+    /// Removes the items with these keys.
+    /// - Parameter keys: the keys.
+    /// - Returns: the indexes removed.
+    /// - Throws: a backend error.
+    @discardableResult
+    public func remove(keys: some Sequence<String>) throws -> [StoreIndex] {
+        try transaction.removeRows(matching: StoreQuery(scope: coding.scope, keys: Array(keys)))
+    }
+
+    /// Removes the items a filter selects (ordering, skip and take apply).
+    /// - Parameter filter: the filter.
+    /// - Returns: the indexes removed.
+    /// - Throws: a backend error.
+    @discardableResult
+    public func remove(matching filter: ObjectFilter) throws -> [StoreIndex] {
+        try transaction.removeRows(matching: StoreQuery(scope: coding.scope, filter: filter))
+    }
+
+    /// Removes every item of the type.
+    /// - Returns: how many were removed.
+    /// - Throws: a backend error.
+    @discardableResult
+    public func removeAll() throws -> Int {
+        try transaction.removeRows(matching: StoreQuery(scope: coding.scope)).count
+    }
+}
+
+// MARK: - Entry points for Persistable types
+
+extension Persistable {
+    /// A reader of this type in a transaction.
+    /// - Parameter transaction: the transaction.
+    /// - Returns: the reader.
+    public static func read(_ transaction: some ReadTransactionType) -> Reader<Self, Metadata> {
+        Reader(transaction, coding: storeCoding)
+    }
+
+    /// A writer of this type in a transaction.
+    /// - Parameter transaction: the transaction.
+    /// - Returns: the writer.
+    public static func writer(_ transaction: some WriteTransactionType) -> Writer<Self, Metadata> {
+        Writer(transaction, coding: storeCoding)
+    }
+
+    /// Writes this item (replacing an existing one).
+    /// - Parameters:
+    ///   - transaction: the transaction.
+    ///   - metadata: the metadata stored beside it; `nil` stores none.
+    /// - Throws: a backend or encoding error.
+    public func write(to transaction: some WriteTransactionType, metadata: Metadata? = nil) throws {
+        try Self.writer(transaction).write(self, metadata: metadata)
+    }
+
+    /// Writes this item in its own write transaction.
+    /// - Parameters:
+    ///   - connection: the connection.
+    ///   - metadata: the metadata stored beside it; `nil` stores none.
+    /// - Throws: a backend or encoding error.
+    public func write(to connection: some ConnectionType, metadata: Metadata? = nil) async throws {
+        try await connection.write { tx in try self.write(to: tx, metadata: metadata) }
+    }
+
+    /// Removes this item.
+    /// - Parameter transaction: the transaction.
+    /// - Returns: whether it was stored.
+    /// - Throws: a backend error.
+    @discardableResult
+    public func remove(from transaction: some WriteTransactionType) throws -> Bool {
+        try Self.writer(transaction).remove(self)
+    }
+
+    /// Removes this item in its own write transaction.
+    /// - Parameter connection: the connection.
+    /// - Returns: whether it was stored.
+    /// - Throws: a backend error.
+    @discardableResult
+    public func remove(from connection: some ConnectionType) async throws -> Bool {
+        try await connection.write { tx in try self.remove(from: tx) }
+    }
+
+    /// Removes every item of this type.
+    /// - Parameter transaction: the transaction.
+    /// - Returns: how many were removed.
+    /// - Throws: a backend error.
+    @discardableResult
+    public static func removeAll(from transaction: some WriteTransactionType) throws -> Int {
+        try writer(transaction).removeAll()
+    }
+}
+
+extension Sequence where Element: Persistable {
+    /// Writes these items (replacing existing ones).
+    /// - Parameters:
+    ///   - transaction: the transaction.
+    ///   - metadata: the metadata stored beside each; `nil` stores none.
+    /// - Throws: a backend or encoding error.
+    public func write(to transaction: some WriteTransactionType, metadata: Element.Metadata? = nil) throws {
+        try Element.writer(transaction).write(self, metadata: metadata)
+    }
+
+    /// Writes these items in one write transaction.
+    /// - Parameters:
+    ///   - connection: the connection.
+    ///   - metadata: the metadata stored beside each; `nil` stores none.
+    /// - Throws: a backend or encoding error.
+    public func write(to connection: some ConnectionType, metadata: Element.Metadata? = nil) async throws {
+        let items = Array(self)
+        try await connection.write { tx in try items.write(to: tx, metadata: metadata) }
+    }
+
+    /// Removes these items.
+    /// - Parameter transaction: the transaction.
+    /// - Returns: how many were stored.
+    /// - Throws: a backend error.
+    @discardableResult
+    public func remove(from transaction: some WriteTransactionType) throws -> Int {
+        try Element.writer(transaction).remove(self)
+    }
+
+    /// Removes these items in one write transaction.
+    /// - Parameter connection: the connection.
+    /// - Returns: how many were stored.
+    /// - Throws: a backend error.
+    @discardableResult
+    public func remove(from connection: some ConnectionType) async throws -> Int {
+        let items = Array(self)
+        return try await connection.write { tx in try items.remove(from: tx) }
+    }
+}
+
+// MARK: - Entry points for Coaty objects
+
+extension CoatyObject {
+    /// A reader of this Coaty object type in a transaction.
+    /// - Parameters:
+    ///   - transaction: the transaction.
+    ///   - registry: the registry to decode with (for ``CoatyCore/AnyCoatyObject``); core types when `nil`.
+    /// - Returns: the reader.
+    public static func read(
+        _ transaction: some ReadTransactionType,
+        registry: CoatyObjectRegistry? = nil
+    ) -> Reader<Self, ReceiptMetadata> {
+        Reader(transaction, coding: coatyStoreCoding(registry: registry))
+    }
+
+    /// A writer of this Coaty object type in a transaction.
+    /// - Parameter transaction: the transaction.
+    /// - Returns: the writer.
+    public static func writer(_ transaction: some WriteTransactionType) -> Writer<Self, ReceiptMetadata> {
+        Writer(transaction, coding: storeCoding)
+    }
+
+    /// Writes this object (replacing an existing one with the same objectId and object type).
+    /// - Parameters:
+    ///   - transaction: the transaction.
+    ///   - metadata: how it was received, stored beside it; `nil` stores none.
+    /// - Throws: a backend or encoding error.
+    public func write(to transaction: some WriteTransactionType, metadata: ReceiptMetadata? = nil) throws {
+        try Self.writer(transaction).write(self, metadata: metadata)
+    }
+
+    /// Writes this object in its own write transaction.
+    /// - Parameters:
+    ///   - connection: the connection.
+    ///   - metadata: how it was received; `nil` stores none.
+    /// - Throws: a backend or encoding error.
+    public func write(to connection: some ConnectionType, metadata: ReceiptMetadata? = nil) async throws {
+        try await connection.write { tx in try self.write(to: tx, metadata: metadata) }
+    }
+
+    /// Removes this object.
+    /// - Parameter transaction: the transaction.
+    /// - Returns: whether it was stored.
+    /// - Throws: a backend error.
+    @discardableResult
+    public func remove(from transaction: some WriteTransactionType) throws -> Bool {
+        try Self.writer(transaction).remove(self)
+    }
+
+    /// Removes this object in its own write transaction.
+    /// - Parameter connection: the connection.
+    /// - Returns: whether it was stored.
+    /// - Throws: a backend error.
+    @discardableResult
+    public func remove(from connection: some ConnectionType) async throws -> Bool {
+        try await connection.write { tx in try self.remove(from: tx) }
+    }
+
+    /// Removes every object this type reads.
+    /// - Parameter transaction: the transaction.
+    /// - Returns: how many were removed.
+    /// - Throws: a backend error.
+    @discardableResult
+    public static func removeAll(from transaction: some WriteTransactionType) throws -> Int {
+        try writer(transaction).removeAll()
+    }
+}
+
+extension Sequence where Element: CoatyObject {
+    /// Writes these objects (replacing existing ones).
+    /// - Parameters:
+    ///   - transaction: the transaction.
+    ///   - metadata: how they were received; `nil` stores none.
+    /// - Throws: a backend or encoding error.
+    public func write(to transaction: some WriteTransactionType, metadata: ReceiptMetadata? = nil) throws {
+        try Element.writer(transaction).write(self, metadata: metadata)
+    }
+
+    /// Writes these objects in one write transaction.
+    /// - Parameters:
+    ///   - connection: the connection.
+    ///   - metadata: how they were received; `nil` stores none.
+    /// - Throws: a backend or encoding error.
+    public func write(to connection: some ConnectionType, metadata: ReceiptMetadata? = nil) async throws {
+        let items = Array(self)
+        try await connection.write { tx in try items.write(to: tx, metadata: metadata) }
+    }
+
+    /// Removes these objects.
+    /// - Parameter transaction: the transaction.
+    /// - Returns: how many were stored.
+    /// - Throws: a backend error.
+    @discardableResult
+    public func remove(from transaction: some WriteTransactionType) throws -> Int {
+        try Element.writer(transaction).remove(self)
+    }
+
+    /// Removes these objects in one write transaction.
+    /// - Parameter connection: the connection.
+    /// - Returns: how many were stored.
+    /// - Throws: a backend error.
+    @discardableResult
+    public func remove(from connection: some ConnectionType) async throws -> Int {
+        let items = Array(self)
+        return try await connection.write { tx in try items.remove(from: tx) }
+    }
+}
+
+// MARK: - Local key/value store
+
+/// The local key/value store of a database (as Coaty's local context): agent settings as JSON.
+///
+/// ```swift
+/// let local = LocalStore(connection)
+/// try await local.set("lastSeen", ["count": 3])
+/// let value = try await local.get("lastSeen")
+/// ```
+public struct LocalStore<Connection: ConnectionType>: Sendable {
+    /// The connection used.
+    public let connection: Connection
+
+    /// A local store over a connection.
+    /// - Parameter connection: the connection.
+    public init(_ connection: Connection) {
+        self.connection = connection
+    }
+
+    /// Sets a value.
+    /// - Parameters:
+    ///   - key: the key.
+    ///   - value: the value.
+    /// - Throws: a backend error.
+    public func set(_ key: String, _ value: JSONValue) async throws {
+        try await connection.write { tx in try tx.setLocalValue(value, forKey: key) }
+    }
+
+    /// The value of a key.
+    /// - Parameter key: the key.
+    /// - Returns: the value, or `nil`.
+    /// - Throws: a backend error.
+    public func get(_ key: String) async throws -> JSONValue? {
+        try await connection.read { tx in try tx.localValue(forKey: key) }
+    }
+
+    /// Removes a key.
+    /// - Parameter key: the key.
+    /// - Throws: a backend error.
+    public func remove(_ key: String) async throws {
+        try await connection.write { tx in try tx.setLocalValue(nil, forKey: key) }
+    }
+
+    /// Every key, sorted.
+    /// - Returns: the keys.
+    /// - Throws: a backend error.
+    public func keys() async throws -> [String] {
+        try await connection.read { tx in try tx.localKeys() }
+    }
+}
