@@ -8,12 +8,32 @@ struct Coaty: AsyncParsableCommand {
         commandName: "coaty",
         abstract: "Run Coaty agents from the command line.",
         discussion: """
-            Agents share typed objects over an MQTT broker with the Coaty protocol (version 3).
-            Start with `coaty demo`: it needs no broker and no arguments.
+            Agents share typed objects over an MQTT broker with the Coaty protocol (version 3),
+            interoperable with Coaty JS and CoatySwift. Start with `coaty demo`: it needs no
+            broker and no arguments.
+
+            stdout carries data only: every received event is one JSON object per line,
+            {"event":…,"topic":…,"sourceId":…,"correlationId":… (two-way only),"data":{…}}.
+            Logs and errors go to stderr (--log-level, default warning).
+
+            Every command takes the connection options --broker (default $COATY_BROKER, else
+            mqtt://127.0.0.1:1883), --namespace (default $COATY_NAMESPACE, else -),
+            --cross-namespace, --name, --username, --password (or $COATY_PASSWORD), --ca-file,
+            --cert-file, --key-file, --log-level, --connect-timeout (5 s), --keepalive (60 s).
+
+            Examples:
+              coaty demo
+              coaty observe advertise --core-type Identity
+              coaty advertise '{"objectType":"com.example.Light","coreType":"CoatyObject","name":"Lamp","isOn":true}'
+              coaty discover --core-types Identity
+              coaty call switchLight --params '{"on":true}' --count 1
 
             Exit codes: 0 success, 1 runtime failure (one line on stderr), 2 usage error.
             """,
-        subcommands: [Demo.self]
+        subcommands: [
+            Advertise.self, Deadvertise.self, Channel.self, Observe.self, Discover.self, Query.self,
+            Update.self, Call.self, Raw.self, Demo.self,
+        ]
     )
 
     /// Runs the command, mapping usage errors to exit code 2 as the CLI contract requires
@@ -32,7 +52,13 @@ struct Coaty: AsyncParsableCommand {
                 FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
                 Foundation.exit(2)
             }
-            exit(withError: error)
+            if code == .success || error is ExitCode {
+                exit(withError: error)
+            }
+            // A runtime failure: one clear line on stderr, exit 1.
+            let message = error is CLIError ? "\(error)" : fullMessage(for: error)
+            FileHandle.standardError.write(Data(("coaty: error: " + oneLine(message) + "\n").utf8))
+            Foundation.exit(1)
         }
     }
 }

@@ -1,0 +1,219 @@
+import ArgumentParser
+import CoatyKit
+import Dispatch
+import Foundation
+import Logging
+import Synchronization
+
+/// A runtime failure of a command: printed as one line on stderr, exit code 1.
+struct CLIError: Error, CustomStringConvertible {
+    /// What went wrong and what to do, on one line.
+    let description: String
+
+    init(_ description: String) {
+        self.description = description
+    }
+}
+
+/// The agent a command runs: a communication manager connected with the shared options.
+struct CLIAgent: Sendable {
+    let manager: CommunicationManager
+    let logger: Logger
+    let options: ConnectionOptions
+
+    /// Creates the agent (not connected yet); register observations before ``start()`` so they
+    /// are subscribed before the identity is advertised (the identity Advertise means "ready").
+    init(
+        _ options: ConnectionOptions,
+        defaultName: String,
+        registry: CoatyObjectRegistry = CoatyObjectRegistry()
+    ) throws {
+        self.options = options
+        logger = options.makeLogger()
+        let identity = Identity(name: options.name ?? defaultName)
+        let configuration = try options.mqttConfiguration(identityId: identity.objectId)
+        let transport = MQTTTransport(configuration: configuration, logger: logger)
+        do {
+            manager = try CommunicationManager(
+                transport: transport,
+                identity: identity,
+                registry: registry,
+                options: options.managerOptions,
+                logger: logger
+            )
+        } catch {
+            throw CLIError("\(error)")
+        }
+    }
+
+    /// Connects; fails with one clear line when the broker cannot be reached, refuses the
+    /// connection, or does not answer within the connect timeout.
+    func start() async throws {
+        let url = options.brokerForMessages
+        let seconds = options.connectTimeout
+        let manager = self.manager
+        do {
+            try await withThrowingTaskGroup(of: Bool.self) { group in
+                group.addTask {
+                    try await manager.start()
+                    return true
+                }
+                group.addTask {
+                    // A safety net over the transport's own connect timeout.
+                    try await Task.sleep(for: .milliseconds(Int64(seconds * 1000) + 2000))
+                    return false
+                }
+                let started = try await group.next() ?? false
+                group.cancelAll()
+                if !started {
+                    throw CLIError("The broker at \(url) did not accept the connection within \(Self.format(seconds)) s.")
+                }
+            }
+        } catch let error as CLIError {
+            await manager.stop()
+            throw error
+        } catch let error as CommunicationError {
+            await manager.stop()
+            throw CLIError(Self.describe(error, url: url, seconds: seconds))
+        } catch {
+            await manager.stop()
+            throw CLIError("Cannot connect to \(url): \(error)")
+        }
+    }
+
+    /// Publishes the Deadvertise of the identity, flushes and disconnects.
+    func stop() async {
+        await manager.stop()
+    }
+
+    static func describe(_ error: CommunicationError, url: String, seconds: Double) -> String {
+        switch error {
+        case .transport(.brokerUnreachable(let reason)):
+            reason.contains(url) ? reason : "Cannot reach the broker at \(url): \(reason)"
+        case .transport(.connectionRefused(let reason)):
+            reason.contains(url) ? reason : "The broker at \(url) refused the connection: \(reason)"
+        case .transport(.failed(let reason)):
+            reason.contains(url) ? reason : "Cannot connect to \(url): \(reason)"
+        default:
+            "\(error)"
+        }
+    }
+
+    static func format(_ seconds: Double) -> String {
+        seconds == seconds.rounded() ? String(Int(seconds)) : String(seconds)
+    }
+}
+
+// MARK: - Output
+
+/// Writes data lines to stdout, one `write` per line, so every line is flushed as it is made.
+enum Output {
+    static func line(_ text: String) {
+        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+    }
+}
+
+// MARK: - Running until a count, a timeout or a signal
+
+/// How an event loop ended.
+enum EventLoopEnd: Sendable {
+    case count
+    case exhausted
+    case timeout
+    case signal
+}
+
+/// Prints the elements of `sequence` as lines until `count` lines were printed, `timeout`
+/// seconds elapsed, SIGINT/SIGTERM arrived, or the sequence ended.
+///
+/// - Returns: how it ended.
+@discardableResult
+func printEvents<S: AsyncSequence & Sendable>(
+    _ sequence: S,
+    count: Int?,
+    timeout: Double?,
+    render: @escaping @Sendable (S.Element) -> String?
+) async throws -> EventLoopEnd where S.Element: Sendable {
+    let signals = ShutdownSignals()
+    return try await withThrowingTaskGroup(of: EventLoopEnd?.self) { group in
+        group.addTask {
+            var printed = 0
+            for try await element in sequence {
+                guard let line = render(element) else { continue }
+                Output.line(line)
+                printed += 1
+                if let count, printed >= count { return .count }
+            }
+            return Task.isCancelled ? nil : .exhausted
+        }
+        if let timeout {
+            group.addTask {
+                try? await Task.sleep(for: .milliseconds(Int64(timeout * 1000)))
+                return Task.isCancelled ? nil : .timeout
+            }
+        }
+        group.addTask {
+            await signals.next() ? .signal : nil
+        }
+        var end: EventLoopEnd = .exhausted
+        while let result = try await group.next() {
+            if let result {
+                end = result
+                break
+            }
+        }
+        group.cancelAll()
+        return end
+    }
+}
+
+/// SIGINT and SIGTERM as an awaitable event, so long-running commands stop cleanly (they
+/// deadvertise their identity and exit 0).
+final class ShutdownSignals: Sendable {
+    private let stream: AsyncStream<Int32>
+    private let sources: Mutex<[any DispatchSourceSignal]>
+
+    init() {
+        let (stream, continuation) = AsyncStream<Int32>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        var sources: [any DispatchSourceSignal] = []
+        for number in [SIGINT, SIGTERM] {
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { continuation.yield(number) }
+            source.resume()
+            sources.append(source)
+        }
+        self.stream = stream
+        self.sources = Mutex(sources)
+    }
+
+    /// Waits for a signal; `false` when the waiting task is cancelled first.
+    func next() async -> Bool {
+        var iterator = stream.makeAsyncIterator()
+        return await iterator.next() != nil
+    }
+
+    deinit {
+        sources.withLock { sources in
+            for source in sources { source.cancel() }
+        }
+        signal(SIGINT, SIG_DFL)
+        signal(SIGTERM, SIG_DFL)
+    }
+}
+
+// MARK: - Shared request/observe options
+
+/// `--count` and `--timeout` of observing and requesting commands.
+struct EventLimitOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("Exit 0 after this many events.", valueName: "n"))
+    var count: Int?
+
+    @Option(help: ArgumentHelp("Exit 0 when this many seconds have elapsed.", valueName: "seconds"))
+    var timeout: Double?
+
+    func validate() throws {
+        if let count, count < 1 { throw ValidationError("--count must be at least 1.") }
+        if let timeout, timeout <= 0 { throw ValidationError("--timeout must be more than 0 seconds.") }
+    }
+}

@@ -1,0 +1,133 @@
+import ArgumentParser
+import CoatyKit
+import Foundation
+import Logging
+
+/// The connection options every subcommand takes (`@OptionGroup`), as the CLI contract says.
+struct ConnectionOptions: ParsableArguments {
+    @Option(
+        help: ArgumentHelp(
+            "The broker: mqtt://HOST:PORT or mqtts://HOST:PORT (TLS, verified).",
+            discussion: "Default: $COATY_BROKER, else mqtt://127.0.0.1:1883.",
+            valueName: "url"
+        )
+    )
+    var broker: String = ProcessInfo.processInfo.environment["COATY_BROKER"] ?? "mqtt://127.0.0.1:1883"
+
+    @Option(
+        help: ArgumentHelp(
+            "The Coaty namespace (characters A-Z a-z 0-9 . - _). Default: $COATY_NAMESPACE, else -.",
+            valueName: "ns"
+        )
+    )
+    var namespace: String = ProcessInfo.processInfo.environment["COATY_NAMESPACE"] ?? CoatyTopic.defaultNamespace
+
+    @Flag(help: "Receive events of every namespace (publications still use --namespace).")
+    var crossNamespace = false
+
+    @Option(help: ArgumentHelp("The name of this agent's identity.", valueName: "name"))
+    var name: String?
+
+    @Option(help: ArgumentHelp("The user name for the broker.", valueName: "user"))
+    var username: String?
+
+    @Option(
+        help: ArgumentHelp("The password for the broker. Default: $COATY_PASSWORD (prefer it: argv is visible).", valueName: "password")
+    )
+    var password: String?
+
+    @Option(help: ArgumentHelp("A PEM CA file to verify the broker certificate (mqtts:// only).", valueName: "path"))
+    var caFile: String?
+
+    @Option(help: ArgumentHelp("A PEM client certificate for mutual TLS (with --key-file).", valueName: "path"))
+    var certFile: String?
+
+    @Option(help: ArgumentHelp("The PEM private key of --cert-file.", valueName: "path"))
+    var keyFile: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "Log level on stderr: trace, debug, info, notice, warning, error, critical.",
+            valueName: "level"
+        )
+    )
+    var logLevel: String = "warning"
+
+    @Option(help: ArgumentHelp("Seconds to wait for the broker to accept the connection.", valueName: "seconds"))
+    var connectTimeout: Double = 5
+
+    @Option(help: ArgumentHelp("The MQTT keepalive interval in seconds.", valueName: "seconds"))
+    var keepalive: Int = 60
+
+    func validate() throws {
+        guard Logger.Level(rawValue: logLevel.lowercased()) != nil else {
+            throw ValidationError(
+                "--log-level '\(logLevel)' is unknown; use trace, debug, info, notice, warning, error or critical."
+            )
+        }
+        guard connectTimeout > 0, connectTimeout <= 3600 else {
+            throw ValidationError("--connect-timeout must be more than 0 and at most 3600 seconds.")
+        }
+        guard (1...65_535).contains(keepalive) else {
+            throw ValidationError("--keepalive must be between 1 and 65535 seconds.")
+        }
+        do {
+            _ = try CoatyTopic.subscriptionFilter(for: .discover, namespace: namespace)
+        } catch {
+            throw ValidationError("--namespace '\(namespace)' is invalid: use characters A-Z a-z 0-9 . - _ only.")
+        }
+        let configuration: MQTTConfiguration
+        do {
+            configuration = try MQTTConfiguration(url: broker, clientId: "coaty-cli")
+        } catch {
+            throw ValidationError("--broker: \(error)")
+        }
+        if configuration.tls == nil, caFile != nil || certFile != nil || keyFile != nil {
+            throw ValidationError("--ca-file, --cert-file and --key-file need an mqtts:// broker URL.")
+        }
+        if (certFile == nil) != (keyFile == nil) {
+            throw ValidationError("--cert-file and --key-file go together.")
+        }
+        for (option, path) in [("--ca-file", caFile), ("--cert-file", certFile), ("--key-file", keyFile)] {
+            if let path, !FileManager.default.isReadableFile(atPath: path) {
+                throw ValidationError("\(option): cannot read '\(path)'.")
+            }
+        }
+    }
+
+    /// The logger: a stream handler on stderr at `--log-level`.
+    func makeLogger(label: String = "coaty") -> Logger {
+        var logger = Logger(label: label, factory: { StreamLogHandler.standardError(label: $0) })
+        logger.logLevel = Logger.Level(rawValue: logLevel.lowercased()) ?? .warning
+        return logger
+    }
+
+    /// The MQTT configuration for an agent with `identityId` (Coaty client id, protocol defaults).
+    func mqttConfiguration(identityId: CoatyUUID) throws -> MQTTConfiguration {
+        var configuration = try MQTTConfiguration(url: broker, clientId: CoatyConnection.clientId(identityId: identityId))
+        configuration.keepAlive = .seconds(keepalive)
+        configuration.cleanSession = true
+        configuration.reconnectDelay = .seconds(1)
+        configuration.connectTimeout = .milliseconds(Int64(connectTimeout * 1000))
+        if let username { configuration.username = username }
+        if let password = password ?? ProcessInfo.processInfo.environment["COATY_PASSWORD"] {
+            configuration.password = password
+        }
+        if configuration.tls != nil {
+            configuration.tls?.caFile = caFile
+            configuration.tls?.certificateFile = certFile
+            configuration.tls?.privateKeyFile = keyFile
+        }
+        return configuration
+    }
+
+    /// The communication manager options.
+    var managerOptions: CommunicationManager.Options {
+        CommunicationManager.Options(namespace: namespace, crossNamespacing: crossNamespace)
+    }
+
+    /// The broker URL without credentials, for messages.
+    var brokerForMessages: String {
+        (try? MQTTConfiguration(url: broker, clientId: "coaty-cli").url) ?? broker
+    }
+}
