@@ -98,10 +98,13 @@ struct SQLPlan {
         case .and(let list):
             let parts = list.map(translate)
             let sqls = parts.compactMap(\.sql)
-            let sql = sqls.isEmpty ? nil : SQL(
-                text: sqls.map { "(\($0.text))" }.joined(separator: " AND "),
-                arguments: sqls.flatMap(\.arguments)
-            )
+            let sql =
+                sqls.isEmpty
+                ? nil
+                : SQL(
+                    text: sqls.map { "(\($0.text))" }.joined(separator: " AND "),
+                    arguments: sqls.flatMap(\.arguments)
+                )
             return Translation(sql: sql, isExact: parts.allSatisfy(\.isExact))
         case .or(let list):
             if list.isEmpty { return Translation(sql: SQL(text: "0", arguments: []), isExact: true) }
@@ -109,7 +112,10 @@ struct SQLPlan {
             guard parts.allSatisfy({ $0.sql != nil }) else { return .unrestricted }
             let sqls = parts.compactMap(\.sql)
             return Translation(
-                sql: SQL(text: sqls.map { "(\($0.text))" }.joined(separator: " OR "), arguments: sqls.flatMap(\.arguments)),
+                sql: SQL(
+                    text: sqls.map { "(\($0.text))" }.joined(separator: " OR "),
+                    arguments: sqls.flatMap(\.arguments)
+                ),
                 isExact: parts.allSatisfy(\.isExact)
             )
         }
@@ -154,7 +160,10 @@ struct SQLPlan {
         func stringIn(_ strings: [String]) -> SQL {
             let list = strings.count == 1 ? "= ?" : "IN (\(placeholders(strings.count)))"
             if isPromoted { return SQL(text: "\(key) IS NOT NULL AND \(key) \(list)", arguments: strings.map { $0 }) }
-            return SQL(text: "\(type) = 'text' AND \(value) \(list)", arguments: [jsonPath, jsonPath] + strings.map { $0 })
+            return SQL(
+                text: "\(type) = 'text' AND \(value) \(list)",
+                arguments: [jsonPath, jsonPath] + strings.map { $0 }
+            )
         }
         func strings(_ operand: JSONValue?) -> [String]? {
             guard case .array(let values)? = operand else { return nil }

@@ -162,7 +162,11 @@ public final class SQLiteTransaction: WriteTransactionType {
     /// - Returns: the keys.
     /// - Throws: a database error.
     public func keys(in collection: String) throws -> [String] {
-        try String.fetchAll(db, sql: "SELECT key FROM coaty_rows WHERE collection = ? ORDER BY id", arguments: [collection])
+        try String.fetchAll(
+            db,
+            sql: "SELECT key FROM coaty_rows WHERE collection = ? ORDER BY id",
+            arguments: [collection]
+        )
     }
 
     /// The rows a query selects: SQL selects the candidates (exactly, when every condition
@@ -235,12 +239,14 @@ public final class SQLiteTransaction: WriteTransactionType {
         switch mode {
         case .upsert:
             try db.execute(
-                sql: "INSERT INTO coaty_rows (\(names)) VALUES (\(placeholders)) ON CONFLICT (collection, key) DO UPDATE SET \(updates)",
+                sql:
+                    "INSERT INTO coaty_rows (\(names)) VALUES (\(placeholders)) ON CONFLICT (collection, key) DO UPDATE SET \(updates)",
                 arguments: StatementArguments(values)
             )
         case .insert:
             try db.execute(
-                sql: "INSERT INTO coaty_rows (\(names)) VALUES (\(placeholders)) ON CONFLICT (collection, key) DO NOTHING",
+                sql:
+                    "INSERT INTO coaty_rows (\(names)) VALUES (\(placeholders)) ON CONFLICT (collection, key) DO NOTHING",
                 arguments: StatementArguments(values)
             )
         case .update:
@@ -293,7 +299,8 @@ public final class SQLiteTransaction: WriteTransactionType {
     public func setLocalValue(_ value: JSONValue?, forKey key: String) throws {
         if let value {
             try db.execute(
-                sql: "INSERT INTO coaty_local (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                sql:
+                    "INSERT INTO coaty_local (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                 arguments: [key, value.serializedString()]
             )
         } else {

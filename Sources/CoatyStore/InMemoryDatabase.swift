@@ -3,7 +3,7 @@ import Synchronization
 
 /// The rows and local values of an in-memory database: a value, copied by a write transaction
 /// and swapped in when it commits.
-public struct InMemoryState: Sendable {
+struct InMemoryState: Sendable {
     struct Entry: Sendable {
         var sequence: Int
         var row: StoreRow

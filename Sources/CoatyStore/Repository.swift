@@ -184,7 +184,9 @@ extension PersistentRepository {
     ///   - pageSize: the entities per page (at least 1).
     /// - Returns: the pages.
     public func pages(_ options: FetchOptions = .all, pageSize: Int) -> FetchPages<Entity> {
-        FetchPages(pageSize: max(1, pageSize)) { try await keys(matching: options.filter) } page: { keys in
+        FetchPages(pageSize: max(1, pageSize)) {
+            try await keys(matching: options.filter)
+        } page: { keys in
             try await fetch(keys: keys, joins: options.joins)
         }
     }
@@ -311,11 +313,13 @@ public struct StoreRepository<Connection: ConnectionType, Entity: Sendable, Meta
 
     private var scope: StoreScope { coding.scope }
 
+    /// See ``PersistentRepository/fetch(_:)``.
     public func fetch(_ options: FetchOptions) async throws -> [Entity] {
         let coding = self.coding
         return try await fetchJSON(options).map(coding.decode)
     }
 
+    /// See ``PersistentRepository/fetchJSON(_:)``.
     public func fetchJSON(_ options: FetchOptions) async throws -> [JSONValue] {
         let scope = self.scope
         return try await connection.read { tx in
@@ -324,11 +328,13 @@ public struct StoreRepository<Connection: ConnectionType, Entity: Sendable, Meta
         }
     }
 
+    /// See ``PersistentRepository/fetch(id:)``.
     public func fetch(id: String) async throws -> Entity? {
         let coding = self.coding
         return try await connection.read { tx in try Reader(tx, coding: coding).byKey(id) }
     }
 
+    /// See ``PersistentRepository/save(_:mode:)``.
     @discardableResult
     public func save(_ entities: [Entity], mode: StoreWriteMode) async throws -> [String] {
         let coding = self.coding
@@ -337,6 +343,7 @@ public struct StoreRepository<Connection: ConnectionType, Entity: Sendable, Meta
         }
     }
 
+    /// See ``PersistentRepository/write(_:changes:)``.
     @discardableResult
     public func write(_ entity: Entity, changes: @escaping @Sendable (inout Entity) throws -> Void) async throws
         -> Entity
@@ -353,29 +360,34 @@ public struct StoreRepository<Connection: ConnectionType, Entity: Sendable, Meta
         }
     }
 
+    /// See ``PersistentRepository/delete(ids:)``.
     @discardableResult
     public func delete(ids: [String]) async throws -> [String] {
         let coding = self.coding
         return try await connection.write { tx in try Writer(tx, coding: coding).remove(keys: ids).map(\.key) }
     }
 
+    /// See ``PersistentRepository/delete(matching:)``.
     @discardableResult
     public func delete(matching filter: ObjectFilter) async throws -> Int {
         let coding = self.coding
         return try await connection.write { tx in try Writer(tx, coding: coding).remove(matching: filter).count }
     }
 
+    /// See ``PersistentRepository/deleteAll()``.
     @discardableResult
     public func deleteAll() async throws -> Int {
         let coding = self.coding
         return try await connection.write { tx in try Writer(tx, coding: coding).removeAll() }
     }
 
+    /// See ``PersistentRepository/count(_:)``.
     public func count(_ filter: ObjectFilter?) async throws -> Int {
         let scope = self.scope
         return try await connection.read { tx in try tx.count(matching: StoreQuery(scope: scope, filter: filter)) }
     }
 
+    /// See ``PersistentRepository/aggregate(_:of:filter:)``.
     public func aggregate(_ operation: AggregateOperation, of property: ObjectFilterProperty, filter: ObjectFilter?)
         async throws -> JSONValue?
     {
@@ -386,6 +398,7 @@ public struct StoreRepository<Connection: ConnectionType, Entity: Sendable, Meta
         return Aggregation.aggregate(operation, of: property, in: objects)
     }
 
+    /// See ``PersistentRepository/keys(matching:)``.
     public func keys(matching filter: ObjectFilter?) async throws -> [String] {
         let scope = self.scope
         return try await connection.read { tx in
@@ -393,6 +406,7 @@ public struct StoreRepository<Connection: ConnectionType, Entity: Sendable, Meta
         }
     }
 
+    /// See ``PersistentRepository/fetch(keys:joins:)``.
     public func fetch(keys: [String], joins: [ObjectJoinCondition]) async throws -> [Entity] {
         let coding = self.coding
         let objects = try await connection.read { tx in
@@ -421,7 +435,10 @@ public struct StoreRepository<Connection: ConnectionType, Entity: Sendable, Meta
             }
         }
         let candidates = try transaction.rows(
-            matching: StoreQuery(scope: .coatyObjects, filter: .where("objectId", .in(ids.sorted().map(JSONValue.string))))
+            matching: StoreQuery(
+                scope: .coatyObjects,
+                filter: .where("objectId", .in(ids.sorted().map(JSONValue.string)))
+            )
         ).map(\.object)
         return ObjectMatcher.resolveJoins(joins, in: objects, candidates: candidates)
     }

@@ -264,7 +264,9 @@ public struct PromotedColumns: Sendable, Hashable {
     public var locationId: String?
 
     /// The names of the promoted members, as in the JSON (and as SQL column names).
-    public static let names = ["objectId", "objectType", "coreType", "name", "externalId", "parentObjectId", "locationId"]
+    public static let names = [
+        "objectId", "objectType", "coreType", "name", "externalId", "parentObjectId", "locationId",
+    ]
 
     /// The promoted columns of an item's JSON.
     /// - Parameter object: the item's JSON.

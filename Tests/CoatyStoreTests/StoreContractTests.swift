@@ -67,11 +67,21 @@ struct StoreContractTests {
         #expect(byExternal.map(\.objectId.uuidString) == [SpecObjects.objectId(1)])
 
         // Join related objects (relations by objectId).
-        let joinFilter = ObjectFilter.allOf([ObjectFilterCondition("testId", .between(10, 20))]).orderBy("testObj.testId").take(3)
+        let joinFilter = ObjectFilter.allOf([ObjectFilterCondition("testId", .between(10, 20))]).orderBy(
+            "testObj.testId"
+        ).take(3)
         let joins = [
             ObjectJoinCondition(localProperty: "relatedId", asProperty: "resolvedTestObjects"),
-            ObjectJoinCondition(localProperty: "relatedId", asProperty: "resolvedExternalObject", isOneToOneRelation: true),
-            ObjectJoinCondition(localProperty: "relatedIds", asProperty: "resolvedTestValues", isLocalPropertyArray: true),
+            ObjectJoinCondition(
+                localProperty: "relatedId",
+                asProperty: "resolvedExternalObject",
+                isOneToOneRelation: true
+            ),
+            ObjectJoinCondition(
+                localProperty: "relatedIds",
+                asProperty: "resolvedTestValues",
+                isLocalPropertyArray: true
+            ),
         ]
         let joined = try await repository.fetchJSON(FetchOptions(filter: joinFilter, joins: joins))
         #expect(joined.count == 3)
@@ -93,10 +103,14 @@ struct StoreContractTests {
             skip: 10,
             take: 50
         )
-        let expectedIds = Array(((firstTestId - 10 - 49)...(firstTestId - 10)).reversed()).map { JSONValue.int(Int64($0)) }
+        let expectedIds = Array(((firstTestId - 10 - 49)...(firstTestId - 10)).reversed()).map {
+            JSONValue.int(Int64($0))
+        }
         #expect(try await repository.fetch(FetchOptions(filter: pagedFilter)).map(\.json["testId"]) == expectedIds)
         var batches: [[AnyCoatyObject]] = []
-        for try await batch in repository.pages(FetchOptions(filter: pagedFilter), pageSize: 13) { batches.append(batch) }
+        for try await batch in repository.pages(FetchOptions(filter: pagedFilter), pageSize: 13) {
+            batches.append(batch)
+        }
         #expect(batches.count == 4)
         #expect(batches.map(\.count) == [13, 13, 13, 11])
         #expect(batches.flatMap { $0 }.map(\.json["testId"]) == expectedIds)
@@ -108,17 +122,22 @@ struct StoreContractTests {
 
         // Object properties are aggregated.
         let tenToTwenty = ObjectFilter.allOf([
-            ObjectFilterCondition("testId", .between(10, 20)), ObjectFilterCondition("testObj.testId", .between(10, 20)),
+            ObjectFilterCondition("testId", .between(10, 20)),
+            ObjectFilterCondition("testObj.testId", .between(10, 20)),
         ])
         #expect(try await repository.aggregate(.sum, of: "testId", filter: tenToTwenty) == 165)
         #expect(try await repository.aggregate(.sum, of: "testObj.testId", filter: tenToTwenty) == 165)
         #expect(try await repository.aggregate(.sum, of: "..", filter: tenToTwenty) == 165)
-        #expect(try await repository.aggregate(.sum, of: ObjectFilterProperty(path: [".", ".", "."]), filter: tenToTwenty) == 165)
+        #expect(
+            try await repository.aggregate(.sum, of: ObjectFilterProperty(path: [".", ".", "."]), filter: tenToTwenty)
+                == 165
+        )
         #expect(try await repository.aggregate(.max, of: "testId", filter: tenToTwenty) == 20)
         #expect(try await repository.aggregate(.min, of: "testId", filter: tenToTwenty) == 10)
         #expect(try await repository.aggregate(.average, of: "testId", filter: tenToTwenty) == 15)
         let wrongCase = ObjectFilter.allOf([
-            ObjectFilterCondition("testid", .between(10, 20)), ObjectFilterCondition("testobj.testId", .between(10, 20)),
+            ObjectFilterCondition("testid", .between(10, 20)),
+            ObjectFilterCondition("testobj.testId", .between(10, 20)),
         ])
         #expect(try await repository.aggregate(.max, of: "testId", filter: wrongCase) == nil)
         let trueOnes = ObjectFilter.allOf([
@@ -126,7 +145,8 @@ struct StoreContractTests {
         ])
         #expect(try await repository.aggregate(.every, of: "testBool", filter: trueOnes) == true)
         let falseOnes = ObjectFilter.allOf([
-            ObjectFilterCondition("testBool", .notEquals(true)), ObjectFilterCondition("testObj.testBool", .notEquals(true)),
+            ObjectFilterCondition("testBool", .notEquals(true)),
+            ObjectFilterCondition("testObj.testBool", .notEquals(true)),
         ])
         #expect(try await repository.aggregate(.some, of: "testBool", filter: falseOnes) == false)
         let none = ObjectFilter.allOf([
@@ -211,7 +231,9 @@ struct StoreContractTests {
             receivedAt: .init(timeIntervalSince1970: 1_700_000_000.123)
         )
         try await object.write(to: connection, metadata: receipt)
-        let stored = try await connection.read { tx in try AnyCoatyObject.read(tx).withMetadata.byKey(object.objectId.uuidString) }
+        let stored = try await connection.read { tx in
+            try AnyCoatyObject.read(tx).withMetadata.byKey(object.objectId.uuidString)
+        }
         let found = try #require(stored)
         #expect(found.item == object)
         #expect(found.item.json["topic"] == nil)
@@ -240,7 +262,9 @@ struct StoreContractTests {
             (
                 all: try Light.read(tx).all(),
                 bright: try Light.read(tx).matching(.where("luminance", .greaterThan(0.4)).orderBy("luminance")),
-                byKeys: try Light.read(tx).byKeys([lights[2].objectId.uuidString, "missing", lights[0].objectId.uuidString]),
+                byKeys: try Light.read(tx).byKeys([
+                    lights[2].objectId.uuidString, "missing", lights[0].objectId.uuidString,
+                ]),
                 existing: try Note.read(tx).filterExisting(["2", "3", "1"]),
                 setting: try Setting.read(tx).withMetadata.byKey("volume"),
                 any: try AnyCoatyObject.read(tx).all().count,
@@ -308,7 +332,8 @@ struct CountCase: Sendable {
         CountCase(
             label: "between on two properties",
             filter: .allOf([
-                ObjectFilterCondition("testId", .between(10, 15)), ObjectFilterCondition("testObj.testId", .between(10, 15)),
+                ObjectFilterCondition("testId", .between(10, 15)),
+                ObjectFilterCondition("testObj.testId", .between(10, 15)),
             ]),
             count: 6
         ),
@@ -350,35 +375,43 @@ struct CountCase: Sendable {
         CountCase(
             label: "contains in any order",
             filter: .allOf([
-                ObjectFilterCondition("testValue", .contains([12, 11, "foo"])), ObjectFilterCondition("testId", .equals(11)),
+                ObjectFilterCondition("testValue", .contains([12, 11, "foo"])),
+                ObjectFilterCondition("testId", .equals(11)),
             ]),
             count: 1
         ),
         CountCase(
             label: "notContains and notBetween",
             filter: .allOf([
-                ObjectFilterCondition("testValue", .notContains([12, 11])), ObjectFilterCondition("testId", .notBetween(1, 3)),
+                ObjectFilterCondition("testValue", .notContains([12, 11])),
+                ObjectFilterCondition("testId", .notBetween(1, 3)),
             ]),
             count: 100 - 2 - 3
         ),
         CountCase(
             label: "or of contains and between",
             filter: .anyOf([
-                ObjectFilterCondition("testValue", .contains([12, 11])), ObjectFilterCondition("testId", .between(1, 3)),
+                ObjectFilterCondition("testValue", .contains([12, 11])),
+                ObjectFilterCondition("testId", .between(1, 3)),
             ]),
             count: 2 + 3
         ),
         CountCase(
             label: "in and notIn",
             filter: .allOf([
-                ObjectFilterCondition("testId", .in([1, "2", 4, 3])), ObjectFilterCondition("testId", .in([3, 4, "5"])),
+                ObjectFilterCondition("testId", .in([1, "2", 4, 3])),
+                ObjectFilterCondition("testId", .in([3, 4, "5"])),
                 ObjectFilterCondition("testId", .notIn([4, 5])),
             ]),
             count: 1
         ),
         CountCase(label: "empty result", filter: .where("testId", .between(100000, 200000)), count: 0),
         CountCase(label: "promoted string equality", filter: .where("externalId", .in(["101", "150", "x"])), count: 2),
-        CountCase(label: "promoted notEquals", filter: .where("objectType", .notEquals(.string(SpecObjects.objectType))), count: 0),
+        CountCase(
+            label: "promoted notEquals",
+            filter: .where("objectType", .notEquals(.string(SpecObjects.objectType))),
+            count: 0
+        ),
         CountCase(label: "exists on a promoted column", filter: .where("externalId", .exists), count: 100),
         CountCase(label: "paged count", filter: ObjectFilter().skip(95).take(10), count: 5),
     ]

@@ -94,7 +94,12 @@ struct TypedAPITransactionTests {
         let tx = RecordingTransaction()
         #expect(try Setting.read(tx).byKey("none") == nil)
         #expect(try Setting.read(tx).byKeys(["a", "b"]).isEmpty)
-        #expect(tx.calls == [.row(StoreIndex("settings", "none")), .row(StoreIndex("settings", "a")), .row(StoreIndex("settings", "b"))])
+        #expect(
+            tx.calls == [
+                .row(StoreIndex("settings", "none")), .row(StoreIndex("settings", "a")),
+                .row(StoreIndex("settings", "b")),
+            ]
+        )
     }
 
     @Test func writeEncodesItemAndMetadataBesideIt() throws {
@@ -104,10 +109,17 @@ struct TypedAPITransactionTests {
         #expect(
             tx.calls == [
                 .write(
-                    StoreRow(index: StoreIndex("settings", "volume"), object: ["id": "volume", "value": 7], metadata: ["changedBy": "bob"]),
+                    StoreRow(
+                        index: StoreIndex("settings", "volume"),
+                        object: ["id": "volume", "value": 7],
+                        metadata: ["changedBy": "bob"]
+                    ),
                     .upsert
                 ),
-                .write(StoreRow(index: StoreIndex("notes", "3"), object: ["id": 3, "text": "hi"], metadata: nil), .upsert),
+                .write(
+                    StoreRow(index: StoreIndex("notes", "3"), object: ["id": 3, "text": "hi"], metadata: nil),
+                    .upsert
+                ),
             ]
         )
     }
@@ -139,7 +151,10 @@ struct TypedAPITransactionTests {
 
     @Test func filterExistingUsesTheCollectionKeys() throws {
         let tx = RecordingTransaction()
-        tx.rowsByIndex[StoreIndex("notes", "2")] = StoreRow(index: StoreIndex("notes", "2"), object: ["id": 2, "text": "x"])
+        tx.rowsByIndex[StoreIndex("notes", "2")] = StoreRow(
+            index: StoreIndex("notes", "2"),
+            object: ["id": 2, "text": "x"]
+        )
         #expect(try Note.read(tx).filterExisting(["1", "2", "3"]) == ["2"])
         #expect(tx.calls == [.keys("notes")])
     }
@@ -184,7 +199,10 @@ struct TypedAPITransactionTests {
 
     @Test func wrongJSONThrowsADecodingError() {
         let tx = RecordingTransaction()
-        tx.rowsByIndex[StoreIndex("notes", "1")] = StoreRow(index: StoreIndex("notes", "1"), object: ["id": "not a number"])
+        tx.rowsByIndex[StoreIndex("notes", "1")] = StoreRow(
+            index: StoreIndex("notes", "1"),
+            object: ["id": "not a number"]
+        )
         #expect(throws: (any Error).self) { try Note.read(tx).byKey("1") }
     }
 }
