@@ -142,12 +142,12 @@ let package = Package(
         ),
         .testTarget(
             name: "CoatyKitTests",
-            dependencies: ["CoatyKit", "CoatyTesting"],
+            dependencies: ["CoatyKit", "CoatyTesting", "CoatyStore", "CoatySQLite"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "CoatyStoreTests",
-            dependencies: ["CoatyStore", "CoatySQLite"],
+            dependencies: ["CoatyStore", "CoatySQLite", "CoatyTesting"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,0 +1,640 @@
+public import CoatyCore
+public import Logging
+public import ServiceLifecycle
+import Synchronization
+
+/// An agent component that persists what it receives and answers from the store: the agent
+/// `coaty record` runs.
+///
+/// It stores every object received by Advertise (of the configured core types and object types)
+/// and by Channel (on the configured channel ids) with ``ReceiptMetadata``, removes objects and
+/// their descendants by `parentObjectId` on Deadvertise, answers each valid Query with exactly
+/// one Retrieve from the store (Coaty's filter semantics, joins by objectId), answers a Discover
+/// by objectId or externalId with a Resolve when the object is stored, and optionally applies
+/// Update events to stored objects and answers them with Complete.
+///
+/// Received objects pass through a bounded queue to one writer that commits them in batches:
+/// when the database falls behind, the observers wait (back-pressure, nothing is dropped by the
+/// recorder), and every mutation received before a Query, Discover or Update is committed before
+/// that request is answered.
+///
+/// ```swift
+/// let database = try SQLiteDatabase(path: "coaty.sqlite")
+/// let recorder = CoatyRecorder(manager: manager, connection: database.makeConnection())
+/// let group = ServiceGroup(services: [recorder, manager], gracefulShutdownSignals: [.sigterm], logger: logger)
+/// try await group.run()
+/// ```
+///
+/// Create (and ``run()``) the recorder before starting the manager, so the manager subscribes
+/// its topics before it advertises its identity.
+public final class CoatyRecorder: Service, Sendable {
+    /// What the recorder observes and how it writes.
+    public struct Configuration: Sendable, Hashable {
+        /// The core types whose Advertise events are stored (`ADV:<CoreType>`); all 12 by default.
+        public var coreTypes: [CoreType]
+        /// Further object types whose Advertise events are stored (`ADV::<objectType>`); only
+        /// needed for object types whose core type is not in ``coreTypes``.
+        public var objectTypes: [String]
+        /// The channel ids whose Channel events are stored.
+        public var channelIds: [String]
+        /// Whether Update events (of ``coreTypes``) are applied to stored objects and answered
+        /// with Complete.
+        public var acceptUpdates: Bool
+        /// Whether Query events are answered from the store.
+        public var answersQueries: Bool
+        /// Whether Discover events by objectId or externalId are answered from the store.
+        public var answersDiscovers: Bool
+        /// The most mutations waiting for the database; observers wait when it is reached.
+        public var queueCapacity: Int
+        /// The most mutations committed in one transaction.
+        public var maxBatchSize: Int
+        /// How long the writer waits for a batch to fill before committing a partial batch.
+        public var batchInterval: Duration
+        /// The buffer size of ``CoatyRecorder/events()`` sequences; older events are dropped
+        /// (they are informational, for a verbose mode).
+        public var eventBufferLimit: Int
+
+        /// A configuration.
+        /// - Parameters:
+        ///   - coreTypes: core types to store; all by default.
+        ///   - objectTypes: further object types to store.
+        ///   - channelIds: channel ids to store.
+        ///   - acceptUpdates: apply and complete Update events.
+        ///   - answersQueries: answer Query events.
+        ///   - answersDiscovers: answer Discover events.
+        ///   - queueCapacity: the bounded queue's size.
+        ///   - maxBatchSize: the largest batch per transaction.
+        ///   - batchInterval: the longest wait for a batch to fill.
+        ///   - eventBufferLimit: the buffer of each event sequence.
+        public init(
+            coreTypes: [CoreType] = CoreType.allCases,
+            objectTypes: [String] = [],
+            channelIds: [String] = [],
+            acceptUpdates: Bool = false,
+            answersQueries: Bool = true,
+            answersDiscovers: Bool = true,
+            queueCapacity: Int = 4096,
+            maxBatchSize: Int = 512,
+            batchInterval: Duration = .milliseconds(5),
+            eventBufferLimit: Int = 10_000
+        ) {
+            self.coreTypes = coreTypes
+            self.objectTypes = objectTypes
+            self.channelIds = channelIds
+            self.acceptUpdates = acceptUpdates
+            self.answersQueries = answersQueries
+            self.answersDiscovers = answersDiscovers
+            self.queueCapacity = queueCapacity
+            self.maxBatchSize = maxBatchSize
+            self.batchInterval = batchInterval
+            self.eventBufferLimit = eventBufferLimit
+        }
+    }
+
+    /// The manager events are received and answered with.
+    public let manager: CommunicationManager
+    /// The store.
+    public let storage: any RecorderStorage
+    /// The configuration.
+    public let configuration: Configuration
+    /// The logger.
+    public let logger: Logger
+
+    private let queue: IngestQueue
+    private let stats = Mutex(RecorderStatistics())
+    private let control = Mutex(Control())
+    private let eventSinks = Mutex([Int: AsyncStream<RecorderEvent>.Continuation]())
+
+    private struct Control {
+        var running = false
+        var stopRequested = false
+        var stopWaiter: CheckedContinuation<Void, Never>?
+        var ready = false
+        var readyWaiters: [CheckedContinuation<Void, Never>] = []
+        var nextSink = 0
+    }
+
+    /// A recorder over any ``RecorderStorage``.
+    /// - Parameters:
+    ///   - manager: the communication manager (started separately).
+    ///   - storage: the store.
+    ///   - configuration: what to observe and how to write.
+    ///   - logger: where to log; nothing by default.
+    public init(
+        manager: CommunicationManager,
+        storage: any RecorderStorage,
+        configuration: Configuration = Configuration(),
+        logger: Logger = Logger(label: "coaty.recorder", factory: { _ in SwiftLogNoOpLogHandler() })
+    ) {
+        self.manager = manager
+        self.storage = storage
+        self.configuration = configuration
+        self.logger = logger
+        self.queue = IngestQueue(capacity: configuration.queueCapacity)
+    }
+
+    /// A recorder over a database connection (in-memory, SQLite, …).
+    /// - Parameters:
+    ///   - manager: the communication manager (started separately).
+    ///   - connection: the connection.
+    ///   - configuration: what to observe and how to write.
+    ///   - logger: where to log; nothing by default.
+    public convenience init(
+        manager: CommunicationManager,
+        connection: some ConnectionType,
+        configuration: Configuration = Configuration(),
+        logger: Logger = Logger(label: "coaty.recorder", factory: { _ in SwiftLogNoOpLogHandler() })
+    ) {
+        self.init(
+            manager: manager,
+            storage: ConnectionRecorderStorage(connection),
+            configuration: configuration,
+            logger: logger
+        )
+    }
+
+    // MARK: Observing the recorder
+
+    /// The counters so far.
+    public var statistics: RecorderStatistics { stats.withLock { $0 } }
+
+    /// The recorder's events (stored, removed, answered, failed) from now on, for a verbose
+    /// mode; ends when ``run()`` ends. Beyond ``Configuration/eventBufferLimit`` unread events
+    /// the oldest are dropped.
+    /// - Returns: the events.
+    public func events() -> RecorderEvents {
+        let (stream, continuation) = AsyncStream<RecorderEvent>.makeStream(
+            bufferingPolicy: .bufferingNewest(max(1, configuration.eventBufferLimit))
+        )
+        let id = control.withLock { control in
+            defer { control.nextSink += 1 }
+            return control.nextSink
+        }
+        eventSinks.withLock { $0[id] = continuation }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.eventSinks.withLock { $0.removeValue(forKey: id) }
+        }
+        return RecorderEvents(stream: stream)
+    }
+
+    /// Waits until ``run()`` has registered every observation, the manager is online and the
+    /// broker acknowledged the subscriptions.
+    public func ready() async {
+        await withCheckedContinuation { continuation in
+            let now = control.withLock { control -> Bool in
+                if control.ready { return true }
+                control.readyWaiters.append(continuation)
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
+
+    /// Waits until every object received so far is committed to the store.
+    public func flush() async {
+        await queue.flush()
+    }
+
+    // MARK: Running
+
+    /// Observes, stores and answers until graceful shutdown, cancellation or ``stop()``; then
+    /// stops observing, commits every object already received, and returns.
+    ///
+    /// - Throws: ``CommunicationError`` for an invalid object type or channel id in the
+    ///   configuration; ``RecorderError/alreadyRunning`` when called twice.
+    public func run() async throws {
+        let begin = control.withLock { control -> Bool in
+            guard !control.running else { return false }
+            control.running = true
+            return true
+        }
+        guard begin else { throw RecorderError.alreadyRunning }
+        defer { finishEvents() }
+
+        let ingest = try makeIngestObservations()
+        let queries = configuration.answersQueries ? try manager.observeQuery() : nil
+        let discovers = configuration.answersDiscovers ? try manager.observeDiscover() : nil
+        var updateObservations: [EventObservation<UpdateEvent<AnyCoatyObject>>] = []
+        if configuration.acceptUpdates {
+            for coreType in configuration.coreTypes {
+                updateObservations.append(try manager.observeUpdate(coreType: coreType))
+            }
+        }
+        let updates = updateObservations
+        let deadvertises = try manager.observeDeadvertise()
+
+        let writer = Task { await self.writeLoop() }
+        await withGracefulShutdownHandler {
+            await withTaskGroup(of: Void.self) { group in
+                for observation in ingest { group.addTask { await self.pump(observation) } }
+                group.addTask { await self.pumpDeadvertise(deadvertises) }
+                if let queries { group.addTask { await self.answer(queries) } }
+                if let discovers { group.addTask { await self.answer(discovers) } }
+                for observation in updates { group.addTask { await self.answer(observation) } }
+                group.addTask {
+                    // Ready means subscribed at the broker: wait for the connection first.
+                    for await state in self.manager.communicationStates() where state == .online { break }
+                    for observation in ingest { await observation.subscribed() }
+                    await deadvertises.subscribed()
+                    await queries?.subscribed()
+                    await discovers?.subscribed()
+                    for update in updates { await update.subscribed() }
+                    self.markReady()
+                }
+                group.addTask { await self.waitForStop() }
+                while await group.next() != nil {
+                    if control.withLock({ $0.stopRequested }) || Task.isCancelled { break }
+                }
+                // Take over what the observers already hold before ending them (not possible
+                // after cancellation: the observations end at once then).
+                if !Task.isCancelled { await self.settleAndFlush() }
+                group.cancelAll()
+            }
+        } onGracefulShutdown: {
+            self.stop()
+        }
+        queue.close()
+        await writer.value
+        logger.info("Recorder stopped", metadata: ["statistics": "\(statistics)"])
+    }
+
+    /// Asks ``run()`` to stop observing, commit what it received and return.
+    public func stop() {
+        let waiter = control.withLock { control in
+            control.stopRequested = true
+            defer { control.stopWaiter = nil }
+            return control.stopWaiter
+        }
+        waiter?.resume()
+    }
+
+    private func waitForStop() async {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let now = control.withLock { control -> Bool in
+                    if control.stopRequested || Task.isCancelled { return true }
+                    control.stopWaiter = continuation
+                    return false
+                }
+                if now { continuation.resume() }
+            }
+        } onCancel: {
+            self.stop()
+        }
+    }
+
+    private func markReady() {
+        let waiters = control.withLock { control in
+            control.ready = true
+            defer { control.readyWaiters.removeAll() }
+            return control.readyWaiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    // MARK: Ingest
+
+    private enum IngestObservation: Sendable {
+        case advertise(EventObservation<AdvertiseEvent<AnyCoatyObject>>)
+        case channel(EventObservation<ChannelEvent>)
+
+        func subscribed() async {
+            switch self {
+            case .advertise(let observation): await observation.subscribed()
+            case .channel(let observation): await observation.subscribed()
+            }
+        }
+    }
+
+    private func makeIngestObservations() throws -> [IngestObservation] {
+        var observations: [IngestObservation] = []
+        for coreType in configuration.coreTypes {
+            observations.append(.advertise(try manager.observeAdvertise(coreType: coreType)))
+        }
+        for objectType in configuration.objectTypes {
+            observations.append(.advertise(try manager.observeAdvertise(objectType: objectType)))
+        }
+        for channelId in configuration.channelIds {
+            observations.append(.channel(try manager.observeChannel(channelId)))
+        }
+        return observations
+    }
+
+    private func pump(_ observation: IngestObservation) async {
+        switch observation {
+        case .advertise(let events):
+            for await event in events {
+                let receipt = ReceiptMetadata(sourceId: event.sourceId, eventType: "Advertise", topic: event.topic.name)
+                await enqueue(.store(event.object, receipt))
+            }
+        case .channel(let events):
+            for await event in events {
+                let receipt = ReceiptMetadata(sourceId: event.sourceId, eventType: "Channel", topic: event.topic.name)
+                for object in event.data.objects { await enqueue(.store(object, receipt)) }
+            }
+        }
+    }
+
+    private func pumpDeadvertise(_ events: EventObservation<DeadvertiseEvent>) async {
+        for await event in events where !event.objectIds.isEmpty {
+            await enqueue(.remove(objectIds: event.objectIds.map(\.uuidString)))
+        }
+    }
+
+    private func enqueue(_ mutation: RecorderMutation) async {
+        stats.withLock { $0.received += 1 }
+        let (depth, waited) = await queue.enqueue(mutation)
+        stats.withLock { stats in
+            stats.peakQueueDepth = max(stats.peakQueueDepth, depth)
+            if waited { stats.backPressureWaits += 1 }
+        }
+    }
+
+    // MARK: Writing
+
+    private func writeLoop() async {
+        defer { queue.releaseFlushes() }
+        while let batch = await queue.nextBatch(
+            maxCount: configuration.maxBatchSize,
+            interval: configuration.batchInterval
+        ) {
+            await write(batch)
+            queue.markCommitted()
+        }
+    }
+
+    /// Commits a batch in one transaction; when that fails, commits each mutation on its own so
+    /// one bad mutation costs only itself (it is counted and logged).
+    private func write(_ batch: [RecorderMutation]) async {
+        do {
+            let outcomes = try await storage.apply(batch)
+            committed(batch, outcomes: outcomes, batches: 1)
+            return
+        } catch {
+            logger.warning(
+                "Batch write failed; writing its mutations one by one",
+                metadata: ["count": "\(batch.count)", "error": "\(error)"]
+            )
+        }
+        for mutation in batch {
+            do {
+                let outcomes = try await storage.apply([mutation])
+                committed([mutation], outcomes: outcomes, batches: 1)
+            } catch {
+                stats.withLock { $0.failedWrites += 1 }
+                logger.error("Could not store a received mutation", metadata: ["error": "\(error)"])
+                emit(.failed(message: "could not store: \(error)"))
+            }
+        }
+    }
+
+    private func committed(_ batch: [RecorderMutation], outcomes: [RecorderMutationOutcome], batches: Int) {
+        var stored = 0
+        var removed = 0
+        for outcome in outcomes {
+            switch outcome {
+            case .stored: stored += 1
+            case .removed(let ids): removed += ids.count
+            }
+        }
+        stats.withLock { stats in
+            stats.stored += stored
+            stats.removed += removed
+            stats.batches += batches
+        }
+        guard eventSinks.withLock({ !$0.isEmpty }) else { return }
+        for (mutation, outcome) in zip(batch, outcomes) {
+            switch (mutation, outcome) {
+            case (.store(let object, let receipt), _):
+                emit(.stored(objectId: object.objectId, objectType: object.objectType, receipt: receipt))
+            case (.remove, .removed(let ids)):
+                emit(.removed(objectIds: ids))
+            default: break
+            }
+        }
+    }
+
+    // MARK: Answering
+
+    /// Lets the observers hand over what the manager delivered before the request (it dispatches
+    /// messages in arrival order, so those events are already in the observers' buffers), then
+    /// waits until all of it is committed.
+    ///
+    /// The observers' buffers cannot be inspected, so "handed over" means: no observer waits for
+    /// room in the queue and none took a new event for a few scheduler turns. Under a continuous
+    /// stream it gives up after a bounded number of turns and answers from what is committed.
+    private func settleAndFlush() async {
+        var stableTurns = 0
+        var turns = 0
+        while stableTurns < 3 && turns < 256 {
+            let before = stats.withLock { $0.received }
+            if queue.hasBlockedProducers { await queue.flush() }
+            await Task.yield()
+            let quiet = stats.withLock({ $0.received }) == before && !queue.hasBlockedProducers
+            stableTurns = quiet ? stableTurns + 1 : 0
+            turns += 1
+        }
+        await queue.flush()
+    }
+
+    private func answer(_ queries: EventObservation<QueryEvent>) async {
+        for await query in queries {
+            await settleAndFlush()
+            let scope: StoreScope
+            if let objectTypes = query.data.objectTypes {
+                scope = .collections(objectTypes)
+            } else {
+                scope = .coreTypes((query.data.coreTypes ?? []).map(\.rawValue))
+            }
+            do {
+                let json = try await storage.objects(
+                    in: scope,
+                    filter: query.data.objectFilter,
+                    joins: query.data.objectJoinConditions?.conditions ?? []
+                )
+                let objects = decode(json)
+                try await query.retrieve(objects: objects)
+                stats.withLock { $0.answeredQueries += 1 }
+                emit(.retrieved(correlationId: query.topic.correlationUUID, count: objects.count))
+            } catch {
+                stats.withLock { $0.failedAnswers += 1 }
+                logger.error("Could not answer a Query", metadata: ["error": "\(error)"])
+                emit(.failed(message: "could not answer a Query: \(error)"))
+            }
+        }
+    }
+
+    private func answer(_ discovers: EventObservation<DiscoverEvent>) async {
+        for await discover in discovers {
+            let data = discover.data
+            let lookup: (property: String, value: String)
+            if let objectId = data.objectId {
+                lookup = ("objectId", objectId.uuidString)
+            } else if let externalId = data.externalId {
+                lookup = ("externalId", externalId)
+            } else {
+                continue  // by types only: not answered from the store
+            }
+            await settleAndFlush()
+            do {
+                let candidates = decode(try await storage.objects(where: lookup.property, equals: lookup.value))
+                guard let object = candidates.first(where: data.matches) else { continue }
+                try await discover.resolve(object: object)
+                stats.withLock { $0.answeredDiscovers += 1 }
+                emit(.resolved(correlationId: discover.topic.correlationUUID, objectId: object.objectId))
+            } catch {
+                stats.withLock { $0.failedAnswers += 1 }
+                logger.error("Could not answer a Discover", metadata: ["error": "\(error)"])
+                emit(.failed(message: "could not answer a Discover: \(error)"))
+            }
+        }
+    }
+
+    private func answer(_ updates: EventObservation<UpdateEvent<AnyCoatyObject>>) async {
+        for await update in updates {
+            await settleAndFlush()
+            let receipt = ReceiptMetadata(sourceId: update.sourceId, eventType: "Update", topic: update.topic.name)
+            do {
+                guard let json = try await storage.update(update.object, receipt: receipt) else {
+                    stats.withLock { $0.ignoredUpdates += 1 }
+                    continue
+                }
+                let object = try manager.registry.decode(json)
+                try await update.complete(object: object)
+                stats.withLock { $0.completedUpdates += 1 }
+                emit(.updated(objectId: object.objectId, objectType: object.objectType, receipt: receipt))
+            } catch {
+                stats.withLock { $0.failedAnswers += 1 }
+                logger.error("Could not apply an Update", metadata: ["error": "\(error)"])
+                emit(.failed(message: "could not apply an Update: \(error)"))
+            }
+        }
+    }
+
+    /// Decodes stored JSON into objects, skipping (and logging) rows that are no Coaty object.
+    private func decode(_ json: [JSONValue]) -> [AnyCoatyObject] {
+        json.compactMap { value in
+            do {
+                return try manager.registry.decode(value)
+            } catch {
+                logger.warning("Skipped a stored row that is not a Coaty object", metadata: ["error": "\(error)"])
+                return nil
+            }
+        }
+    }
+
+    // MARK: Events
+
+    private func emit(_ event: RecorderEvent) {
+        let sinks = eventSinks.withLock { Array($0.values) }
+        for sink in sinks { sink.yield(event) }
+    }
+
+    private func finishEvents() {
+        let sinks = eventSinks.withLock { sinks in
+            defer { sinks.removeAll() }
+            return Array(sinks.values)
+        }
+        for sink in sinks { sink.finish() }
+        control.withLock { control in
+            control.running = false
+            control.stopRequested = false
+            control.ready = false
+        }
+    }
+}
+
+/// The counters of a ``CoatyRecorder``.
+public struct RecorderStatistics: Sendable, Hashable, CustomStringConvertible {
+    /// Mutations received (objects to store and Deadvertise events).
+    public var received = 0
+    /// Objects committed to the store.
+    public var stored = 0
+    /// Objects removed (deadvertised ones and their descendants).
+    public var removed = 0
+    /// Transactions committed.
+    public var batches = 0
+    /// The most mutations that waited for the database at once (at most the queue capacity).
+    public var peakQueueDepth = 0
+    /// How often an observer waited for room in the queue (back-pressure).
+    public var backPressureWaits = 0
+    /// Mutations that could not be committed even on their own.
+    public var failedWrites = 0
+    /// Query events answered with a Retrieve.
+    public var answeredQueries = 0
+    /// Discover events answered with a Resolve.
+    public var answeredDiscovers = 0
+    /// Update events applied and answered with a Complete.
+    public var completedUpdates = 0
+    /// Update events of objects that are not stored (not answered).
+    public var ignoredUpdates = 0
+    /// Requests that could not be answered because of a store or publication error.
+    public var failedAnswers = 0
+
+    /// No counts.
+    public init() {}
+
+    /// The counts on one line.
+    public var description: String {
+        "received \(received), stored \(stored), removed \(removed), batches \(batches), "
+            + "failed writes \(failedWrites), queries \(answeredQueries), discovers \(answeredDiscovers), "
+            + "updates \(completedUpdates) (ignored \(ignoredUpdates)), failed answers \(failedAnswers)"
+    }
+}
+
+/// What a ``CoatyRecorder`` did, one event at a time (see ``CoatyRecorder/events()``).
+public enum RecorderEvent: Sendable, Hashable {
+    /// An object was committed.
+    case stored(objectId: CoatyUUID, objectType: String, receipt: ReceiptMetadata)
+    /// Objects were removed (a Deadvertise and its descendants).
+    case removed(objectIds: [String])
+    /// A Query was answered with this many objects.
+    case retrieved(correlationId: CoatyUUID?, count: Int)
+    /// A Discover was answered with this object.
+    case resolved(correlationId: CoatyUUID?, objectId: CoatyUUID)
+    /// An Update was applied and completed.
+    case updated(objectId: CoatyUUID, objectType: String, receipt: ReceiptMetadata)
+    /// Something could not be stored or answered (also logged).
+    case failed(message: String)
+}
+
+/// The events of a ``CoatyRecorder``, as an `AsyncSequence`.
+public struct RecorderEvents: AsyncSequence, Sendable {
+    /// Never fails.
+    public typealias Failure = Never
+    /// An event.
+    public typealias Element = RecorderEvent
+
+    let stream: AsyncStream<RecorderEvent>
+
+    /// Creates the iterator.
+    /// - Returns: the iterator.
+    public func makeAsyncIterator() -> Iterator { Iterator(base: stream.makeAsyncIterator()) }
+
+    /// The iterator of ``RecorderEvents``.
+    public struct Iterator: AsyncIteratorProtocol {
+        var base: AsyncStream<RecorderEvent>.Iterator
+
+        /// The next event, or `nil` when the recorder stopped.
+        public mutating func next() async -> RecorderEvent? { await base.next() }
+
+        /// The next event, or `nil` when the recorder stopped.
+        /// - Parameter actor: the caller's isolation.
+        public mutating func next(isolation actor: isolated (any Actor)?) async -> RecorderEvent? {
+            await base.next(isolation: actor)
+        }
+    }
+}
+
+/// Errors of a ``CoatyRecorder``.
+public enum RecorderError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// ``CoatyRecorder/run()`` was called while it runs; run one recorder once at a time.
+    case alreadyRunning
+
+    /// What happened and what to do.
+    public var description: String {
+        switch self {
+        case .alreadyRunning: "The recorder is already running; call run() once and stop() it before running again."
+        }
+    }
+}

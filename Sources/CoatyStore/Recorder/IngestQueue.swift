@@ -1,0 +1,185 @@
+import Synchronization
+
+/// The bounded FIFO between the recorder's observers (producers) and its database writer (one
+/// consumer): a producer **waits** while the queue is full (back-pressure, never a drop), the
+/// writer takes batches, and ``flush()`` waits until everything enqueued so far is committed.
+final class IngestQueue: Sendable {
+    private struct State {
+        var buffer: [RecorderMutation] = []
+        var head = 0
+        var enqueued: UInt64 = 0
+        var committed: UInt64 = 0
+        var taken: UInt64 = 0
+        var closed = false
+        var finished = false
+        var blockedProducers = 0
+        var producers: [CheckedContinuation<Void, Never>] = []
+        var consumer: CheckedContinuation<Void, Never>?
+        var wakeAt = 1
+        var generation: UInt64 = 0
+        var flushWaiters: [(target: UInt64, continuation: CheckedContinuation<Void, Never>)] = []
+
+        var count: Int { buffer.count - head }
+        var flushRequested: Bool { !flushWaiters.isEmpty }
+
+        mutating func takeConsumer() -> CheckedContinuation<Void, Never>? {
+            defer { consumer = nil }
+            return consumer
+        }
+    }
+
+    let capacity: Int
+    private let state = Mutex(State())
+
+    init(capacity: Int) {
+        self.capacity = max(1, capacity)
+    }
+
+    /// How many mutations wait to be written.
+    var pending: Int { state.withLock { $0.count } }
+
+    /// Whether a producer waits for room.
+    var hasBlockedProducers: Bool { state.withLock { $0.blockedProducers > 0 } }
+
+    /// Appends a mutation, waiting while the queue is full. After ``close()`` the mutation is
+    /// still accepted (the writer drains everything before it ends).
+    /// - Returns: the queue depth after appending, and whether the producer had to wait.
+    @discardableResult
+    func enqueue(_ mutation: RecorderMutation) async -> (depth: Int, waited: Bool) {
+        var waited = false
+        while true {
+            let accepted = state.withLock { state -> (Int?, CheckedContinuation<Void, Never>?) in
+                guard state.count < capacity || state.closed else { return (nil, nil) }
+                state.buffer.append(mutation)
+                state.enqueued += 1
+                let wake = state.count >= state.wakeAt ? state.takeConsumer() : nil
+                return (state.count, wake)
+            }
+            if let depth = accepted.0 {
+                accepted.1?.resume()
+                return (depth, waited)
+            }
+            waited = true
+            state.withLock { $0.blockedProducers += 1 }
+            await withCheckedContinuation { continuation in
+                let resumeNow = state.withLock { state -> Bool in
+                    if state.count < capacity || state.closed { return true }
+                    state.producers.append(continuation)
+                    return false
+                }
+                if resumeNow { continuation.resume() }
+            }
+            state.withLock { $0.blockedProducers -= 1 }
+        }
+    }
+
+    /// Waits until every mutation enqueued before this call is committed (or returns at once when
+    /// the writer has ended).
+    func flush() async {
+        await withCheckedContinuation { continuation in
+            let (done, wake) = state.withLock { state -> (Bool, CheckedContinuation<Void, Never>?) in
+                if state.committed >= state.enqueued || state.finished { return (true, nil) }
+                state.flushWaiters.append((state.enqueued, continuation))
+                return (false, state.takeConsumer())
+            }
+            wake?.resume()
+            if done { continuation.resume() }
+        }
+    }
+
+    /// Ends the queue: the writer drains what is queued and then gets `nil`.
+    func close() {
+        let (consumer, producers) = state.withLock { state in
+            state.closed = true
+            defer { state.producers.removeAll() }
+            return (state.takeConsumer(), state.producers)
+        }
+        consumer?.resume()
+        for producer in producers { producer.resume() }
+    }
+
+    /// The next batch of at most `maxCount` mutations: waits for the first, then up to
+    /// `interval` for the batch to fill (cut short by a full batch, a flush or ``close()``).
+    /// Returns `nil` when the queue is closed and empty.
+    func nextBatch(maxCount: Int, interval: Duration) async -> [RecorderMutation]? {
+        let maxCount = max(1, maxCount)
+        // Wait for the first mutation.
+        while !(await park(untilCount: 1, orFlush: false, timer: nil)) {}
+        // Give the batch a short time to fill unless there is a reason to write now.
+        if interval > .zero {
+            _ = await park(untilCount: maxCount, orFlush: true, timer: interval)
+        }
+        let (batch, producers) = state.withLock { state -> ([RecorderMutation], [CheckedContinuation<Void, Never>]) in
+            let end = min(state.buffer.count, state.head + maxCount)
+            let batch = Array(state.buffer[state.head..<end])
+            state.head = end
+            state.taken += UInt64(batch.count)
+            if state.head > 4096 && state.head * 2 >= state.buffer.count {
+                state.buffer.removeFirst(state.head)
+                state.head = 0
+            }
+            defer { state.producers.removeAll() }
+            return (batch, state.producers)
+        }
+        for producer in producers { producer.resume() }
+        return batch.isEmpty ? nil : batch
+    }
+
+    /// Marks the last taken batch as committed (or given up) and wakes the flushes it satisfies.
+    func markCommitted() {
+        let ready = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.committed = state.taken
+            var ready: [CheckedContinuation<Void, Never>] = []
+            state.flushWaiters.removeAll { waiter in
+                guard waiter.target <= state.committed else { return false }
+                ready.append(waiter.continuation)
+                return true
+            }
+            return ready
+        }
+        for continuation in ready { continuation.resume() }
+    }
+
+    /// Marks the writer as ended and wakes every flush waiter.
+    func releaseFlushes() {
+        let waiters = state.withLock { state in
+            state.finished = true
+            defer { state.flushWaiters.removeAll() }
+            return state.flushWaiters.map(\.continuation)
+        }
+        for continuation in waiters { continuation.resume() }
+    }
+
+    /// Returns `true` at once when `count` mutations are queued, the queue is closed or (with
+    /// `orFlush`) a flush waits; otherwise parks the consumer until one of these happens or `timer` elapses,
+    /// and returns `false`.
+    private func park(untilCount count: Int, orFlush: Bool, timer: Duration?) async -> Bool {
+        let ready = state.withLock { state in state.count >= count || state.closed || (orFlush && state.flushRequested)
+        }
+        if ready { return true }
+        var timerTask: Task<Void, Never>?
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let (now, generation) = state.withLock { state -> (Bool, UInt64) in
+                if state.count >= count || state.closed || (orFlush && state.flushRequested) { return (true, 0) }
+                state.consumer = continuation
+                state.wakeAt = count
+                state.generation += 1
+                return (false, state.generation)
+            }
+            if now {
+                continuation.resume()
+            } else if let timer {
+                timerTask = Task { [weak self] in
+                    try? await Task.sleep(for: timer)
+                    self?.wakeConsumer(generation: generation)
+                }
+            }
+        }
+        timerTask?.cancel()
+        return false
+    }
+
+    private func wakeConsumer(generation: UInt64) {
+        state.withLock { state in state.generation == generation ? state.takeConsumer() : nil }?.resume()
+    }
+}

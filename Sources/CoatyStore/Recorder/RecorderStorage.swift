@@ -1,0 +1,178 @@
+public import CoatyCore
+
+/// One change the recorder applies to its store, in arrival order.
+public enum RecorderMutation: Sendable, Hashable {
+    /// Store (insert or replace) a received object with how it was received. Rows of the same
+    /// objectId under another object type are removed, so an objectId is stored once.
+    case store(AnyCoatyObject, ReceiptMetadata)
+    /// Remove the objects with these objectIds and, recursively, their children by
+    /// `parentObjectId` (a Deadvertise).
+    case remove(objectIds: [String])
+}
+
+/// What applying one ``RecorderMutation`` did.
+public enum RecorderMutationOutcome: Sendable, Hashable {
+    /// The object was stored.
+    case stored
+    /// These objectIds were removed (the deadvertised ones that were stored, and their
+    /// descendants).
+    case removed([String])
+}
+
+/// The store a ``CoatyRecorder`` writes to and answers from.
+///
+/// ``ConnectionRecorderStorage`` implements it once for every ``ConnectionType`` backend
+/// (in-memory, SQLite); a backend without synchronous transactions implements these five
+/// operations directly.
+public protocol RecorderStorage: Sendable {
+    /// Applies mutations in order, in **one** transaction: all of them are committed, or none.
+    /// - Parameter mutations: the mutations, in arrival order.
+    /// - Returns: one outcome per mutation, in the same order.
+    /// - Throws: a backend or encoding error; nothing is committed then.
+    func apply(_ mutations: [RecorderMutation]) async throws -> [RecorderMutationOutcome]
+
+    /// The objects a Query selects: in scope, matching the filter (conditions, ordering, skip,
+    /// take, with Coaty's exact semantics), joins resolved by objectId.
+    /// - Parameters:
+    ///   - scope: the object types or core types queried.
+    ///   - filter: the Query's object filter.
+    ///   - joins: the Query's join conditions.
+    /// - Returns: the objects' JSON.
+    /// - Throws: a backend error.
+    func objects(in scope: StoreScope, filter: ObjectFilter?, joins: [ObjectJoinCondition]) async throws -> [JSONValue]
+
+    /// The stored objects whose member `property` (`objectId` or `externalId`) equals `value`,
+    /// in insertion order.
+    /// - Parameters:
+    ///   - property: the member name.
+    ///   - value: the value.
+    /// - Returns: the objects' JSON.
+    /// - Throws: a backend error.
+    func objects(where property: String, equals value: String) async throws -> [JSONValue]
+
+    /// Replaces the stored object with the same objectId by `object` (an Update), keeping one
+    /// row per objectId; does nothing when no object with that objectId is stored.
+    /// - Parameters:
+    ///   - object: the updated object.
+    ///   - receipt: how the Update was received.
+    /// - Returns: the stored object's JSON after the update, or `nil` when it was not stored.
+    /// - Throws: a backend or encoding error.
+    func update(_ object: AnyCoatyObject, receipt: ReceiptMetadata) async throws -> JSONValue?
+}
+
+/// ``RecorderStorage`` over any ``ConnectionType`` (``InMemoryConnection``, the SQLite
+/// connection, a test double).
+///
+/// ```swift
+/// let storage = ConnectionRecorderStorage(try SQLiteDatabase(path: "coaty.sqlite").makeConnection())
+/// ```
+public struct ConnectionRecorderStorage<Connection: ConnectionType>: RecorderStorage {
+    /// The connection.
+    public let connection: Connection
+
+    /// Storage over a connection.
+    /// - Parameter connection: the connection.
+    public init(_ connection: Connection) {
+        self.connection = connection
+    }
+
+    /// See ``RecorderStorage/apply(_:)``.
+    public func apply(_ mutations: [RecorderMutation]) async throws -> [RecorderMutationOutcome] {
+        try await connection.write { tx in
+            // One lookup per batch for the objectIds stored under another object type.
+            let ids = mutations.compactMap { mutation -> JSONValue? in
+                if case .store(let object, _) = mutation { return .string(object.objectId.uuidString) }
+                return nil
+            }
+            var otherRows: [String: [StoreIndex]] = [:]
+            if !ids.isEmpty {
+                for row in try tx.rows(matching: Self.byObjectId(ids)) {
+                    if let id = row.object["objectId"]?.stringValue { otherRows[id, default: []].append(row.index) }
+                }
+            }
+            let writer = AnyCoatyObject.writer(tx)
+            var outcomes: [RecorderMutationOutcome] = []
+            outcomes.reserveCapacity(mutations.count)
+            for mutation in mutations {
+                switch mutation {
+                case .store(let object, let receipt):
+                    let id = object.objectId.uuidString
+                    let index = StoreIndex(object.objectType, id)
+                    for other in otherRows[id] ?? [] where other != index { try tx.removeRow(at: other) }
+                    otherRows[id] = [index]
+                    try writer.write(object, metadata: receipt)
+                    outcomes.append(.stored)
+                case .remove(let objectIds):
+                    let removed = try Self.removeWithDescendants(objectIds, in: tx)
+                    for id in removed { otherRows[id] = nil }
+                    outcomes.append(.removed(removed))
+                }
+            }
+            return outcomes
+        }
+    }
+
+    /// See ``RecorderStorage/objects(in:filter:joins:)``.
+    public func objects(in scope: StoreScope, filter: ObjectFilter?, joins: [ObjectJoinCondition]) async throws
+        -> [JSONValue]
+    {
+        let repository = StoreRepository(
+            connection: connection,
+            coding: StoreCoding<JSONValue, NoMetadata>(
+                scope: scope,
+                index: { StoreIndex($0["objectType"]?.stringValue ?? "", $0["objectId"]?.stringValue ?? "") },
+                indexForKey: { _ in nil },
+                encode: { $0 },
+                decode: { $0 }
+            )
+        )
+        return try await repository.fetchJSON(FetchOptions(filter: filter, joins: joins))
+    }
+
+    /// See ``RecorderStorage/objects(where:equals:)``.
+    public func objects(where property: String, equals value: String) async throws -> [JSONValue] {
+        let filter = ObjectFilter.where(ObjectFilterProperty(path: [property]), .equals(.string(value)))
+        return try await connection.read { tx in
+            try tx.rows(matching: StoreQuery(scope: .coatyObjects, filter: filter)).map(\.object)
+        }
+    }
+
+    /// See ``RecorderStorage/update(_:receipt:)``.
+    public func update(_ object: AnyCoatyObject, receipt: ReceiptMetadata) async throws -> JSONValue? {
+        try await connection.write { tx in
+            let id = object.objectId.uuidString
+            let existing = try tx.rows(matching: Self.byObjectId([.string(id)]))
+            guard !existing.isEmpty else { return nil }
+            let index = StoreIndex(object.objectType, id)
+            for row in existing where row.index != index { try tx.removeRow(at: row.index) }
+            try AnyCoatyObject.writer(tx).write(object, metadata: receipt)
+            return try tx.row(at: index)?.object
+        }
+    }
+
+    static func byObjectId(_ ids: [JSONValue]) -> StoreQuery {
+        StoreQuery(scope: .coatyObjects, filter: .where("objectId", .in(ids)))
+    }
+
+    /// Removes the objects with `objectIds` and their descendants by `parentObjectId`, breadth
+    /// first; returns the objectIds removed.
+    static func removeWithDescendants(_ objectIds: [String], in tx: Connection.WriteTransaction) throws -> [String] {
+        var visited: Set<String> = []
+        var frontier = Array(Set(objectIds)).sorted()
+        var removed: [String] = []
+        while !frontier.isEmpty {
+            visited.formUnion(frontier)
+            let values = frontier.map(JSONValue.string)
+            let rows = try tx.rows(matching: byObjectId(values))
+            for row in rows where try tx.removeRow(at: row.index) {
+                if let id = row.object["objectId"]?.stringValue { removed.append(id) }
+            }
+            let children = try tx.rows(
+                matching: StoreQuery(scope: .coatyObjects, filter: .where("parentObjectId", .in(values)))
+            )
+            frontier = Array(Set(children.compactMap { $0.object["objectId"]?.stringValue }).subtracting(visited))
+                .sorted()
+        }
+        return removed
+    }
+}
