@@ -137,7 +137,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CoatyCLITests",
-            dependencies: [],
+            dependencies: ["CoatyKit", "CoatyMQTT"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

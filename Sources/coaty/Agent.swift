@@ -132,9 +132,9 @@ func printEvents<S: AsyncSequence & Sendable>(
     _ sequence: S,
     count: Int?,
     timeout: Double?,
+    signals: ShutdownSignals,
     render: @escaping @Sendable (S.Element) -> String?
 ) async throws -> EventLoopEnd where S.Element: Sendable {
-    let signals = ShutdownSignals()
     return try await withThrowingTaskGroup(of: EventLoopEnd?.self) { group in
         group.addTask {
             var printed = 0
@@ -168,7 +168,8 @@ func printEvents<S: AsyncSequence & Sendable>(
 }
 
 /// SIGINT and SIGTERM as an awaitable event, so long-running commands stop cleanly (they
-/// deadvertise their identity and exit 0).
+/// deadvertise their identity and exit 0). Create it before the agent advertises its identity
+/// (which tells others it is ready), so a signal sent from then on is never fatal.
 final class ShutdownSignals: Sendable {
     private let stream: AsyncStream<Int32>
     private let sources: Mutex<[any DispatchSourceSignal]>

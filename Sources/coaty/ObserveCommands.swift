@@ -52,6 +52,7 @@ func runObserver<S: AsyncSequence & Sendable>(
     render: @escaping @Sendable (S.Element) -> String?
 ) async throws where S.Element: Sendable {
     let agent = try CLIAgent(connection, defaultName: defaultName)
+    let signals = ShutdownSignals()
     let sequence: S
     do {
         sequence = try observe(agent.manager)
@@ -62,7 +63,7 @@ func runObserver<S: AsyncSequence & Sendable>(
     }
     try await agent.start()
     do {
-        try await printEvents(sequence, count: limits.count, timeout: limits.timeout, render: render)
+        try await printEvents(sequence, count: limits.count, timeout: limits.timeout, signals: signals, render: render)
     } catch {
         await agent.stop()
         throw CLIError("\(error)")
@@ -347,6 +348,7 @@ struct UpdateObjectTypeObserver {
             throw CLIError("Invalid --object-type '\(objectType)': \(error)")
         }
         let agent = try CLIAgent(connection, defaultName: "coaty observe update")
+        let signals = ShutdownSignals()
         let client = MQTTClient(
             configuration: try connection.mqttConfiguration(identityId: CoatyUUID()),
             logger: agent.logger
@@ -374,7 +376,12 @@ struct UpdateObjectTypeObserver {
         let namespace = connection.namespace
         let crossNamespace = connection.crossNamespace
         do {
-            try await printEvents(client.messages, count: limits.count, timeout: limits.timeout) { message in
+            try await printEvents(
+                client.messages,
+                count: limits.count,
+                timeout: limits.timeout,
+                signals: signals
+            ) { message in
                 guard let topic = try? CoatyTopic(parsing: message.topic), topic.eventType == .update,
                     crossNamespace || topic.namespace == namespace,
                     let data = try? UpdateEventData(bytes: message.payload, registry: registry),

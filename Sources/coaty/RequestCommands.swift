@@ -15,12 +15,13 @@ func runRequest<Response: Sendable>(
     render: @escaping @Sendable (Response) -> String?
 ) async throws {
     let agent = try CLIAgent(connection, defaultName: defaultName)
+    let signals = ShutdownSignals()
     try await agent.start()
     do {
         let timeout = limits.timeout ?? defaultRequestTimeout
         let responses = try request(agent.manager)
             .responses(limit: limits.count, timeout: .milliseconds(Int64(timeout * 1000)))
-        try await printEvents(responses, count: limits.count, timeout: nil, render: render)
+        try await printEvents(responses, count: limits.count, timeout: nil, signals: signals, render: render)
     } catch let error as CLIError {
         await agent.stop()
         throw error

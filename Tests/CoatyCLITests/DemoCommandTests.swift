@@ -1,3 +1,4 @@
+import CoatyKit
 import Foundation
 import Testing
 
@@ -9,9 +10,33 @@ struct DemoCommandTests {
         let result = try await runCoaty(["demo", "--broker", "mqtt://127.0.0.1:1", "--readings", "3"])
         #expect(result.status == 0, "stderr: \(result.stderr)")
         #expect(result.stdout.contains("started a local mosquitto"))
-        let received = result.stdout.split(separator: "\n").filter { $0.contains("observer ←") }
+        let lines = result.stdout.split(separator: "\n")
+        // Discover → Resolve, answered by the sensor agent with its typed thermometer.
+        #expect(lines.contains { $0.contains("sensor   ← Discover") && $0.contains("→ Resolve") })
+        #expect(lines.contains { $0.contains("observer ← Resolve: com.example.demo.Thermometer") })
+        // Typed readings, in order.
+        let received = lines.filter { $0.contains("observer ← Reading #") }
         #expect(received.count == 3)
-        #expect(result.stdout.contains("sensor published 3, observer received 3"))
+        #expect(received.map { $0.contains("(typed Reading)") } == [true, true, true])
+        #expect(received.first?.contains("Reading #1:") == true)
+        // Call → Return with the average of what was published.
+        #expect(lines.contains { $0.contains("sensor   ← Call com.example.demo.averageCelsius → Return") })
+        #expect(lines.contains { $0.contains("observer ← Return: average") })
+        #expect(result.stdout.contains("sensor published 3, observer received 3; Discover → 1 Resolve"))
+        #expect(lines.last == "▶ stopped the local mosquitto")
+        #expect(result.stderr.isEmpty, "stderr: \(result.stderr)")
+    }
+
+    @Test("coaty demo uses a reachable broker and leaves it running", .enabled(if: BrokerAvailability.shouldRun))
+    func demoUsesReachableBroker() async throws {
+        try await withBroker { broker in
+            let result = try await runCoaty(["demo", "--readings", "2"], environment: ["COATY_BROKER": broker.url])
+            #expect(result.status == 0, "stderr: \(result.stderr)")
+            #expect(result.stdout.contains("using the broker at \(broker.url)"))
+            #expect(!result.stdout.contains("started a local mosquitto"))
+            #expect(result.stdout.contains("sensor published 2, observer received 2"))
+            #expect(broker.isRunning)
+        }
     }
 
     @Test("usage errors exit with 2 and say what is wrong on stderr")

@@ -1,0 +1,238 @@
+import CoatyKit
+import Foundation
+import Testing
+
+/// Checks a runtime failure: exit 1, exactly one line on stderr (containing `expected`), no stdout.
+func expectRuntimeFailure(_ result: CLIResult, mentioning expected: String, sourceLocation: SourceLocation = #_sourceLocation) {
+    #expect(result.status == 1, "stderr: \(result.stderr)", sourceLocation: sourceLocation)
+    #expect(result.stderrLines.count == 1, "stderr: \(result.stderr)", sourceLocation: sourceLocation)
+    #expect(result.stderr.contains(expected), "stderr: \(result.stderr)", sourceLocation: sourceLocation)
+    #expect(result.stdout.isEmpty, "stdout: \(result.stdout)", sourceLocation: sourceLocation)
+}
+
+@Suite("coaty exit codes and error messages", .serialized)
+struct ExitCodeTests {
+    static let object = #"{"objectType":"com.example.Light","coreType":"CoatyObject","name":"Lamp"}"#
+
+    static let badJSON: [[String]] = [
+        ["advertise", #"{"objectType":"#],
+        ["advertise", "[1,2]"],
+        ["advertise", #"{"objectType":"com.example.Light"}"#],
+        ["channel", "alerts", "not json"],
+        ["update", "{}"],
+        ["query", "--core-types", "Task", "--filter", "{"],
+        ["query", "--object-types", "a.b", "--join", #"{"asProperty":"x"}"#],
+        ["call", "op", "--params", "3"],
+        ["call", "op", "--context-filter", "[1"],
+        ["advertise", object, "--private-data", "[]"],
+    ]
+
+    @Test("bad JSON fails with exit 1 and one line on stderr, before connecting", arguments: badJSON)
+    func badJSONFails(_ arguments: [String]) async throws {
+        // Port 1 has no broker: the input is checked before any connection attempt.
+        let result = try await runCoaty(arguments + ["--broker", "mqtt://127.0.0.1:1"], timeout: 30)
+        #expect(result.status == 1, "stderr: \(result.stderr)")
+        #expect(result.stderrLines.count == 1, "stderr: \(result.stderr)")
+        #expect(result.stderr.hasPrefix("coaty: error: "))
+        #expect(!result.stderr.contains("Cannot reach"))
+    }
+
+    static let unknownCoreTypes: [[String]] = [
+        ["observe", "advertise", "--core-type", "Lamp"],
+        ["observe", "update", "--core-type", "Lamp"],
+        ["discover", "--core-types", "Identity,Lamp"],
+        ["query", "--core-types", "Lamp"],
+    ]
+
+    @Test("an unknown core type fails with exit 1 naming it and the known ones", arguments: unknownCoreTypes)
+    func unknownCoreTypeFails(_ arguments: [String]) async throws {
+        let result = try await runCoaty(arguments + ["--broker", "mqtt://127.0.0.1:1"], timeout: 30)
+        expectRuntimeFailure(result, mentioning: "Unknown core type 'Lamp'")
+        #expect(result.stderr.contains("Identity"))
+    }
+
+    static let usageErrors: [[String]] = [
+        ["observe", "advertise"],
+        ["observe", "advertise", "--core-type", "Task", "--object-type", "com.example.Light"],
+        ["observe", "advertise", "--object-type", "com/example"],
+        ["observe", "channel", "a+b"],
+        ["observe", "raw", "a/#/b"],
+        ["observe", "deadvertise", "--count", "0"],
+        ["deadvertise", "not-a-uuid"],
+        ["deadvertise"],
+        ["discover"],
+        ["discover", "--object-types", "a.b", "--core-types", "Task"],
+        ["discover", "--object-id", "12"],
+        ["query"],
+        ["query", "--object-types", "a.b", "--core-types", "Task"],
+        ["call"],
+        ["raw", "coaty/3/-/ADV:Task/x", "data"],
+        ["raw", "a/+/b", "data"],
+        ["advertise", object, "--log-level", "loud"],
+        ["advertise", object, "--namespace", "a/b"],
+        ["advertise", object, "--broker", "http://127.0.0.1:1883"],
+        ["advertise", object, "--ca-file", "/etc/hostname"],
+        ["advertise", object, "--broker", "mqtts://127.0.0.1:8883", "--cert-file", "/etc/hostname"],
+        ["advertise", object, "--connect-timeout", "0"],
+        ["advertise", object, "--no-such-option"],
+    ]
+
+    @Test("usage errors exit 2 and say what is wrong on stderr", arguments: usageErrors)
+    func usageErrorsExitTwo(_ arguments: [String]) async throws {
+        let result = try await runCoaty(arguments, timeout: 30)
+        #expect(result.status == 2, "stderr: \(result.stderr)")
+        #expect(!result.stderr.isEmpty)
+        #expect(result.stdout.isEmpty)
+    }
+
+    static let connectingCommands: [[String]] = [
+        ["advertise", object],
+        ["deadvertise", CoatyUUID().uuidString],
+        ["observe", "advertise", "--core-type", "Task"],
+        ["observe", "update", "--object-type", "com.example.Light"],
+        ["discover", "--core-types", "Identity"],
+        ["raw", "a/b", "c"],
+    ]
+
+    @Test("an unreachable broker fails with exit 1 and one line naming it", arguments: connectingCommands)
+    func unreachableBroker(_ arguments: [String]) async throws {
+        let port = try MosquittoBroker.freeLoopbackPort()
+        let url = "mqtt://127.0.0.1:\(port)"
+        let result = try await runCoaty(arguments + ["--broker", url, "--connect-timeout", "1"], timeout: 30)
+        expectRuntimeFailure(result, mentioning: url)
+    }
+
+    @Test("every command explains itself with examples in --help", arguments: [
+        ["advertise"], ["deadvertise"], ["channel"], ["raw"], ["discover"], ["query"], ["update"], ["call"],
+        ["observe"], ["observe", "advertise"], ["observe", "deadvertise"], ["observe", "channel"],
+        ["observe", "update"], ["observe", "discover"], ["observe", "query"], ["observe", "call"], ["observe", "raw"],
+        ["demo"],
+    ])
+    func helpHasExamples(_ command: [String]) async throws {
+        let result = try await runCoaty(command + ["--help"], timeout: 30)
+        #expect(result.status == 0)
+        #expect(result.stdout.contains("Examples:"))
+        #expect(result.stdout.contains("coaty \(command.joined(separator: " "))"))
+        if command != ["observe"] {
+            #expect(result.stdout.contains("--broker"))
+        }
+    }
+}
+
+@Suite("coaty security options", .serialized, .enabled(if: BrokerAvailability.shouldRun))
+struct SecurityOptionTests {
+    @Test("username and password: refused credentials fail with exit 1; $COATY_PASSWORD is used")
+    func authentication() async throws {
+        let directory = try TemporaryPath()
+        let passwordFile = directory.path + "/passwords"
+        try runTool("mosquitto_passwd", ["-b", "-c", passwordFile, "alice", "s3cret"])
+        let broker = try MosquittoBroker(passwordFile: passwordFile)
+        try await broker.start()
+        defer { _ = broker }
+        let object = ExitCodeTests.object
+        let refused = try await runCoaty(
+            ["advertise", object, "--broker", broker.url, "--username", "alice", "--password", "wrong"],
+            timeout: 30
+        )
+        expectRuntimeFailure(refused, mentioning: broker.url)
+        #expect(!refused.stderr.contains("wrong"), "the password must not be printed")
+
+        let anonymous = try await runCoaty(["advertise", object, "--broker", broker.url], timeout: 30)
+        #expect(anonymous.status == 1, "stderr: \(anonymous.stderr)")
+        #expect(anonymous.stderrLines.count == 1)
+
+        let accepted = try await runCoaty(
+            ["advertise", object, "--broker", broker.url, "--username", "alice"],
+            environment: ["COATY_PASSWORD": "s3cret"],
+            timeout: 30
+        )
+        #expect(accepted.status == 0, "stderr: \(accepted.stderr)")
+        await broker.stop()
+    }
+
+    @Test("TLS: an unverifiable broker certificate fails with exit 1; --ca-file makes it work")
+    func tls() async throws {
+        let directory = try TemporaryPath()
+        let pki = try TestCertificates(directory: directory.path)
+        let broker = try MosquittoBroker(
+            tls: .init(caFile: pki.caFile, certificateFile: pki.serverCertificate, privateKeyFile: pki.serverKey)
+        )
+        try await broker.start()
+        let url = try #require(broker.tlsURL)
+        let object = ExitCodeTests.object
+
+        let unverified = try await runCoaty(["advertise", object, "--broker", url], timeout: 30)
+        expectRuntimeFailure(unverified, mentioning: url)
+
+        let wrongCA = try await runCoaty(["advertise", object, "--broker", url, "--ca-file", pki.otherCAFile], timeout: 30)
+        expectRuntimeFailure(wrongCA, mentioning: url)
+
+        let verified = try await runCoaty(
+            ["discover", "--core-types", "Identity", "--count", "1", "--timeout", "30", "--broker", url,
+             "--ca-file", pki.caFile, "--name", "tls agent"],
+            timeout: 60
+        )
+        #expect(verified.status == 0, "stderr: \(verified.stderr)")
+        #expect(try verified.jsonLines().first?.at("data.object.name") == "tls agent")
+        await broker.stop()
+    }
+}
+
+/// A temporary directory, removed on deinit.
+final class TemporaryPath: Sendable {
+    let path: String
+
+    init() throws {
+        path = FileManager.default.temporaryDirectory
+            .appendingPathComponent("coaty-cli-test-\(UUID().uuidString.lowercased())").path
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+}
+
+/// Runs a tool to its end, failing when it exits non-zero.
+func runTool(_ executable: String, _ arguments: [String]) throws {
+    let process = Process()
+    let candidates = ["/usr/bin/\(executable)", "/usr/local/bin/\(executable)", "/opt/homebrew/bin/\(executable)"]
+    process.executableURL = URL(fileURLWithPath: candidates.first { FileManager.default.isExecutableFile(atPath: $0) } ?? executable)
+    process.arguments = arguments
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else {
+        throw CLITestError("\(executable) \(arguments.joined(separator: " ")) exited with \(process.terminationStatus)")
+    }
+}
+
+/// A CA, a server certificate for IP 127.0.0.1 signed by it, and an unrelated CA (openssl).
+struct TestCertificates {
+    let caFile: String
+    let serverCertificate: String
+    let serverKey: String
+    let otherCAFile: String
+
+    init(directory: String) throws {
+        func path(_ name: String) -> String { directory + "/" + name }
+        for name in ["ca", "other-ca"] {
+            try runTool("openssl", [
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-keyout", path("\(name).key"),
+                "-out", path("\(name).crt"), "-subj", "/CN=coaty CLI test \(name)",
+            ])
+        }
+        try runTool("openssl", [
+            "req", "-newkey", "rsa:2048", "-nodes", "-keyout", path("server.key"), "-out", path("server.csr"),
+            "-subj", "/CN=127.0.0.1",
+        ])
+        try "subjectAltName=IP:127.0.0.1\n".write(toFile: path("san.ext"), atomically: true, encoding: .utf8)
+        try runTool("openssl", [
+            "x509", "-req", "-in", path("server.csr"), "-CA", path("ca.crt"), "-CAkey", path("ca.key"),
+            "-CAcreateserial", "-out", path("server.crt"), "-days", "2", "-extfile", path("san.ext"),
+        ])
+        caFile = path("ca.crt")
+        serverCertificate = path("server.crt")
+        serverKey = path("server.key")
+        otherCAFile = path("other-ca.crt")
+    }
+}
