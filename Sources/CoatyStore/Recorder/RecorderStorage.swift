@@ -150,8 +150,11 @@ public struct ConnectionRecorderStorage<Connection: ConnectionType>: RecorderSto
         }
     }
 
+    /// The Coaty objects with these objectIds. A Coaty object's key is its objectId, so the keys
+    /// narrow the rows first (the in-memory backend looks them up in a set) and the condition on
+    /// the promoted `objectId` column lets SQL use its index.
     static func byObjectId(_ ids: [JSONValue]) -> StoreQuery {
-        StoreQuery(scope: .coatyObjects, filter: .where("objectId", .in(ids)))
+        StoreQuery(scope: .coatyObjects, keys: ids.compactMap(\.stringValue), filter: .where("objectId", .in(ids)))
     }
 
     /// Removes the objects with `objectIds` and their descendants by `parentObjectId`, breadth
