@@ -88,6 +88,8 @@ let package = Package(
             name: "coaty",
             dependencies: [
                 "CoatyKit",
+                "CoatyStore",
+                "CoatySQLite",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -1,5 +1,7 @@
 import ArgumentParser
 import CoatyKit
+import CoatySQLite
+import CoatyStore
 import Foundation
 import Logging
 
@@ -30,11 +32,12 @@ struct Demo: AsyncParsableCommand {
         abstract: "Show Coaty agents at work (starts a local broker when none is reachable).",
         discussion: """
             Uses the broker at --broker when it answers; otherwise starts a local mosquitto
-            on a free loopback port. Then, in one process, a sensor agent and an observer
-            agent talk through the broker: the observer discovers the thermometer (Discover
-            → Resolve), receives typed readings (Advertise of com.example.demo.Reading), and
-            asks the sensor for the average (Call → Return). Everything the demo started is
-            stopped at the end.
+            on a free loopback port. Then, in one process, a sensor agent, an observer agent
+            and a recorder agent talk through the broker: the observer discovers the
+            thermometer (Discover → Resolve), receives typed readings (Advertise of
+            com.example.demo.Reading), asks the sensor for the average (Call → Return), and
+            queries the recorder, which persisted every reading into a temporary SQLite file
+            (Query → Retrieve). Everything the demo started is stopped and removed at the end.
 
             Examples:
               coaty demo
@@ -137,6 +140,7 @@ struct DemoScenario {
         let registry = CoatyObjectRegistry([Reading.self, Thermometer.self])
         let sensor = try makeAgent("Thermometer agent", registry: registry)
         let observer = try makeAgent("Dashboard agent", registry: registry)
+        let recorderAgent = try makeAgent("Recorder agent", registry: registry)
         let thermometer = Thermometer(name: "Kitchen thermometer", externalId: "thermometer-1", room: "kitchen")
         let log = ReadingLog()
 
@@ -146,22 +150,39 @@ struct DemoScenario {
         // The observer prints typed readings.
         let typedReadings = try observer.observeAdvertise(Reading.self)
 
-        // --- The recorder agent joins here once CoatyStore's recorder lands: it persists every
-        // --- Advertise into a temporary SQLite file and answers a Query for the readings.
+        // The recorder agent persists every Advertise into a temporary SQLite file and answers
+        // Queries (and Discovers) from it.
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("coaty-demo-\(CoatyUUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let databasePath = directory + "/demo.sqlite"
+        let recorder = CoatyRecorder(
+            manager: recorderAgent,
+            connection: try SQLiteDatabase(path: databasePath).makeConnection(),
+            configuration: .init(coreTypes: [.coatyObject], answersDiscovers: false),
+            logger: logger
+        )
+        let recording = Task { try await recorder.run() }
+        defer { recording.cancel() }
 
-        for agent in [sensor, observer] {
+        let agents = [sensor, observer, recorderAgent]
+        for agent in agents {
             do {
                 try await agent.start()
             } catch let error as CommunicationError {
-                await sensor.stop()
-                await observer.stop()
+                for agent in agents { await agent.stop() }
                 throw CLIError(CLIAgent.describe(error, url: url, seconds: connection.connectTimeout))
             }
         }
         await discovers.subscribed()
         await calls.subscribed()
         await typedReadings.subscribed()
-        Output.line("▶ agents online: sensor \"\(sensor.identity.name)\", observer \"\(observer.identity.name)\"")
+        await recorder.ready()
+        Output.line(
+            "▶ agents online: sensor \"\(sensor.identity.name)\", observer \"\(observer.identity.name)\", "
+                + "recorder \"\(recorderAgent.identity.name)\" (SQLite: \(databasePath))"
+        )
 
         var summary = Summary()
         do {
@@ -191,7 +212,13 @@ struct DemoScenario {
                     throw CLIError("The demo did not finish within 30 s; try --log-level debug to see why.")
                 }
                 group.addTask {
-                    try await conversation(sensor: sensor, observer: observer, readings: typedReadings, log: log)
+                    try await conversation(
+                        sensor: sensor,
+                        observer: observer,
+                        readings: typedReadings,
+                        log: log,
+                        recorder: recorder
+                    )
                 }
                 var result = Summary()
                 while let next = try await group.next() {
@@ -204,17 +231,22 @@ struct DemoScenario {
                 return result
             }
         } catch {
-            await observer.stop()
-            await sensor.stop()
+            recorder.stop()
+            for agent in agents { await agent.stop() }
             throw error
         }
-        await observer.stop()
-        await sensor.stop()
+        recorder.stop()
+        _ = try? await recording.value
+        for agent in agents { await agent.stop() }
         Output.line(
             "✔ summary: sensor published \(summary.published), observer received \(summary.received); "
-                + "Discover → \(summary.resolved) Resolve; Call → Return \(Self.format(summary.average))"
+                + "Discover → \(summary.resolved) Resolve; Call → Return \(Self.format(summary.average)); "
+                + "recorder stored \(summary.stored), Query → Retrieve \(summary.retrieved)"
         )
-        guard summary.received == summary.published, summary.resolved == 1, summary.average != nil else {
+        let expectedRetrieved = min(3, summary.published)
+        guard summary.received == summary.published, summary.resolved == 1, summary.average != nil,
+            summary.stored == summary.published, summary.retrieved == expectedRetrieved
+        else {
             throw CLIError("The demo's agents did not exchange every message (see the summary above).")
         }
         if url == connection.broker {
@@ -231,6 +263,8 @@ struct DemoScenario {
         var received = 0
         var resolved = 0
         var average: Double?
+        var stored = 0
+        var retrieved = 0
     }
 
     /// The observer's side: discover the thermometer, receive the readings, call for the average.
@@ -238,7 +272,8 @@ struct DemoScenario {
         sensor: CommunicationManager,
         observer: CommunicationManager,
         readings typedReadings: EventObservation<AdvertiseEvent<Reading>>,
-        log: ReadingLog
+        log: ReadingLog,
+        recorder: CoatyRecorder
     ) async throws -> Summary {
         var summary = Summary()
 
@@ -295,6 +330,20 @@ struct DemoScenario {
         ).first(timeout: .seconds(5))
         summary.average = returned?.data.result?.doubleValue
         Output.line("  observer ← Return: average \(Self.format(summary.average))")
+
+        // 4. Query → Retrieve, answered by the recorder from its SQLite file.
+        let filter = ObjectFilter.where("name", .equals("Kitchen temperature")).orderBy("celsius", .descending).take(3)
+        Output.line("  observer → Query \(Reading.objectType), the 3 warmest (\(filter))")
+        let retrieve = try await observer.publishQuery(
+            QueryEventData(objectTypes: [Reading.objectType], objectFilter: filter)
+        ).first(timeout: .seconds(5))
+        let statistics = recorder.statistics
+        summary.stored = statistics.stored
+        Output.line("  recorder ← Query → Retrieve from SQLite (\(statistics.stored) objects stored)")
+        let warmest = retrieve?.data.objects.compactMap { $0.as(Reading.self) } ?? []
+        summary.retrieved = warmest.count
+        let listed = warmest.map { "#\($0.sequence) \(Self.format($0.celsius))" }.joined(separator: ", ")
+        Output.line("  observer ← Retrieve: \(warmest.count) readings: \(listed)")
         return summary
     }
 

@@ -22,7 +22,15 @@ struct DemoCommandTests {
         // Call → Return with the average of what was published.
         #expect(lines.contains { $0.contains("sensor   ← Call com.example.demo.averageCelsius → Return") })
         #expect(lines.contains { $0.contains("observer ← Return: average") })
+        // Query → Retrieve, answered by the recorder from its temporary SQLite file.
+        #expect(lines.contains { $0.contains("recorder ← Query → Retrieve from SQLite (3 objects stored)") })
+        #expect(lines.contains { $0.contains("observer ← Retrieve: 3 readings: ") })
         #expect(result.stdout.contains("sensor published 3, observer received 3; Discover → 1 Resolve"))
+        #expect(result.stdout.contains("recorder stored 3, Query → Retrieve 3"))
+        // The temporary database is removed at the end.
+        let databaseLine = try #require(lines.first { $0.contains("(SQLite: ") })
+        let path = try #require(databaseLine.split(separator: "(SQLite: ").last?.dropLast())
+        #expect(!FileManager.default.fileExists(atPath: String(path)))
         #expect(lines.last == "▶ stopped the local mosquitto")
         #expect(result.stderr.isEmpty, "stderr: \(result.stderr)")
     }
