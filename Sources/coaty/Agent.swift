@@ -66,7 +66,9 @@ struct CLIAgent: Sendable {
                 let started = try await group.next() ?? false
                 group.cancelAll()
                 if !started {
-                    throw CLIError("The broker at \(url) did not accept the connection within \(Self.format(seconds)) s.")
+                    throw CLIError(
+                        "The broker at \(url) did not accept the connection within \(Self.format(seconds)) s."
+                    )
                 }
             }
         } catch let error as CLIError {

@@ -8,23 +8,23 @@ struct Coaty: AsyncParsableCommand {
         commandName: "coaty",
         abstract: "Run Coaty agents from the command line.",
         discussion: """
-            Agents share typed objects over an MQTT broker with the Coaty protocol (version 3),
-            interoperable with Coaty JS and CoatySwift. Start with `coaty demo`: it needs no
+            Agents share typed objects over an MQTT broker with the Coaty protocol (version 3), \
+            interoperable with Coaty JS and CoatySwift. Start with `coaty demo`: it needs no \
             broker and no arguments.
 
-            stdout carries data only: every received event is one JSON object per line,
-            {"event":…,"topic":…,"sourceId":…,"correlationId":… (two-way only),"data":{…}}.
+            stdout carries data only: every received event is one JSON object per line, \
+            {"event":…,"topic":…,"sourceId":…,"correlationId":… (two-way only),"data":{…}}. \
             Logs and errors go to stderr (--log-level, default warning).
 
-            Every command takes the connection options --broker (default $COATY_BROKER, else
-            mqtt://127.0.0.1:1883), --namespace (default $COATY_NAMESPACE, else -),
-            --cross-namespace, --name, --username, --password (or $COATY_PASSWORD), --ca-file,
+            Every command takes the connection options --broker (default $COATY_BROKER, else \
+            mqtt://127.0.0.1:1883), --namespace (default $COATY_NAMESPACE, else -), \
+            --cross-namespace, --name, --username, --password (or $COATY_PASSWORD), --ca-file, \
             --cert-file, --key-file, --log-level, --connect-timeout (5 s), --keepalive (60 s).
 
             Examples:
               coaty demo
               coaty observe advertise --core-type Identity
-              coaty advertise '{"objectType":"com.example.Light","coreType":"CoatyObject","name":"Lamp","isOn":true}'
+              coaty advertise '{"objectType":"com.example.Light","name":"Lamp"}'
               coaty discover --core-types Identity
               coaty call switchLight --params '{"on":true}' --count 1
 

@@ -7,8 +7,7 @@ import Logging
 struct ConnectionOptions: ParsableArguments {
     @Option(
         help: ArgumentHelp(
-            "The broker: mqtt://HOST:PORT or mqtts://HOST:PORT (TLS, verified).",
-            discussion: "Default: $COATY_BROKER, else mqtt://127.0.0.1:1883.",
+            "The broker, mqtt://HOST:PORT or mqtts://HOST:PORT (TLS, verified). Default: $COATY_BROKER, else mqtt://127.0.0.1:1883.",
             valueName: "url"
         )
     )
@@ -32,7 +31,10 @@ struct ConnectionOptions: ParsableArguments {
     var username: String?
 
     @Option(
-        help: ArgumentHelp("The password for the broker. Default: $COATY_PASSWORD (prefer it: argv is visible).", valueName: "password")
+        help: ArgumentHelp(
+            "The password for the broker. Default: $COATY_PASSWORD (prefer it: argv is visible).",
+            valueName: "password"
+        )
     )
     var password: String?
 
@@ -104,7 +106,10 @@ struct ConnectionOptions: ParsableArguments {
 
     /// The MQTT configuration for an agent with `identityId` (Coaty client id, protocol defaults).
     func mqttConfiguration(identityId: CoatyUUID) throws -> MQTTConfiguration {
-        var configuration = try MQTTConfiguration(url: broker, clientId: CoatyConnection.clientId(identityId: identityId))
+        var configuration = try MQTTConfiguration(
+            url: broker,
+            clientId: CoatyConnection.clientId(identityId: identityId)
+        )
         configuration.keepAlive = .seconds(keepalive)
         configuration.cleanSession = true
         configuration.reconnectDelay = .seconds(1)

@@ -31,12 +31,12 @@ struct Demo: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Show Coaty agents at work (starts a local broker when none is reachable).",
         discussion: """
-            Uses the broker at --broker when it answers; otherwise starts a local mosquitto
-            on a free loopback port. Then, in one process, a sensor agent, an observer agent
-            and a recorder agent talk through the broker: the observer discovers the
-            thermometer (Discover → Resolve), receives typed readings (Advertise of
-            com.example.demo.Reading), asks the sensor for the average (Call → Return), and
-            queries the recorder, which persisted every reading into a temporary SQLite file
+            Uses the broker at --broker when it answers; otherwise starts a local mosquitto \
+            on a free loopback port. Then, in one process, a sensor agent, an observer agent \
+            and a recorder agent talk through the broker: the observer discovers the \
+            thermometer (Discover → Resolve), receives typed readings (Advertise of \
+            com.example.demo.Reading), asks the sensor for the average (Call → Return), and \
+            queries the recorder, which persisted every reading into a temporary SQLite file \
             (Query → Retrieve). Everything the demo started is stopped and removed at the end.
 
             Examples:
@@ -125,7 +125,10 @@ struct DemoScenario {
         var configuration = try connection.mqttConfiguration(identityId: identity.objectId)
         if url != connection.broker {
             // The local broker: plain MQTT, no credentials.
-            configuration = try MQTTConfiguration(url: url, clientId: CoatyConnection.clientId(identityId: identity.objectId))
+            configuration = try MQTTConfiguration(
+                url: url,
+                clientId: CoatyConnection.clientId(identityId: identity.objectId)
+            )
         }
         return try CommunicationManager(
             transport: MQTTTransport(configuration: configuration, logger: logger),
@@ -250,7 +253,8 @@ struct DemoScenario {
             throw CLIError("The demo's agents did not exchange every message (see the summary above).")
         }
         if url == connection.broker {
-            let namespace = connection.namespace == CoatyTopic.defaultNamespace ? "" : " --namespace \(connection.namespace)"
+            let namespace =
+                connection.namespace == CoatyTopic.defaultNamespace ? "" : " --namespace \(connection.namespace)"
             Output.line(
                 "  try: coaty observe advertise --object-type \(Reading.objectType)"
                     + " --broker \(connection.brokerForMessages)\(namespace)"

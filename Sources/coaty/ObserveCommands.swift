@@ -7,9 +7,9 @@ struct Observe: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print received events, one JSON object per line on stdout.",
         discussion: """
-            Each line is {"event":…,"topic":…,"sourceId":…,"correlationId":… (two-way only),"data":{…payload…}}.
-            The observer subscribes before it advertises its identity, so the Advertise of its
-            identity (see --name) means it is ready. It runs until --count events, --timeout
+            Each line is {"event":…,"topic":…,"sourceId":…,"correlationId":… (two-way only),"data":{…payload…}}. \
+            The observer subscribes before it advertises its identity, so the Advertise of its \
+            identity (see --name) means it is ready. It runs until --count events, --timeout \
             seconds, or SIGINT/SIGTERM (then it deadvertises its identity and exits 0).
 
             Examples:
@@ -122,7 +122,11 @@ struct ObserveDeadvertise: AsyncParsableCommand {
         try await runObserver(connection, limits, defaultName: "coaty observe deadvertise") { manager in
             try manager.observeDeadvertise()
         } render: { event in
-            EventLine.make("Deadvertise", topic: event.topic, data: DeadvertiseEventData(objectIds: event.objectIds).json)
+            EventLine.make(
+                "Deadvertise",
+                topic: event.topic,
+                data: DeadvertiseEventData(objectIds: event.objectIds).json
+            )
         }
     }
 }
@@ -184,7 +188,9 @@ struct ObserveUpdate: AsyncParsableCommand {
         if let coreType {
             try await runObserver(connection, limits, defaultName: "coaty observe update") { manager in
                 try manager.observeUpdate(coreType: coreType)
-            } render: { render($0) }
+            } render: {
+                render($0)
+            }
             return
         }
         let objectType = type.objectType ?? ""
@@ -255,7 +261,7 @@ struct ObserveCall: AsyncParsableCommand {
         commandName: "call",
         abstract: "Print Call requests of an operation (without answering them).",
         discussion: """
-            Coaty's rule decides which calls are shown: a call without context filter always; a
+            Coaty's rule decides which calls are shown: a call without context filter always; a \
             call with a context filter only when --context is given and matches it.
 
             Examples:
@@ -269,7 +275,9 @@ struct ObserveCall: AsyncParsableCommand {
     @Argument(help: ArgumentHelp("The operation name.", valueName: "operation"))
     var operation: String
 
-    @Option(help: ArgumentHelp("This observer's context object (JSON), matched against call filters.", valueName: "json"))
+    @Option(
+        help: ArgumentHelp("This observer's context object (JSON), matched against call filters.", valueName: "json")
+    )
     var context: String?
 
     @OptionGroup var limits: EventLimitOptions

@@ -33,16 +33,16 @@ struct Advertise: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Advertise one object, or each object of a JSON array; exits 0 once flushed.",
         discussion: """
-            The JSON comes from the argument, or from stdin when the argument is - or left out.
-            An object without objectId gets a fresh one; without coreType it is based on
-            CoatyObject (or on the core type of a coaty.<CoreType> object type). An object whose
-            object type is not its core type's own is advertised on both topics (ADV:<CoreType>
+            The JSON comes from the argument, or from stdin when the argument is - or left out. \
+            An object without objectId gets a fresh one; without coreType it is based on \
+            CoatyObject (or on the core type of a coaty.<CoreType> object type). An object whose \
+            object type is not its core type's own is advertised on both topics (ADV:<CoreType> \
             and ADV::<objectType>), as the protocol requires.
 
             Examples:
-              coaty advertise '{"objectType":"com.example.Light","coreType":"CoatyObject","name":"Lamp","isOn":true}'
-              coaty advertise - < lights.json          # one object or an array
-              coaty advertise --namespace home '{"objectType":"coaty.Task","name":"Clean up","status":0,"creatorId":"…","creationTimestamp":0}'
+              coaty advertise '{"objectType":"com.example.Light","name":"Lamp"}'
+              coaty advertise - < lights.json        # one object or an array
+              coaty advertise --namespace home < task.json
             """
     )
 
@@ -104,7 +104,7 @@ struct Channel: AsyncParsableCommand {
             One object is sent as {"object":…}, an array as {"objects":[…]}.
 
             Examples:
-              coaty channel alerts '{"objectType":"com.example.Alert","coreType":"CoatyObject","name":"Door open"}'
+              coaty channel alerts '{"objectType":"com.example.Alert","name":"Door"}'
               coaty channel alerts - < alerts.json
             """
     )

@@ -37,9 +37,9 @@ struct Discover: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Publish a Discover and print the Resolve events.",
         discussion: """
-            Valid forms (as the protocol requires): --object-id alone; --external-id alone or with
-            --object-types or --core-types; --object-id with --external-id; or only one of
-            --object-types / --core-types. Every agent answers a Discover of core type Identity
+            Valid forms (as the protocol requires): --object-id alone; --external-id alone or with \
+            --object-types or --core-types; --object-id with --external-id; or only one of \
+            --object-types / --core-types. Every agent answers a Discover of core type Identity \
             (or of its identity's objectId) with its identity.
 
             Examples:
@@ -67,7 +67,9 @@ struct Discover: AsyncParsableCommand {
     @OptionGroup var limits: EventLimitOptions
 
     func validate() throws {
-        if let objectId, CoatyUUID(objectId) == nil { throw ValidationError("--object-id '\(objectId)' is not a UUID.") }
+        if let objectId, CoatyUUID(objectId) == nil {
+            throw ValidationError("--object-id '\(objectId)' is not a UUID.")
+        }
         if let objectTypes, JSONInput.list(objectTypes).isEmpty {
             throw ValidationError("--object-types needs at least one object type.")
         }
@@ -116,13 +118,17 @@ struct Query: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Publish a Query and print the Retrieve events.",
         discussion: """
-            --filter is a Coaty ObjectFilter and --join one join condition or an array of them, as
+            --filter is a Coaty ObjectFilter and --join one join condition or an array of them, as \
             JSON; operators are numbers (0 LessThan … 7 Equals … 14 NotIn).
 
             Examples:
               coaty query --core-types Task
-              coaty query --object-types com.example.Reading --filter '{"conditions":["celsius",[2,21]],"orderByProperties":[["celsius","Desc"]],"take":5}'
-              coaty query --object-types com.example.Room --join '{"localProperty":"lightIds","asProperty":"lights","isLocalPropertyArray":true}'
+              coaty query --object-types com.example.Reading \\
+                --filter '{"conditions":["celsius",[2,21]],"take":5}'
+              coaty query --core-types Task \\
+                --filter '{"orderByProperties":[["creationTimestamp","Desc"]]}'
+              coaty query --object-types com.example.Room \\
+                --join '{"localProperty":"lightId","asProperty":"light"}'
             """
     )
 
@@ -184,7 +190,8 @@ struct Update: AsyncParsableCommand {
             The object comes from the argument, or from stdin when it is - or left out.
 
             Examples:
-              coaty update '{"objectType":"com.example.Light","coreType":"CoatyObject","objectId":"3d4f6a0c-9a7e-4c43-a1b3-2f0b8f3c1e55","name":"Lamp","isOn":false}'
+              coaty update - --count 1 <<< '{"objectType":"com.example.Light",
+                "objectId":"3d4f6a0c-9a7e-4c43-a1b3-2f0b8f3c1e55","name":"Lamp"}'
               coaty update - --count 1 < lamp.json
             """
     )
@@ -212,14 +219,15 @@ struct Call: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Publish a Call of a remote operation and print the Return events.",
         discussion: """
-            --params is a JSON object (named parameters) or array (positional parameters);
-            --context-filter is a Coaty ContextFilter ({"conditions":…}) that responders match
+            --params is a JSON object (named parameters) or array (positional parameters); \
+            --context-filter is a Coaty ContextFilter ({"conditions":…}) that responders match \
             against their context.
 
             Examples:
               coaty call switchLight --params '{"on":true}' --count 1
               coaty call add --params '[1,2]'
-              coaty call switchLight --params '{"on":false}' --context-filter '{"conditions":["floor",[7,3]]}'
+              coaty call switchLight --params '{"on":false}' \\
+                --context-filter '{"conditions":["floor",[7,3]]}'
             """
     )
 

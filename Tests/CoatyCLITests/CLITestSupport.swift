@@ -3,9 +3,9 @@ import Foundation
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// The result of running the `coaty` executable.
@@ -32,7 +32,9 @@ struct CLIResult: Sendable {
 /// The `coaty` executable built next to the test bundle (Linux: the directory of
 /// `CommandLine.arguments[0]`; macOS: next to the .xctest bundle).
 func coatyExecutable() throws -> String {
-    var directories = [URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()]
+    var directories = [
+        URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+    ]
     for bundle in Bundle.allBundles where bundle.bundlePath.hasSuffix(".xctest") {
         directories.append(URL(fileURLWithPath: bundle.bundlePath).deletingLastPathComponent())
     }

@@ -3,7 +3,11 @@ import Foundation
 import Testing
 
 /// Checks a runtime failure: exit 1, exactly one line on stderr (containing `expected`), no stdout.
-func expectRuntimeFailure(_ result: CLIResult, mentioning expected: String, sourceLocation: SourceLocation = #_sourceLocation) {
+func expectRuntimeFailure(
+    _ result: CLIResult,
+    mentioning expected: String,
+    sourceLocation: SourceLocation = #_sourceLocation
+) {
     #expect(result.status == 1, "stderr: \(result.stderr)", sourceLocation: sourceLocation)
     #expect(result.stderrLines.count == 1, "stderr: \(result.stderr)", sourceLocation: sourceLocation)
     #expect(result.stderr.contains(expected), "stderr: \(result.stderr)", sourceLocation: sourceLocation)
@@ -102,12 +106,16 @@ struct ExitCodeTests {
         expectRuntimeFailure(result, mentioning: url)
     }
 
-    @Test("every command explains itself with examples in --help", arguments: [
-        ["advertise"], ["deadvertise"], ["channel"], ["raw"], ["discover"], ["query"], ["update"], ["call"],
-        ["observe"], ["observe", "advertise"], ["observe", "deadvertise"], ["observe", "channel"],
-        ["observe", "update"], ["observe", "discover"], ["observe", "query"], ["observe", "call"], ["observe", "raw"],
-        ["demo"],
-    ])
+    @Test(
+        "every command explains itself with examples in --help",
+        arguments: [
+            ["advertise"], ["deadvertise"], ["channel"], ["raw"], ["discover"], ["query"], ["update"], ["call"],
+            ["observe"], ["observe", "advertise"], ["observe", "deadvertise"], ["observe", "channel"],
+            ["observe", "update"], ["observe", "discover"], ["observe", "query"], ["observe", "call"],
+            ["observe", "raw"],
+            ["demo"],
+        ]
+    )
     func helpHasExamples(_ command: [String]) async throws {
         let result = try await runCoaty(command + ["--help"], timeout: 30)
         #expect(result.status == 0)
@@ -164,12 +172,17 @@ struct SecurityOptionTests {
         let unverified = try await runCoaty(["advertise", object, "--broker", url], timeout: 30)
         expectRuntimeFailure(unverified, mentioning: url)
 
-        let wrongCA = try await runCoaty(["advertise", object, "--broker", url, "--ca-file", pki.otherCAFile], timeout: 30)
+        let wrongCA = try await runCoaty(
+            ["advertise", object, "--broker", url, "--ca-file", pki.otherCAFile],
+            timeout: 30
+        )
         expectRuntimeFailure(wrongCA, mentioning: url)
 
         let verified = try await runCoaty(
-            ["discover", "--core-types", "Identity", "--count", "1", "--timeout", "30", "--broker", url,
-             "--ca-file", pki.caFile, "--name", "tls agent"],
+            [
+                "discover", "--core-types", "Identity", "--count", "1", "--timeout", "30", "--broker", url,
+                "--ca-file", pki.caFile, "--name", "tls agent",
+            ],
             timeout: 60
         )
         #expect(verified.status == 0, "stderr: \(verified.stderr)")
@@ -183,7 +196,8 @@ final class TemporaryPath: Sendable {
     let path: String
 
     init() throws {
-        path = FileManager.default.temporaryDirectory
+        path =
+            FileManager.default.temporaryDirectory
             .appendingPathComponent("coaty-cli-test-\(UUID().uuidString.lowercased())").path
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     }
@@ -195,7 +209,9 @@ final class TemporaryPath: Sendable {
 func runTool(_ executable: String, _ arguments: [String]) throws {
     let process = Process()
     let candidates = ["/usr/bin/\(executable)", "/usr/local/bin/\(executable)", "/opt/homebrew/bin/\(executable)"]
-    process.executableURL = URL(fileURLWithPath: candidates.first { FileManager.default.isExecutableFile(atPath: $0) } ?? executable)
+    process.executableURL = URL(
+        fileURLWithPath: candidates.first { FileManager.default.isExecutableFile(atPath: $0) } ?? executable
+    )
     process.arguments = arguments
     process.standardOutput = FileHandle.nullDevice
     process.standardError = FileHandle.nullDevice
@@ -216,20 +232,29 @@ struct TestCertificates {
     init(directory: String) throws {
         func path(_ name: String) -> String { directory + "/" + name }
         for name in ["ca", "other-ca"] {
-            try runTool("openssl", [
-                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-keyout", path("\(name).key"),
-                "-out", path("\(name).crt"), "-subj", "/CN=coaty CLI test \(name)",
-            ])
+            try runTool(
+                "openssl",
+                [
+                    "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-keyout", path("\(name).key"),
+                    "-out", path("\(name).crt"), "-subj", "/CN=coaty CLI test \(name)",
+                ]
+            )
         }
-        try runTool("openssl", [
-            "req", "-newkey", "rsa:2048", "-nodes", "-keyout", path("server.key"), "-out", path("server.csr"),
-            "-subj", "/CN=127.0.0.1",
-        ])
+        try runTool(
+            "openssl",
+            [
+                "req", "-newkey", "rsa:2048", "-nodes", "-keyout", path("server.key"), "-out", path("server.csr"),
+                "-subj", "/CN=127.0.0.1",
+            ]
+        )
         try "subjectAltName=IP:127.0.0.1\n".write(toFile: path("san.ext"), atomically: true, encoding: .utf8)
-        try runTool("openssl", [
-            "x509", "-req", "-in", path("server.csr"), "-CA", path("ca.crt"), "-CAkey", path("ca.key"),
-            "-CAcreateserial", "-out", path("server.crt"), "-days", "2", "-extfile", path("san.ext"),
-        ])
+        try runTool(
+            "openssl",
+            [
+                "x509", "-req", "-in", path("server.csr"), "-CA", path("ca.crt"), "-CAkey", path("ca.key"),
+                "-CAcreateserial", "-out", path("server.crt"), "-days", "2", "-extfile", path("san.ext"),
+            ]
+        )
         caFile = path("ca.crt")
         serverCertificate = path("server.crt")
         serverKey = path("server.key")

@@ -3,9 +3,9 @@ import Foundation
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Sample objects as wire JSON.
@@ -54,8 +54,10 @@ struct PublishObserveCommandTests {
         try await withBroker { broker in
             try await withAgent(on: broker) { agent in
                 let observer = try await startReadyCoaty(
-                    ["observe", "advertise", "--core-type", "CoatyObject", "--count", "2", "--timeout", "30",
-                     "--broker", broker.url],
+                    [
+                        "observe", "advertise", "--core-type", "CoatyObject", "--count", "2", "--timeout", "30",
+                        "--broker", broker.url,
+                    ],
                     name: "observer-core",
                     observer: agent
                 )
@@ -80,8 +82,10 @@ struct PublishObserveCommandTests {
         try await withBroker { broker in
             try await withAgent(on: broker) { agent in
                 let observer = try await startReadyCoaty(
-                    ["observe", "advertise", "--object-type", "com.example.Light", "--count", "1", "--timeout", "30",
-                     "--broker", broker.url],
+                    [
+                        "observe", "advertise", "--object-type", "com.example.Light", "--count", "1", "--timeout", "30",
+                        "--broker", broker.url,
+                    ],
                     name: "observer-type",
                     observer: agent
                 )
@@ -135,7 +139,10 @@ struct PublishObserveCommandTests {
         try await withBroker { broker in
             try await withAgent(on: broker) { agent in
                 let observer = try await startReadyCoaty(
-                    ["observe", "channel", "alerts.kitchen", "--count", "1", "--timeout", "30", "--broker", broker.url],
+                    [
+                        "observe", "channel", "alerts.kitchen", "--count", "1", "--timeout", "30", "--broker",
+                        broker.url,
+                    ],
                     name: "observer-channel",
                     observer: agent
                 )
@@ -165,13 +172,21 @@ struct PublishObserveCommandTests {
         try await withBroker { broker in
             try await withAgent(on: broker) { agent in
                 let observer = try await startReadyCoaty(
-                    ["observe", "raw", "cli-test/+/reading", "--count", "2", "--timeout", "30", "--broker", broker.url],
+                    [
+                        "observe", "raw", "cli-test/+/reading", "--count", "2", "--timeout", "30", "--broker",
+                        broker.url,
+                    ],
                     name: "observer-raw",
                     observer: agent
                 )
-                let json = try await runCoaty(["raw", "cli-test/a/reading", #"{"celsius":21.5}"#, "--broker", broker.url])
+                let json = try await runCoaty([
+                    "raw", "cli-test/a/reading", #"{"celsius":21.5}"#, "--broker", broker.url,
+                ])
                 #expect(json.status == 0, "stderr: \(json.stderr)")
-                let text = try await runCoaty(["raw", "cli-test/b/reading", "-", "--broker", broker.url], stdin: "hello world")
+                let text = try await runCoaty(
+                    ["raw", "cli-test/b/reading", "-", "--broker", broker.url],
+                    stdin: "hello world"
+                )
                 #expect(text.status == 0, "stderr: \(text.stderr)")
                 let observed = await observer.finish()
                 #expect(observed.status == 0, "stderr: \(observed.stderr)")
@@ -181,7 +196,9 @@ struct PublishObserveCommandTests {
                 #expect(lines[1] == ["event": "Raw", "topic": "cli-test/b/reading", "data": "hello world"])
 
                 // A retained message reaches a later observer, marked as retained.
-                let retained = try await runCoaty(["raw", "--retain", "cli-test/status", "online", "--broker", broker.url])
+                let retained = try await runCoaty([
+                    "raw", "--retain", "cli-test/status", "online", "--broker", broker.url,
+                ])
                 #expect(retained.status == 0, "stderr: \(retained.stderr)")
                 let late = try await runCoaty(
                     ["observe", "raw", "cli-test/status", "--count", "1", "--timeout", "30", "--broker", broker.url]
@@ -206,8 +223,10 @@ struct PublishObserveCommandTests {
                     environment: ["COATY_BROKER": broker.url, "COATY_NAMESPACE": "home"]
                 )
                 let cross = try await startReadyCoaty(
-                    ["observe", "advertise", "--object-type", "com.example.Light", "--count", "1", "--timeout", "30",
-                     "--cross-namespace", "--namespace", "home"],
+                    [
+                        "observe", "advertise", "--object-type", "com.example.Light", "--count", "1", "--timeout", "30",
+                        "--cross-namespace", "--namespace", "home",
+                    ],
                     name: "observer-cross",
                     observer: home,
                     environment: ["COATY_BROKER": broker.url]
@@ -247,7 +266,10 @@ struct PublishObserveCommandTests {
                 let deadvertises = try agent.observeDeadvertise()
                 await deadvertises.subscribed()
                 let observer = try CoatyProcess(
-                    ["observe", "advertise", "--core-type", "Task", "--broker", broker.url, "--name", "observer-signal"]
+                    [
+                        "observe", "advertise", "--core-type", "Task", "--broker", broker.url, "--name",
+                        "observer-signal",
+                    ]
                 )
                 let identity = try #require(await first(identities) { $0.object.name == "observer-signal" })
                 observer.signal(SIGTERM)
@@ -264,7 +286,8 @@ struct PublishObserveCommandTests {
     func observerTimeout() async throws {
         try await withBroker { broker in
             let result = try await runCoaty(
-                ["observe", "channel", "quiet", "--timeout", "0.5", "--broker", broker.url], timeout: 30
+                ["observe", "channel", "quiet", "--timeout", "0.5", "--broker", broker.url],
+                timeout: 30
             )
             #expect(result.status == 0, "stderr: \(result.stderr)")
             #expect(result.stdout.isEmpty)

@@ -30,7 +30,10 @@ struct RequestCommandTests {
                     observer: agent
                 )
                 let result = try await runCoaty(
-                    ["discover", "--core-types", "Identity", "--timeout", "2", "--broker", broker.url, "--name", "asker"]
+                    [
+                        "discover", "--core-types", "Identity", "--timeout", "2", "--broker", broker.url, "--name",
+                        "asker",
+                    ]
                 )
                 observer.signal(SIGTERM)
                 let observerResult = await observer.finish(timeout: 30)
@@ -54,8 +57,11 @@ struct RequestCommandTests {
         try await withBroker { broker in
             try await withAgent(on: broker) { agent in
                 let result = try await runCoaty(
-                    ["discover", "--object-id", agent.identity.objectId.uuidString, "--count", "1", "--timeout", "30",
-                     "--broker", broker.url]
+                    [
+                        "discover", "--object-id", agent.identity.objectId.uuidString, "--count", "1", "--timeout",
+                        "30",
+                        "--broker", broker.url,
+                    ]
                 )
                 #expect(result.status == 0, "stderr: \(result.stderr)")
                 let lines = try result.jsonLines()
@@ -81,8 +87,11 @@ struct RequestCommandTests {
                     }
                 }) {
                     try await runCoaty(
-                        ["discover", "--external-id", "lamp-7", "--object-types", "com.example.Light", "--count", "1",
-                         "--timeout", "30", "--broker", broker.url]
+                        [
+                            "discover", "--external-id", "lamp-7", "--object-types", "com.example.Light", "--count",
+                            "1",
+                            "--timeout", "30", "--broker", broker.url,
+                        ]
                     )
                 }
                 #expect(result.status == 0, "stderr: \(result.stderr)")
@@ -105,15 +114,22 @@ struct RequestCommandTests {
                     "conditions": ["name", [7, "Clean up"]], "orderByProperties": [["name", "Desc"]], "skip": 0,
                     "take": 5,
                 ]
-                let join: JSONValue = ["localProperty": "creatorId", "asProperty": "creator", "isOneToOneRelation": true]
+                let join: JSONValue = [
+                    "localProperty": "creatorId", "asProperty": "creator", "isOneToOneRelation": true,
+                ]
                 let result = try await withResponder({
                     for await query in queries {
-                        try? await query.retrieve(objects: [taskObject], privateData: ["query": .object(query.data.json)])
+                        try? await query.retrieve(
+                            objects: [taskObject],
+                            privateData: ["query": .object(query.data.json)]
+                        )
                     }
                 }) {
                     try await runCoaty(
-                        ["query", "--core-types", "Task", "--filter", filter.serializedString(), "--join",
-                         join.serializedString(), "--count", "1", "--timeout", "30", "--broker", broker.url]
+                        [
+                            "query", "--core-types", "Task", "--filter", filter.serializedString(), "--join",
+                            join.serializedString(), "--count", "1", "--timeout", "30", "--broker", broker.url,
+                        ]
                     )
                 }
                 #expect(result.status == 0, "stderr: \(result.stderr)")
@@ -165,7 +181,9 @@ struct RequestCommandTests {
                     await withTaskGroup(of: Void.self) { group in
                         group.addTask {
                             for await call in adds {
-                                if let a = call.data.parameter("a")?.doubleValue, let b = call.data.parameter("b")?.doubleValue {
+                                if let a = call.data.parameter("a")?.doubleValue,
+                                    let b = call.data.parameter("b")?.doubleValue
+                                {
                                     try? await call.returnResult(.double(a + b))
                                 } else if let a = call.data.parameter(at: 0)?.doubleValue,
                                     let b = call.data.parameter(at: 1)?.doubleValue
@@ -183,8 +201,10 @@ struct RequestCommandTests {
                 }
                 try await withResponder(serve) {
                     let named = try await runCoaty(
-                        ["call", "add", "--params", #"{"a":1,"b":2}"#, "--count", "1", "--timeout", "30",
-                         "--broker", broker.url]
+                        [
+                            "call", "add", "--params", #"{"a":1,"b":2}"#, "--count", "1", "--timeout", "30",
+                            "--broker", broker.url,
+                        ]
                     )
                     #expect(named.status == 0, "stderr: \(named.stderr)")
                     let namedLines = try named.jsonLines()
@@ -192,25 +212,36 @@ struct RequestCommandTests {
                     #expect(checkEventLine(namedLines[0], event: "Return", twoWay: true) == ["result": 3])
 
                     let positional = try await runCoaty(
-                        ["call", "add", "--params", "[40,2]", "--count", "1", "--timeout", "30", "--broker", broker.url]
+                        [
+                            "call", "add", "--params", "[40,2]", "--count", "1", "--timeout", "30", "--broker",
+                            broker.url,
+                        ]
                     )
                     #expect(try positional.jsonLines().first?["data"] == ["result": 42, "executionInfo": "positional"])
 
-                    let invalid = try await runCoaty(["call", "add", "--count", "1", "--timeout", "30", "--broker", broker.url])
+                    let invalid = try await runCoaty([
+                        "call", "add", "--count", "1", "--timeout", "30", "--broker", broker.url,
+                    ])
                     #expect(
-                        try invalid.jsonLines().first?["data"] == ["error": ["code": -32602, "message": "Invalid params"]]
+                        try invalid.jsonLines().first?["data"] == [
+                            "error": ["code": -32602, "message": "Invalid params"]
+                        ]
                     )
 
                     // A context filter the responder's context matches is answered…
                     let matching = try await runCoaty(
-                        ["call", "switch", "--context-filter", #"{"conditions":["floor",[7,3]]}"#, "--count", "1",
-                         "--timeout", "30", "--broker", broker.url]
+                        [
+                            "call", "switch", "--context-filter", #"{"conditions":["floor",[7,3]]}"#, "--count", "1",
+                            "--timeout", "30", "--broker", broker.url,
+                        ]
                     )
                     #expect(try matching.jsonLines().first?["data"] == ["result": true], "stderr: \(matching.stderr)")
                     // …one it does not match is not: no Return until the timeout, still exit 0.
                     let other = try await runCoaty(
-                        ["call", "switch", "--context-filter", #"{"conditions":["floor",[7,4]]}"#, "--timeout", "1",
-                         "--broker", broker.url]
+                        [
+                            "call", "switch", "--context-filter", #"{"conditions":["floor",[7,4]]}"#, "--timeout", "1",
+                            "--broker", broker.url,
+                        ]
                     )
                     #expect(other.status == 0, "stderr: \(other.stderr)")
                     #expect(other.stdout.isEmpty)
