@@ -2,6 +2,12 @@ import CoatyKit
 import Foundation
 import Testing
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// Checks a runtime failure: exit 1, exactly one line on stderr (containing `expected`), no stdout.
 func expectRuntimeFailure(
     _ result: CLIResult,
@@ -259,5 +265,134 @@ struct TestCertificates {
         serverCertificate = path("server.crt")
         serverKey = path("server.key")
         otherCAFile = path("other-ca.crt")
+    }
+}
+
+/// A TCP port that accepts connections (the kernel completes the handshake) but never answers,
+/// like a hung broker.
+final class SilentListener: Sendable {
+    let descriptor: Int32
+    let port: Int
+
+    init() throws {
+        #if os(Linux)
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #else
+            let fd = socket(AF_INET, SOCK_STREAM, 0)
+        #endif
+        guard fd >= 0 else { throw CLITestError("socket() failed") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard bound == 0, listen(fd, 16) == 0 else {
+            close(fd)
+            throw CLITestError("bind/listen failed")
+        }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        descriptor = fd
+        port = Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    deinit { close(descriptor) }
+}
+
+@Suite("coaty connection failures and logging", .serialized)
+struct ConnectionFailureTests {
+    @Test(
+        "a broker that accepts TCP but never answers fails with exit 1 after the connect timeout",
+        arguments: [["advertise", ExitCodeTests.object], ["observe", "channel", "x"], ["call", "op"]]
+    )
+    func silentBroker(_ arguments: [String]) async throws {
+        let listener = try SilentListener()
+        let url = "mqtt://127.0.0.1:\(listener.port)"
+        let result = try await runCoaty(arguments + ["--broker", url, "--connect-timeout", "1"], timeout: 30)
+        expectRuntimeFailure(result, mentioning: url)
+        _ = listener
+    }
+
+    @Test("logs go to stderr at --log-level; stdout stays JSON lines only", .enabled(if: BrokerAvailability.shouldRun))
+    func logsOnStderrOnly() async throws {
+        try await withBroker { broker in
+            let verbose = try await runCoaty(
+                [
+                    "discover", "--core-types", "Identity", "--count", "1", "--timeout", "30", "--log-level", "trace",
+                    "--broker", broker.url,
+                ],
+                timeout: 60
+            )
+            #expect(verbose.status == 0, "stderr: \(verbose.stderr)")
+            #expect(try verbose.jsonLines().count == 1)
+            #expect(verbose.stderr.contains("Connected"), "stderr: \(verbose.stderr)")
+
+            let quiet = try await runCoaty(
+                ["discover", "--core-types", "Identity", "--count", "1", "--timeout", "30", "--broker", broker.url],
+                timeout: 60
+            )
+            #expect(quiet.status == 0)
+            #expect(try quiet.jsonLines().count == 1)
+            #expect(quiet.stderr.isEmpty, "stderr: \(quiet.stderr)")
+        }
+    }
+}
+
+@Suite("coaty mutual TLS", .serialized, .enabled(if: BrokerAvailability.shouldRun))
+struct MutualTLSTests {
+    @Test("a broker requiring client certificates: refused without --cert-file/--key-file, accepted with them")
+    func mutualTLS() async throws {
+        let directory = try TemporaryPath()
+        let pki = try TestCertificates(directory: directory.path)
+        func path(_ name: String) -> String { directory.path + "/" + name }
+        try runTool(
+            "openssl",
+            [
+                "req", "-newkey", "rsa:2048", "-nodes", "-keyout", path("client.key"), "-out", path("client.csr"),
+                "-subj", "/CN=coaty CLI test client",
+            ]
+        )
+        try runTool(
+            "openssl",
+            [
+                "x509", "-req", "-in", path("client.csr"), "-CA", pki.caFile, "-CAkey", path("ca.key"),
+                "-CAcreateserial", "-out", path("client.crt"), "-days", "2",
+            ]
+        )
+        let broker = try MosquittoBroker(
+            tls: .init(
+                caFile: pki.caFile,
+                certificateFile: pki.serverCertificate,
+                privateKeyFile: pki.serverKey,
+                requireClientCertificate: true
+            )
+        )
+        try await broker.start()
+        let url = try #require(broker.tlsURL)
+        let object = ExitCodeTests.object
+
+        let anonymous = try await runCoaty(
+            ["advertise", object, "--broker", url, "--ca-file", pki.caFile],
+            timeout: 30
+        )
+        expectRuntimeFailure(anonymous, mentioning: url)
+
+        let authenticated = try await runCoaty(
+            [
+                "discover", "--core-types", "Identity", "--count", "1", "--timeout", "30", "--broker", url,
+                "--ca-file", pki.caFile, "--cert-file", path("client.crt"), "--key-file", path("client.key"),
+                "--name", "mtls agent",
+            ],
+            timeout: 60
+        )
+        #expect(authenticated.status == 0, "stderr: \(authenticated.stderr)")
+        #expect(try authenticated.jsonLines().first?.at("data.object.name") == "mtls agent")
+        await broker.stop()
     }
 }
