@@ -108,6 +108,40 @@ struct PublishObserveCommandTests {
         }
     }
 
+    @Test("an observer of a core type receives only objects of that core type; Raw observers never see coaty/ topics")
+    func advertiseTopicsByType() async throws {
+        try await withBroker { broker in
+            try await withAgent(on: broker) { agent in
+                let tasks = try await startReadyCoaty(
+                    [
+                        "observe", "advertise", "--core-type", "Task", "--count", "1", "--timeout", "30",
+                        "--broker", broker.url,
+                    ],
+                    name: "observer-tasks",
+                    observer: agent
+                )
+                let raw = try await startReadyCoaty(
+                    ["observe", "raw", "#", "--timeout", "3", "--broker", broker.url],
+                    name: "observer-all",
+                    observer: agent
+                )
+                let lamp = Samples.light("Lamp")
+                let task = Samples.task("Water plants")
+                let sent = try await runCoaty(["advertise", "--broker", broker.url, "[\(lamp),\(task)]"])
+                #expect(sent.status == 0, "stderr: \(sent.stderr)")
+                let taskResult = await tasks.finish()
+                let taskLines = try taskResult.jsonLines()
+                try #require(taskLines.count == 1, "stdout: \(taskResult.stdout)")
+                #expect(checkEventLine(taskLines[0], event: "Advertise")?["object"] == task)
+                #expect(taskLines[0]["topic"]?.stringValue?.contains("/ADV:Task/") == true)
+                // Raw observers never see coaty/ topics, whatever their filter.
+                let rawResult = await raw.finish()
+                #expect(rawResult.status == 0, "stderr: \(rawResult.stderr)")
+                #expect(rawResult.stdout.isEmpty, "stdout: \(rawResult.stdout)")
+            }
+        }
+    }
+
     @Test("deadvertise is observed with the object ids")
     func deadvertiseObserved() async throws {
         try await withBroker { broker in
