@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "CoatyTesting", targets: ["CoatyTesting"]),
         .library(name: "CoatyStore", targets: ["CoatyStore"]),
         .library(name: "CoatySQLite", targets: ["CoatySQLite"]),
+        .library(name: "CoatyPostgres", targets: ["CoatyPostgres"]),
         .executable(name: "coaty", targets: ["coaty"]),
     ],
     dependencies: [
@@ -28,6 +29,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.0"),
         .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
+        .package(url: "https://github.com/vapor/postgres-nio", exact: "1.33.2"),
     ],
     targets: [
         // MARK: C cellar
@@ -38,8 +40,8 @@ let package = Package(
         ),
         .target(
             name: "CMosquittoShim",
-            dependencies: ["CMosquitto"],
-            cSettings: [.unsafeFlags(["-Wall"])]
+            dependencies: ["CMosquitto"]
+            // No unsafeFlags (e.g. -Wall): SwiftPM refuses them in a package used as a dependency.
         ),
 
         // MARK: Libraries
@@ -78,6 +80,17 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(
+            name: "CoatyPostgres",
+            dependencies: [
+                "CoatyStore",
+                "CoatyCore",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
             name: "CoatyKit",
             dependencies: ["CoatyCore", "CoatyMQTT"],
             swiftSettings: swiftSettings
@@ -90,6 +103,7 @@ let package = Package(
                 "CoatyKit",
                 "CoatyStore",
                 "CoatySQLite",
+                "CoatyPostgres",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -116,6 +130,12 @@ let package = Package(
         ),
 
         // MARK: Test support
+        .target(
+            name: "CoatyStoreTestSupport",
+            dependencies: ["CoatyStore", "CoatyCore"],
+            path: "Tests/CoatyStoreTestSupport",
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "coaty-mqtt-probe",
             dependencies: ["CoatyMQTT"],
@@ -139,7 +159,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CoatyCLITests",
-            dependencies: ["CoatyKit", "CoatyMQTT"],
+            dependencies: ["CoatyKit", "CoatyMQTT", "CoatyStoreTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -149,7 +169,15 @@ let package = Package(
         ),
         .testTarget(
             name: "CoatyStoreTests",
-            dependencies: ["CoatyStore", "CoatySQLite", "CoatyTesting"],
+            dependencies: ["CoatyStore", "CoatySQLite", "CoatyStoreTestSupport", "CoatyTesting"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "CoatyPostgresTests",
+            dependencies: [
+                "CoatyPostgres", "CoatyStore", "CoatyCore", "CoatyStoreTestSupport",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -39,6 +39,8 @@ struct CMosquittoShim_Client {
     size_t head;
     size_t count;
     bool armed;          // a consumer waits for the next message
+    bool consumerBlocked; // a consumer thread waits on consumerCond (briefly, see takeMessagesWaiting)
+    pthread_cond_t consumerCond;
     bool wakeMessages;   // wake the dispatcher: a waiting consumer can be served
     bool wakeDrops;      // wake the dispatcher: drops happened
     bool dispatcherClosed;
@@ -179,6 +181,7 @@ static void onMessage(struct mosquitto *mosq, void *obj, const struct mosquitto_
     }
     c->ring[(c->head + c->count) % c->capacity] = m;
     c->count += 1;
+    if (c->consumerBlocked) pthread_cond_signal(&c->consumerCond);
     if (c->armed) {
         c->armed = false;
         c->wakeMessages = true;
@@ -246,6 +249,7 @@ static void destroyClient(CMosquittoShim_Client *c) {
     pthread_cond_destroy(&c->queueCond);
     pthread_mutex_destroy(&c->controlLock);
     pthread_cond_destroy(&c->controlCond);
+    pthread_cond_destroy(&c->consumerCond);
     pthread_mutex_destroy(&c->ackLock);
     pthread_mutex_destroy(&c->errorLock);
     free(c->ring);
@@ -280,6 +284,7 @@ CMosquittoShim_Client *CMosquittoShim_Client_create(const CMosquittoShim_Options
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_cond_init(&c->queueCond, &attr);
     pthread_cond_init(&c->controlCond, &attr);
+    pthread_cond_init(&c->consumerCond, &attr);
     pthread_condattr_destroy(&attr);
     pthread_mutex_init(&c->controlLock, NULL);
     pthread_mutex_init(&c->ackLock, NULL);
@@ -522,6 +527,7 @@ void CMosquittoShim_Client_closeDispatcher(CMosquittoShim_Client *c) {
     pthread_mutex_lock(&c->queueLock);
     c->dispatcherClosed = true;
     pthread_cond_broadcast(&c->queueCond);
+    pthread_cond_broadcast(&c->consumerCond);
     pthread_mutex_unlock(&c->queueLock);
 }
 
@@ -558,6 +564,35 @@ size_t CMosquittoShim_Client_takeMessages(CMosquittoShim_Client *c, CMosquittoSh
     } else if (arm) {
         c->armed = true;
     }
+    pthread_mutex_unlock(&c->queueLock);
+    return n;
+}
+
+size_t CMosquittoShim_Client_takeMessagesWaiting(CMosquittoShim_Client *c, CMosquittoShim_Message **out, size_t max,
+                                                 int timeoutMicroseconds) {
+    pthread_mutex_lock(&c->queueLock);
+    if (c->count == 0 && timeoutMicroseconds > 0 && !c->dispatcherClosed) {
+        struct timespec deadline;
+        clock_gettime(CLOCK_MONOTONIC, &deadline);
+        deadline.tv_nsec += (long)timeoutMicroseconds * 1000L;
+        while (deadline.tv_nsec >= 1000000000L) {
+            deadline.tv_sec += 1;
+            deadline.tv_nsec -= 1000000000L;
+        }
+        c->consumerBlocked = true;
+        while (c->count == 0 && !c->dispatcherClosed) {
+            if (pthread_cond_timedwait(&c->consumerCond, &c->queueLock, &deadline) == ETIMEDOUT) break;
+        }
+        c->consumerBlocked = false;
+    }
+    size_t n = c->count < max ? c->count : max;
+    for (size_t i = 0; i < n; i++) {
+        out[i] = c->ring[c->head];
+        c->ring[c->head] = NULL;
+        c->head = (c->head + 1) % c->capacity;
+    }
+    c->count -= n;
+    if (n > 0) c->armed = false;
     pthread_mutex_unlock(&c->queueLock);
     return n;
 }

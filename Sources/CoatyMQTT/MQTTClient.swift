@@ -200,6 +200,8 @@ final class ClientCore: Sendable {
     let state = Mutex(ClientState())
     let channel = Mutex(MessageChannel())
     let dropReport = Mutex(DropReport())
+    /// `MQTTConfiguration.consumerWaitBeforeSuspending` in microseconds.
+    let blockingWaitMicroseconds: Int32
     /// Mirrors `ClientState.running` for the lock-free QoS 0 publish path.
     let running = Atomic<Bool>(false)
 
@@ -209,6 +211,8 @@ final class ClientCore: Sendable {
 
     init(configuration: MQTTConfiguration, logger: Logger, metricsFactory: (any MetricsFactory)?) {
         self.configuration = configuration
+        let (seconds, attoseconds) = configuration.consumerWaitBeforeSuspending.components
+        blockingWaitMicroseconds = Int32(clamping: max(0, min(seconds, 1) * 1_000_000 + attoseconds / 1_000_000_000_000))
         var logger = logger
         logger[metadataKey: "mqtt.client_id"] = .string(configuration.clientId)
         self.logger = logger
@@ -530,7 +534,7 @@ final class ClientCore: Sendable {
 
     func nextMessageBatch() async -> [MQTTMessage]? {
         guard case .success(let handle) = setup else { return nil }
-        let fast = handle.takeMessages(arm: false)
+        let fast = handle.takeMessages(waitingMicroseconds: blockingWaitMicroseconds)
         if !fast.isEmpty { return fast }
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<[MQTTMessage]?, Never>) in

@@ -101,6 +101,13 @@ public struct MQTTConfiguration: Sendable {
     public var maxReconnectDelay: Duration = .seconds(30)
     /// How many received messages are buffered for the consumer; newer messages beyond this are dropped and counted.
     public var messageBufferCapacity: Int = 10_000
+    /// How long a `messages` consumer that finds the buffer empty blocks its thread, waiting for the next message,
+    /// before it suspends (default 500 µs; zero always suspends at once).
+    ///
+    /// A short blocking wait saves the two thread hand-offs of a suspension when messages follow each other
+    /// closely (request/response round trips, streams), which roughly halves the latency on a busy machine. It holds
+    /// one cooperative thread for at most this long per empty buffer.
+    public var consumerWaitBeforeSuspending: Duration = .microseconds(500)
 
     /// Creates a configuration from a broker URL.
     ///

@@ -128,11 +128,22 @@ final class MosquittoHandle: @unchecked Sendable {
     /// Takes up to `maximumBatch` queued messages, converting each into an ``MQTTMessage`` and freeing the C copy.
     /// When none is queued and `arm` is set, the next message wakes the dispatcher.
     func takeMessages(arm: Bool) -> [MQTTMessage] {
+        take { CMosquittoShim_Client_takeMessages(pointer, $0.baseAddress, $0.count, arm) }
+    }
+
+    /// Like `takeMessages(arm: false)`, but first blocks the calling thread up to `microseconds` while none is queued.
+    func takeMessages(waitingMicroseconds microseconds: Int32) -> [MQTTMessage] {
+        take { CMosquittoShim_Client_takeMessagesWaiting(pointer, $0.baseAddress, $0.count, microseconds) }
+    }
+
+    private func take(
+        _ body: (UnsafeMutableBufferPointer<UnsafeMutablePointer<CMosquittoShim_Message>?>) -> Int
+    ) -> [MQTTMessage] {
         withUnsafeTemporaryAllocation(
             of: UnsafeMutablePointer<CMosquittoShim_Message>?.self,
             capacity: Self.maximumBatch
         ) { buffer in
-            let count = CMosquittoShim_Client_takeMessages(pointer, buffer.baseAddress, buffer.count, arm)
+            let count = body(buffer)
             guard count > 0 else { return [] }
             var messages = [MQTTMessage]()
             messages.reserveCapacity(count)

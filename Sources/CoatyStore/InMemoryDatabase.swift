@@ -1,8 +1,7 @@
 public import CoatyCore
 import Synchronization
 
-/// The rows and local values of an in-memory database: a value, copied by a write transaction
-/// and swapped in when it commits.
+/// The rows and local values of an in-memory database.
 struct InMemoryState: Sendable {
     struct Entry: Sendable {
         var sequence: Int
@@ -40,10 +39,10 @@ struct InMemoryState: Sendable {
 
 /// An in-memory database: every connection shares one state behind a mutex.
 ///
-/// Reads see a snapshot; a write transaction works on a copy and swaps it in when its body
-/// returns, so a throwing body leaves the state unchanged. Writes are serialized; a write
-/// transaction copies the state, so it costs O(rows) — this backend is for tests and small
-/// agents.
+/// Reads see a snapshot taken under the lock; a write transaction holds the lock for its body
+/// (writes are serialized) and keeps an undo log, so a throwing body leaves the state unchanged
+/// at the cost of its own changes only. Queries scan the rows in scope and evaluate the filter
+/// with ``CoatyCore/ObjectMatcher`` — this backend is for tests and small agents.
 public final class InMemoryDatabase: DatabaseType {
     let state = Mutex(InMemoryState())
 
@@ -68,26 +67,53 @@ public struct InMemoryConnection: ConnectionType {
         return try body(InMemoryTransaction(snapshot))
     }
 
-    /// Runs `body` on a copy of the state and commits the copy when `body` returns.
+    /// Runs `body` with the database locked: its changes stay when it returns and are undone when
+    /// it throws.
     /// - Parameter body: the writes.
     /// - Returns: what `body` returns.
     /// - Throws: what `body` throws; nothing is changed then.
     public func write<T: Sendable>(_ body: @escaping @Sendable (InMemoryTransaction) throws -> T) async throws -> T {
         try database.state.withLock { state throws -> T in
+            // The transaction takes the storage over (uniquely referenced, so mutations do not
+            // copy it) and keeps an undo log for a rollback.
             let transaction = InMemoryTransaction(state)
-            let result = try body(transaction)
-            state = transaction.state
-            return result
+            state = InMemoryState()
+            do {
+                let result = try body(transaction)
+                state = transaction.state
+                return result
+            } catch {
+                transaction.rollBack()
+                state = transaction.state
+                throw error
+            }
         }
     }
 }
 
 /// A read or write transaction of an ``InMemoryDatabase``.
 public final class InMemoryTransaction: WriteTransactionType {
+    enum Undo {
+        case entry(StoreIndex, InMemoryState.Entry?)
+        case local(String, JSONValue?)
+    }
+
     var state: InMemoryState
+    var undoLog: [Undo] = []
 
     init(_ state: InMemoryState) {
         self.state = state
+    }
+
+    /// Restores every row and local value this transaction changed, newest change first.
+    func rollBack() {
+        for undo in undoLog.reversed() {
+            switch undo {
+            case .entry(let index, let entry): state.entries[index] = entry
+            case .local(let key, let value): state.local[key] = value
+            }
+        }
+        undoLog.removeAll()
     }
 
     /// The row at an index.
@@ -128,6 +154,7 @@ public final class InMemoryTransaction: WriteTransactionType {
         case (.insert, .some), (.update, .none): return false
         default: break
         }
+        undoLog.append(.entry(row.index, existing))
         let sequence: Int
         if let existing {
             sequence = existing.sequence
@@ -148,7 +175,9 @@ public final class InMemoryTransaction: WriteTransactionType {
     /// - Returns: whether it existed.
     @discardableResult
     public func removeRow(at index: StoreIndex) -> Bool {
-        state.entries.removeValue(forKey: index) != nil
+        guard let removed = state.entries.removeValue(forKey: index) else { return false }
+        undoLog.append(.entry(index, removed))
+        return true
     }
 
     /// Sets or removes a local value.
@@ -156,6 +185,7 @@ public final class InMemoryTransaction: WriteTransactionType {
     ///   - value: the value; `nil` removes it.
     ///   - key: the key.
     public func setLocalValue(_ value: JSONValue?, forKey key: String) {
+        undoLog.append(.local(key, state.local[key]))
         state.local[key] = value
     }
 }

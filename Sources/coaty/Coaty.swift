@@ -32,7 +32,7 @@ struct Coaty: AsyncParsableCommand {
             """,
         subcommands: [
             Advertise.self, Deadvertise.self, Channel.self, Observe.self, Discover.self, Query.self,
-            Update.self, Call.self, Raw.self, Demo.self,
+            Update.self, Call.self, Raw.self, Record.self, Demo.self,
         ]
     )
 

@@ -416,3 +416,68 @@ struct CountCase: Sendable {
         CountCase(label: "paged count", filter: ObjectFilter().skip(95).take(10), count: 5),
     ]
 }
+
+@Suite("Store contract: scopes and concurrency")
+struct StoreScopeTests {
+    @Test(arguments: Backend.allCases)
+    func repositoryScopedLikeAQuery(_ backend: Backend) async throws {
+        let connection = try await backend.makeConnection()
+        try await Self.scoped(connection)
+    }
+
+    static func scoped<C: ConnectionType>(_ connection: C) async throws {
+        let task = try CoatyObjectRegistry().decode([
+            "objectId": "5b5a5b39-4b3a-4c8b-9a4f-7a1d6f3f9e01", "name": "Task 1", "objectType": "com.example.Job",
+            "coreType": "Task", "creatorId": "5b5a5b39-4b3a-4c8b-9a4f-7a1d6f3f9e02", "creationTimestamp": 1_700_000_000_000,
+            "status": 0, "priority": 7,
+        ] as JSONValue)
+        let lights = [Light(name: "a", isOn: true, luminance: 0.9), Light(name: "b", isOn: false, luminance: 0.1)]
+        try await lights.write(to: connection)
+        try await task.write(to: connection)
+        try await Note(id: 1, text: "not a Coaty object").write(to: connection)
+
+        var byCoreType = AnyCoatyObject.storeCoding
+        byCoreType.scope = .coreTypes(["Task"])
+        let tasks = AnyRepository(StoreRepository(connection: connection, coding: byCoreType))
+        #expect(try await tasks.fetchAll().map(\.objectId) == [task.objectId])
+        #expect(try await tasks.fetch(FetchOptions(filter: .where("priority", .greaterThan(5)))).count == 1)
+        #expect(try await tasks.fetch(FetchOptions(filter: .where("priority", .lessThan(5)))).isEmpty)
+
+        var byObjectType = AnyCoatyObject.storeCoding
+        byObjectType.scope = .collections(["com.example.Light"])
+        let anyLights = AnyRepository(StoreRepository(connection: connection, coding: byObjectType))
+        #expect(try await anyLights.count() == 2)
+        #expect(try await anyLights.fetch(id: task.objectId.uuidString) == nil)
+        #expect(try await anyLights.fetch(id: lights[0].objectId.uuidString)?.as(Light.self) == lights[0])
+
+        let everything = objectRepository(connection)
+        #expect(try await everything.count() == 3)
+        let typedTasks = try await connection.read { tx in try CoatyTask.read(tx).all() }
+        #expect(typedTasks.map(\.objectId) == [task.objectId])
+        #expect(typedTasks.first?.custom["priority"] == 7)
+        #expect(typedTasks.first?.objectType == "com.example.Job")
+    }
+
+    @Test(arguments: Backend.allCases)
+    func concurrentWritersLoseNothing(_ backend: Backend) async throws {
+        let connection = try await backend.makeConnection()
+        try await Self.concurrent(connection)
+    }
+
+    static func concurrent<C: ConnectionType>(_ connection: C) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for writer in 0..<8 {
+                group.addTask {
+                    for i in 0..<25 {
+                        try await Note(id: writer * 100 + i, text: "w\(writer)").write(to: connection)
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let count = try await connection.read { tx in try Note.read(tx).count() }
+        #expect(count == 200)
+        let fromWriterThree = try await connection.read { tx in try Note.read(tx).matching(.where("text", .equals("w3"))) }
+        #expect(fromWriterThree.map(\.id) == (300..<325).map { $0 })
+    }
+}

@@ -156,6 +156,11 @@ CMosquittoShim_Event *CMosquittoShim_Client_popEvent(CMosquittoShim_Client *clie
 size_t CMosquittoShim_Client_takeMessages(CMosquittoShim_Client *client, CMosquittoShim_Message **out, size_t max,
                                           bool arm);
 
+/// Takes up to `max` messages, first blocking the calling thread up to `timeoutMicroseconds` while none is queued
+/// (a short bounded wait that saves two thread hand-offs when messages follow each other closely).
+size_t CMosquittoShim_Client_takeMessagesWaiting(CMosquittoShim_Client *client, CMosquittoShim_Message **out,
+                                                 size_t max, int timeoutMicroseconds);
+
 /// Frees every queued message.
 void CMosquittoShim_Client_discardMessages(CMosquittoShim_Client *client);
 

@@ -111,6 +111,8 @@ public final class CoatyRecorder: Service, Sendable {
         var stopWaiter: CheckedContinuation<Void, Never>?
         var ready = false
         var readyWaiters: [CheckedContinuation<Void, Never>] = []
+        var registered = false
+        var registeredWaiters: [CheckedContinuation<Void, Never>] = []
         var nextSink = 0
     }
 
@@ -179,16 +181,13 @@ public final class CoatyRecorder: Service, Sendable {
 
     /// Waits until ``run()`` has registered every observation, the manager is online and the
     /// broker acknowledged the subscriptions.
-    public func ready() async {
-        await withCheckedContinuation { continuation in
-            let now = control.withLock { control -> Bool in
-                if control.ready { return true }
-                control.readyWaiters.append(continuation)
-                return false
-            }
-            if now { continuation.resume() }
-        }
-    }
+    public func ready() async { await wait(for: \.ready, \.readyWaiters) }
+
+    /// Waits until ``run()`` has registered its observations with the manager (or has ended).
+    ///
+    /// Start a manager after this returns, and the manager subscribes the recorder's topics before
+    /// it advertises its identity: the identity Advertise then means "ready" to other agents.
+    public func registered() async { await wait(for: \.registered, \.registeredWaiters) }
 
     /// Waits until every object received so far is committed to the store.
     public func flush() async {
@@ -210,6 +209,8 @@ public final class CoatyRecorder: Service, Sendable {
         }
         guard begin else { throw RecorderError.alreadyRunning }
         defer { finishEvents() }
+        // Also when registering fails: nobody waits for observations that never come.
+        defer { markRegistered() }
 
         let ingest = try makeIngestObservations()
         let queries = configuration.answersQueries ? try manager.observeQuery() : nil
@@ -222,6 +223,7 @@ public final class CoatyRecorder: Service, Sendable {
         }
         let updates = updateObservations
         let deadvertises = try manager.observeDeadvertise()
+        markRegistered()
 
         let writer = Task { await self.writeLoop() }
         await withGracefulShutdownHandler {
@@ -283,13 +285,36 @@ public final class CoatyRecorder: Service, Sendable {
         }
     }
 
-    private func markReady() {
+    private func markRegistered() { release(\.registered, \.registeredWaiters) }
+
+    private func markReady() { release(\.ready, \.readyWaiters) }
+
+    /// Sets a milestone and resumes those waiting for it.
+    private func release(
+        _ flag: WritableKeyPath<Control, Bool>,
+        _ waiting: WritableKeyPath<Control, [CheckedContinuation<Void, Never>]>
+    ) {
         let waiters = control.withLock { control in
-            control.ready = true
-            defer { control.readyWaiters.removeAll() }
-            return control.readyWaiters
+            control[keyPath: flag] = true
+            defer { control[keyPath: waiting].removeAll() }
+            return control[keyPath: waiting]
         }
         for waiter in waiters { waiter.resume() }
+    }
+
+    /// Waits until a milestone is set.
+    private func wait(
+        for flag: KeyPath<Control, Bool>,
+        _ waiting: WritableKeyPath<Control, [CheckedContinuation<Void, Never>]>
+    ) async {
+        await withCheckedContinuation { continuation in
+            let now = control.withLock { control -> Bool in
+                if control[keyPath: flag] { return true }
+                control[keyPath: waiting].append(continuation)
+                return false
+            }
+            if now { continuation.resume() }
+        }
     }
 
     // MARK: Ingest

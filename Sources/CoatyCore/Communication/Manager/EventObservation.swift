@@ -46,7 +46,8 @@ final class ObservationRegistration: Sendable {
 /// }
 /// ```
 ///
-/// Events are buffered per observer up to ``CommunicationManager/Options/observerBufferLimit``;
+/// An observation has one consumer: iterate it from one task (create another observation for a
+/// second consumer; they share the subscription). Events are buffered per observer up to ``CommunicationManager/Options/observerBufferLimit``;
 /// beyond it the oldest buffered event is dropped and counted
 /// (``CommunicationStatistics/observerOverflow``).
 public struct EventObservation<Element: Sendable>: AsyncSequence, Sendable {

@@ -1,0 +1,316 @@
+public import CoatyStore
+import Foundation
+public import Logging
+public import PostgresNIO
+public import ServiceLifecycle
+import Synchronization
+
+/// An error of the PostgreSQL backend, saying what to check.
+public struct CoatyPostgresError: Error, Sendable, CustomStringConvertible {
+    /// The message.
+    public let message: String
+
+    init(_ message: String) { self.message = message }
+
+    /// The message.
+    public var description: String { message }
+}
+
+/// A PostgreSQL database through postgres-nio's `PostgresClient`, with the schema created and
+/// upgraded by versioned migrations (recorded in the `coaty_schema_version` table).
+///
+/// Each row keeps the item as `object jsonb` (with a GIN index), the metadata as `metadata jsonb`,
+/// and promoted indexed text columns (`collection`, `key`, `objectId`, `objectType`, `coreType`,
+/// `name`, `externalId`, `parentObjectId`, `locationId`). Filters are pushed into SQL only where
+/// the result is exactly Coaty's; the rest is evaluated with ``CoatyCore/ObjectMatcher`` on the
+/// candidates SQL returns. `jsonb` keeps no key order: a read object has the same members and
+/// values as the written one (it compares equal), with its keys in PostgreSQL's order. Strings
+/// cannot contain `\u0000` (PostgreSQL rejects them; the write throws).
+///
+/// The database is a `Service`: its ``run()`` runs the client's connection pool and must be
+/// running (in a `ServiceGroup` or a task of yours) while connections are used; a transaction
+/// waits for a pooled connection until then. ``withDatabase(url:logger:_:)`` does both for a scope:
+///
+/// ```swift
+/// try await PostgresDatabase.withDatabase(url: "postgres://coaty@localhost:5432/coaty") { database in
+///     let connection = try await database.makeConnection()
+///     try await light.write(to: connection, metadata: receipt)
+/// }
+/// ```
+///
+/// Transaction bodies are synchronous (see ``CoatyStore/ConnectionType``): each runs on NIO's
+/// blocking thread pool (`NIOThreadPool.singleton`), never on a Swift concurrency thread, and waits
+/// there for its statements. Name the type `CoatyPostgres.PostgresDatabase` where `PostgresNIO`
+/// is imported too (it has a protocol of the same name).
+public final class PostgresDatabase: DatabaseType, Service {
+    /// The client's configuration.
+    public let configuration: PostgresClient.Configuration
+    let client: PostgresClient
+    let logger: Logger
+    let isMigrated = Mutex(false)
+
+    /// The migrations, in order; version `n` is `migrationNames[n - 1]`.
+    public static let migrationNames = ["v1-rows", "v2-local-context"]
+
+    /// A database for a client configuration (nothing connects before ``run()``).
+    /// - Parameters:
+    ///   - configuration: the client's configuration.
+    ///   - logger: where the client and the transactions log; nothing is logged when `nil`.
+    public init(configuration: PostgresClient.Configuration, logger: Logger? = nil) {
+        let logger = logger ?? Logger(label: "coaty.postgres", factory: { _ in SwiftLogNoOpLogHandler() })
+        self.configuration = configuration
+        self.logger = logger
+        self.client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+    }
+
+    /// A database for a connection string `postgres://user[:password]@host[:port]/database`
+    /// (`postgresql://` too; port 5432 by default). Query items: `sslmode=disable|prefer|require`
+    /// (default `prefer`), `host=/path` for a Unix socket directory (the server's `-k`), in which
+    /// case the host part may be empty (`postgres://user@/database?host=/tmp`).
+    /// - Parameters:
+    ///   - url: the connection string.
+    ///   - logger: where the client and the transactions log; nothing is logged when `nil`.
+    /// - Throws: ``CoatyPostgresError`` when the string is not such a URL.
+    public convenience init(url: String, logger: Logger? = nil) throws {
+        try self.init(configuration: Self.configuration(url: url), logger: logger)
+    }
+
+    /// Parses a connection string (see ``init(url:logger:)``).
+    /// - Parameter url: the connection string.
+    /// - Returns: the client configuration.
+    /// - Throws: ``CoatyPostgresError`` naming what is missing or wrong.
+    public static func configuration(url: String) throws -> PostgresClient.Configuration {
+        func fail(_ why: String) -> CoatyPostgresError {
+            CoatyPostgresError(
+                "Invalid PostgreSQL connection string \"\(url)\": \(why); use postgres://user[:password]@host[:port]/database"
+            )
+        }
+        guard let components = URLComponents(string: url) else { throw fail("it is not a URL") }
+        guard let scheme = components.scheme, ["postgres", "postgresql"].contains(scheme) else {
+            throw fail("the scheme must be postgres or postgresql")
+        }
+        guard let user = components.user, !user.isEmpty else { throw fail("the user is missing") }
+        let database = String(components.path.drop { $0 == "/" })
+        guard !database.isEmpty, !database.contains("/") else { throw fail("the database name is missing") }
+        var tls = PostgresClient.Configuration.TLS.prefer(.makeClientConfiguration())
+        var socketDirectory: String?
+        for item in components.queryItems ?? [] {
+            switch (item.name, item.value) {
+            case ("sslmode", "disable"): tls = .disable
+            case ("sslmode", "prefer"): tls = .prefer(.makeClientConfiguration())
+            case ("sslmode", "require"): tls = .require(.makeClientConfiguration())
+            case ("host", let value?) where value.hasPrefix("/"): socketDirectory = value
+            default: throw fail("unsupported query item \(item.name)=\(item.value ?? "")")
+            }
+        }
+        if let socketDirectory {
+            let port = components.port ?? 5432
+            return PostgresClient.Configuration(
+                unixSocketPath: "\(socketDirectory)/.s.PGSQL.\(port)",
+                username: user,
+                password: components.password,
+                database: database
+            )
+        }
+        guard let host = components.host, !host.isEmpty else { throw fail("the host is missing") }
+        return PostgresClient.Configuration(
+            host: host,
+            port: components.port ?? 5432,
+            username: user,
+            password: components.password,
+            database: database,
+            tls: tls
+        )
+    }
+
+    /// Runs the client's connection pool until the task is cancelled or a graceful shutdown.
+    public func run() async throws {
+        await client.run()
+    }
+
+    /// Runs `body` with a database whose ``run()`` runs in a child task for the scope's duration.
+    /// - Parameters:
+    ///   - url: the connection string (see ``init(url:logger:)``).
+    ///   - logger: where the client and the transactions log; nothing is logged when `nil`.
+    ///   - body: what to do with the database.
+    /// - Returns: what `body` returns.
+    /// - Throws: ``CoatyPostgresError`` for a wrong string, or what `body` throws.
+    public static func withDatabase<T: Sendable>(
+        url: String,
+        logger: Logger? = nil,
+        _ body: (PostgresDatabase) async throws -> T
+    ) async throws -> T {
+        let database = try PostgresDatabase(url: url, logger: logger)
+        return try await withThrowingTaskGroup(of: Void.self, returning: T.self) { group in
+            group.addTask { try await database.run() }
+            defer { group.cancelAll() }
+            return try await body(database)
+        }
+    }
+
+    /// A connection; the first one brings the schema up to date.
+    /// - Returns: the connection.
+    /// - Throws: ``CoatyPostgresError`` when the schema cannot be migrated (check the URL, that the
+    ///   server runs, and that the user may create tables in the database).
+    public func makeConnection() async throws -> PostgresStoreConnection {
+        if !isMigrated.withLock({ $0 }) {
+            try await migrate()
+            isMigrated.withLock { $0 = true }
+        }
+        return PostgresStoreConnection(database: self)
+    }
+
+    /// The names of the migrations applied to the database, in order.
+    /// - Returns: the names.
+    /// - Throws: a database error.
+    public func appliedMigrations() async throws -> [String] {
+        let logger = logger
+        return try await client.withConnection { connection in
+            let exists = try await connection.query(
+                "SELECT to_regclass('coaty_schema_version') IS NOT NULL",
+                logger: logger
+            ).collect()
+            guard try exists.first?.decode(Bool.self) == true else { return [String]() }
+            return try await connection.query(
+                "SELECT name FROM coaty_schema_version ORDER BY version",
+                logger: logger
+            ).collect().map { try $0.decode(String.self) }
+        }
+    }
+
+    /// The statements of each migration, in order.
+    static let migrations: [[PostgresQuery]] = [
+        [
+            """
+            CREATE TABLE coaty_rows (
+                id bigserial PRIMARY KEY,
+                collection text NOT NULL,
+                key text NOT NULL,
+                object jsonb NOT NULL,
+                metadata jsonb,
+                "objectId" text,
+                "objectType" text,
+                "coreType" text,
+                name text,
+                "externalId" text,
+                "parentObjectId" text,
+                "locationId" text,
+                UNIQUE (collection, key)
+            )
+            """,
+            "CREATE INDEX coaty_rows_object ON coaty_rows USING gin (object)",
+            "CREATE INDEX coaty_rows_objectId ON coaty_rows (\"objectId\")",
+            "CREATE INDEX coaty_rows_objectType ON coaty_rows (\"objectType\")",
+            "CREATE INDEX coaty_rows_coreType ON coaty_rows (\"coreType\")",
+            "CREATE INDEX coaty_rows_name ON coaty_rows (name)",
+            "CREATE INDEX coaty_rows_externalId ON coaty_rows (\"externalId\")",
+            "CREATE INDEX coaty_rows_parentObjectId ON coaty_rows (\"parentObjectId\")",
+            "CREATE INDEX coaty_rows_locationId ON coaty_rows (\"locationId\")",
+        ],
+        [
+            "CREATE TABLE coaty_local (key text PRIMARY KEY, value jsonb NOT NULL)"
+        ],
+    ]
+
+    /// Applies the missing migrations in one transaction, under an advisory lock so that
+    /// concurrent first connections (also of other processes) migrate once.
+    func migrate() async throws {
+        let logger = logger
+        do {
+            try await client.withConnection { connection in
+                try await connection.withTransaction(logger: logger) { connection in
+                    try await connection.query("SELECT pg_advisory_xact_lock(7243020001)", logger: logger)
+                    try await connection.query(
+                        """
+                        CREATE TABLE IF NOT EXISTS coaty_schema_version (
+                            version integer PRIMARY KEY,
+                            name text NOT NULL,
+                            applied_at timestamptz NOT NULL DEFAULT now()
+                        )
+                        """,
+                        logger: logger
+                    )
+                    let current =
+                        try await connection.query(
+                            "SELECT coalesce(max(version), 0) FROM coaty_schema_version",
+                            logger: logger
+                        ).collect().first?.decode(Int.self) ?? 0
+                    for (offset, statements) in Self.migrations.enumerated() where offset + 1 > current {
+                        for statement in statements { try await connection.query(statement, logger: logger) }
+                        let version = offset + 1
+                        let name = Self.migrationNames[offset]
+                        try await connection.query(
+                            "INSERT INTO coaty_schema_version (version, name) VALUES (\(version), \(name))",
+                            logger: logger
+                        )
+                    }
+                }
+            }
+        } catch {
+            throw CoatyPostgresError(
+                "Cannot bring the CoatyKit schema up to date on \(Self.describe(configuration)): \(String(reflecting: error)); check that the server runs and the user may create tables"
+            )
+        }
+    }
+
+    static func describe(_ configuration: PostgresClient.Configuration) -> String {
+        let place = configuration.unixSocketPath ?? "\(configuration.host ?? "?"):\(configuration.port ?? 5432)"
+        return "\(configuration.username)@\(place)/\(configuration.database ?? "")"
+    }
+
+    /// Runs `body` in a transaction on a pooled connection, on NIO's blocking thread pool.
+    func transaction<T: Sendable>(
+        readOnly: Bool,
+        _ body: @escaping @Sendable (PostgresTransaction) throws -> T
+    ) async throws -> T {
+        let logger = logger
+        return try await client.withConnection { connection in
+            let begin: PostgresQuery = readOnly ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" : "BEGIN"
+            try await connection.query(begin, logger: logger)
+            let result: T
+            do {
+                result = try await NIOThreadPool.singleton.runIfActive {
+                    let transaction = PostgresTransaction(connection: connection, logger: logger)
+                    let result = try body(transaction)
+                    if let failure = transaction.failure {
+                        throw CoatyPostgresError(
+                            "A statement failed inside the transaction, which was rolled back: \(failure)"
+                        )
+                    }
+                    return result
+                }
+            } catch {
+                do {
+                    try await connection.query("ROLLBACK", logger: logger)
+                } catch let rollbackError {
+                    logger.error("ROLLBACK failed: \(String(reflecting: rollbackError))")
+                }
+                throw error
+            }
+            try await connection.query("COMMIT", logger: logger)
+            return result
+        }
+    }
+}
+
+/// A connection to a ``PostgresDatabase``: each transaction leases a pooled connection.
+public struct PostgresStoreConnection: ConnectionType {
+    let database: PostgresDatabase
+
+    /// Runs `body` in a read-only repeatable-read transaction (one snapshot).
+    /// - Parameter body: the reads.
+    /// - Returns: what `body` returns.
+    /// - Throws: what `body` or PostgreSQL throws.
+    public func read<T: Sendable>(_ body: @escaping @Sendable (PostgresTransaction) throws -> T) async throws -> T {
+        try await database.transaction(readOnly: true, body)
+    }
+
+    /// Runs `body` in a read-committed write transaction: commits when it returns, rolls back when
+    /// it throws (or when one of its statements failed).
+    /// - Parameter body: the writes.
+    /// - Returns: what `body` returns.
+    /// - Throws: what `body` or PostgreSQL throws.
+    public func write<T: Sendable>(_ body: @escaping @Sendable (PostgresTransaction) throws -> T) async throws -> T {
+        try await database.transaction(readOnly: false, body)
+    }
+}

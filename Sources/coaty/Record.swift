@@ -1,0 +1,222 @@
+import ArgumentParser
+import CoatyKit
+import CoatyPostgres
+import CoatySQLite
+import CoatyStore
+import Foundation
+import Logging
+
+/// `coaty record`: the recorder agent.
+struct Record: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Persist received objects and answer Query, Discover and Update from the store.",
+        discussion: """
+            A long-running agent. It stores every object advertised with any core type (and the \
+            objects of Channel events on each --channel) with receipt metadata (source id, event \
+            type, topic, time), removes objects and their children on Deadvertise, answers every \
+            Query with one Retrieve (ObjectFilter with orderBy, skip, take and joins by objectId) \
+            and Discovers by objectId or externalId with a Resolve, and with --accept-updates \
+            applies Updates of stored objects and answers Complete.
+
+            The store is a SQLite file (WAL mode; created when missing) or, with a \
+            postgres:// connection string, a PostgreSQL database (schema created on first use). \
+            The identity Advertise means "ready": it is published after the recorder's \
+            subscriptions are acknowledged. On SIGINT/SIGTERM it commits what it received, \
+            deadvertises its identity and exits 0. With --verbose, stdout has one JSON line per \
+            stored, removed or answered object.
+
+            Examples:
+              coaty record
+              coaty record --db /var/lib/coaty/objects.sqlite --channel telemetry --verbose
+              coaty record --db postgres://coaty@127.0.0.1:5432/coaty --accept-updates
+            """
+    )
+
+    @OptionGroup var connection: ConnectionOptions
+
+    @Option(
+        help: ArgumentHelp(
+            "A SQLite file, or postgres://user[:password]@host[:port]/database.",
+            valueName: "path|url"
+        )
+    )
+    var db = "./coaty.sqlite"
+
+    @Option(
+        name: .customLong("channel"),
+        help: ArgumentHelp("Also store the objects of Channel events on this channel id (repeatable).", valueName: "id")
+    )
+    var channels: [String] = []
+
+    @Flag(help: "Apply Update events of stored objects and answer them with Complete.")
+    var acceptUpdates = false
+
+    @Flag(help: "Print one JSON line per stored, removed or answered object on stdout.")
+    var verbose = false
+
+    func validate() throws {
+        for channel in channels {
+            try validateTopicLevel(.channel(id: channel), option: "--channel", value: channel)
+        }
+        if db.isEmpty { throw ValidationError("--db must not be empty.") }
+    }
+
+    var usesPostgres: Bool { db.hasPrefix("postgres://") || db.hasPrefix("postgresql://") }
+
+    func run() async throws {
+        let agent = try CLIAgent(connection, defaultName: "coaty record")
+        let signals = ShutdownSignals()
+        let configuration = CoatyRecorder.Configuration(channelIds: channels, acceptUpdates: acceptUpdates)
+        if usesPostgres {
+            let database: PostgresDatabase
+            do {
+                database = try PostgresDatabase(url: db, logger: agent.logger)
+            } catch {
+                throw CLIError("\(error)")
+            }
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await database.run() }
+                defer { group.cancelAll() }
+                let connection = try await openPostgres(database, timeout: self.connection.connectTimeout)
+                try await record(agent, storage: ConnectionRecorderStorage(connection), configuration, signals)
+            }
+        } else {
+            let database: SQLiteDatabase
+            do {
+                database = try SQLiteDatabase(path: db)
+            } catch {
+                throw CLIError("Cannot open the SQLite database at \(db): \(error)")
+            }
+            try await record(
+                agent,
+                storage: ConnectionRecorderStorage(database.makeConnection()),
+                configuration,
+                signals
+            )
+        }
+    }
+
+    /// Connects to PostgreSQL (bringing the schema up to date) within `timeout` seconds.
+    private func openPostgres(_ database: PostgresDatabase, timeout: Double) async throws -> PostgresStoreConnection {
+        let redacted = Self.redacted(db)
+        do {
+            return try await withThrowingTaskGroup(of: PostgresStoreConnection?.self) { group in
+                group.addTask { try await database.makeConnection() }
+                group.addTask {
+                    try await Task.sleep(for: .milliseconds(Int64(timeout * 1000)))
+                    return nil
+                }
+                defer { group.cancelAll() }
+                guard let connection = try await group.next() ?? nil else {
+                    throw CLIError(
+                        "The PostgreSQL database at \(redacted) did not answer within \(CLIAgent.format(timeout)) s."
+                    )
+                }
+                return connection
+            }
+        } catch let error as CLIError {
+            throw error
+        } catch {
+            throw CLIError("Cannot open the PostgreSQL database at \(redacted): \(oneLine(String(describing: error)))")
+        }
+    }
+
+    /// A connection string without its password, for messages.
+    static func redacted(_ url: String) -> String {
+        guard var components = URLComponents(string: url), components.password != nil else { return url }
+        components.password = "***"
+        return components.string ?? url
+    }
+
+    /// Runs the recorder with `agent` until a signal, then commits, deadvertises and returns.
+    private func record(
+        _ agent: CLIAgent,
+        storage: some RecorderStorage,
+        _ configuration: CoatyRecorder.Configuration,
+        _ signals: ShutdownSignals
+    ) async throws {
+        let recorder = CoatyRecorder(
+            manager: agent.manager,
+            storage: storage,
+            configuration: configuration,
+            logger: agent.logger
+        )
+        let events = verbose ? recorder.events() : nil
+        let printing = Task {
+            guard let events else { return }
+            for await event in events {
+                if let line = Self.line(for: event) { Output.line(line) }
+            }
+        }
+        let recording = Task { try await recorder.run() }
+        // Observations first, so the manager subscribes them before advertising the identity.
+        await recorder.registered()
+        do {
+            try await agent.start()
+        } catch {
+            recording.cancel()
+            _ = try? await recording.value
+            throw error
+        }
+        let store = usesPostgres ? Self.redacted(db) : db
+        agent.logger.info("Recording", metadata: ["store": "\(store)", "broker": "\(agent.options.brokerForMessages)"])
+
+        // Until a signal, or until the recorder ends by itself (a failure).
+        let failure: (any Error)? = await withTaskGroup(of: (any Error)??.self) { group in
+            group.addTask { await signals.next() ? .some(nil) : nil }
+            group.addTask {
+                do {
+                    try await recording.value
+                    return .some(nil)
+                } catch {
+                    return .some(error)
+                }
+            }
+            var failure: (any Error)?
+            for await result in group {
+                if let result {
+                    failure = result
+                    break
+                }
+            }
+            // Stopping ends the child task that waits for the recording (a task's value does
+            // not end when the task awaiting it is cancelled).
+            recorder.stop()
+            group.cancelAll()
+            return failure
+        }
+        _ = try? await recording.value
+        await agent.stop()
+        await printing.value
+        agent.logger.info("Recorder stopped", metadata: ["statistics": "\(recorder.statistics)"])
+        if let failure { throw CLIError("The recorder stopped: \(oneLine(String(describing: failure)))") }
+    }
+
+    /// The `--verbose` line of a recorder event (failures are logged, not printed).
+    static func line(for event: RecorderEvent) -> String? {
+        var line = JSONObject()
+        switch event {
+        case .stored(let objectId, let objectType, let receipt), .updated(let objectId, let objectType, let receipt):
+            if case .stored = event { line["event"] = "Stored" } else { line["event"] = "Updated" }
+            line["objectId"] = .string(String(objectId))
+            line["objectType"] = .string(objectType)
+            line["eventType"] = .string(receipt.eventType)
+            line["topic"] = .string(receipt.topic)
+            if let sourceId = receipt.sourceId { line["sourceId"] = .string(String(sourceId)) }
+        case .removed(let objectIds):
+            line["event"] = "Removed"
+            line["objectIds"] = .array(objectIds.map { .string($0) })
+        case .retrieved(let correlationId, let count):
+            line["event"] = "Retrieved"
+            if let correlationId { line["correlationId"] = .string(String(correlationId)) }
+            line["count"] = .int(Int64(count))
+        case .resolved(let correlationId, let objectId):
+            line["event"] = "Resolved"
+            if let correlationId { line["correlationId"] = .string(String(correlationId)) }
+            line["objectId"] = .string(String(objectId))
+        case .failed:
+            return nil
+        }
+        return JSONValue.object(line).serializedString()
+    }
+}

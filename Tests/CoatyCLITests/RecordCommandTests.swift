@@ -1,0 +1,283 @@
+import CoatyKit
+import CoatyStoreTestSupport
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A temporary directory for one test, removed afterwards.
+func withTemporaryDirectory<T>(_ body: (String) async throws -> T) async throws -> T {
+    let directory = FileManager.default.temporaryDirectory
+        .appendingPathComponent("coaty-cli-\(UUID().uuidString)").path
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    return try await body(directory)
+}
+
+@Suite("coaty record", .serialized, .enabled(if: BrokerAvailability.shouldRun))
+struct RecordCommandTests {
+    /// Runs `coaty query` until its single Retrieve has `expected` objects (the recorder commits
+    /// asynchronously), returning the objects of the last answer.
+    func queryUntil(
+        _ arguments: [String],
+        broker: MosquittoBroker,
+        count expected: Int
+    ) async throws -> [JSONValue] {
+        var objects: [JSONValue] = []
+        for _ in 0..<20 {
+            let result = try await runCoaty(
+                ["query"] + arguments + ["--count", "1", "--timeout", "5", "--broker", broker.url]
+            )
+            #expect(result.status == 0, "stderr: \(result.stderr)")
+            let lines = try result.jsonLines()
+            #expect(lines.count == 1, "exactly one Retrieve: \(result.stdout)")
+            objects = lines.first?.at("data.objects")?.arrayValue ?? []
+            if objects.count == expected { return objects }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        return objects
+    }
+
+    @Test(
+        "record stores Advertise objects, answers Query and Discover from SQLite, removes children on Deadvertise, deadvertises on SIGTERM, and keeps the file"
+    )
+    func recordsAndAnswers() async throws {
+        try await withTemporaryDirectory { directory in
+            let path = directory + "/objects.sqlite"
+            try await withBroker { broker in
+                try await withAgent(on: broker, name: "publisher") { agent in
+                    let identities = try agent.observeAdvertise(coreType: .identity)
+                    let deadvertises = try agent.observeDeadvertise()
+                    await deadvertises.subscribed()
+                    let recorder = try await startReadyCoaty(
+                        ["record", "--db", path, "--verbose", "--broker", broker.url],
+                        name: "recorder",
+                        observer: agent
+                    )
+                    let recorderIdentity = try #require(
+                        try await first(identities, timeout: 1) { $0.object.name == "recorder" }
+                    )
+
+                    let registry = CoatyObjectRegistry()
+                    var tasks: [AnyCoatyObject] = []
+                    for i in 0..<5 {
+                        var json = try #require(Samples.task("Task \(i)").objectValue)
+                        json["externalId"] = .string("ext-\(i)")
+                        tasks.append(try registry.decode(json))
+                    }
+                    var childJSON = try #require(Samples.light("Child lamp").objectValue)
+                    childJSON["parentObjectId"] = .string(tasks[0].objectId.uuidString)
+                    let child = try registry.decode(childJSON)
+                    for object in tasks + [child] { try await agent.publishAdvertise(object) }
+
+                    let all = try await queryUntil(["--core-types", "Task"], broker: broker, count: 5)
+                    #expect(Set(all.compactMap { $0["name"]?.stringValue }) == Set((0..<5).map { "Task \($0)" }))
+
+                    let filtered = try await queryUntil(
+                        [
+                            "--object-types", "coaty.Task", "--filter",
+                            #"{"conditions":["name",[12,"Task _"]],"orderByProperties":[["name","Desc"]],"skip":1,"take":2}"#,
+                        ],
+                        broker: broker,
+                        count: 2
+                    )
+                    #expect(filtered.compactMap { $0["name"]?.stringValue } == ["Task 3", "Task 2"])
+
+                    let discover = try await runCoaty(
+                        [
+                            "discover", "--external-id", "ext-2", "--count", "1", "--timeout", "10", "--broker",
+                            broker.url,
+                        ]
+                    )
+                    #expect(discover.status == 0, "stderr: \(discover.stderr)")
+                    let resolve = try #require(try discover.jsonLines().first)
+                    #expect(resolve.at("data.object.name") == "Task 2")
+                    #expect(resolve["sourceId"] == .string(recorderIdentity.object.objectId.uuidString))
+
+                    // The Deadvertise of a task removes its child too.
+                    try await agent.publishDeadvertise([tasks[0].objectId])
+                    let lamps = try await queryUntil(["--object-types", "com.example.Light"], broker: broker, count: 0)
+                    #expect(lamps.isEmpty)
+
+                    recorder.signal(SIGTERM)
+                    let gone = try await first(deadvertises, timeout: 30) {
+                        $0.objectIds.contains(recorderIdentity.object.objectId)
+                    }
+                    #expect(gone != nil, "the recorder deadvertises its identity on SIGTERM")
+                    let result = await recorder.finish(timeout: 30)
+                    #expect(result.status == 0, "stderr: \(result.stderr)")
+
+                    // --verbose: one JSON line per stored and removed object.
+                    let lines = try result.jsonLines()
+                    let stored = Set(
+                        lines.filter { $0["event"] == "Stored" }.compactMap { $0["objectId"]?.stringValue }
+                    )
+                    for object in tasks + [child] { #expect(stored.contains(object.objectId.uuidString)) }
+                    let storedTask = lines.first { $0["objectId"] == .string(tasks[1].objectId.uuidString) }
+                    #expect(storedTask?["eventType"] == "Advertise")
+                    #expect(storedTask?["sourceId"] == .string(agent.identity.objectId.uuidString))
+                    let removed = lines.filter { $0["event"] == "Removed" }.flatMap {
+                        $0["objectIds"]?.arrayValue ?? []
+                    }
+                    // Also the identities of the CLI agents that came and went (they deadvertise on exit).
+                    let removedIds = Set(removed.compactMap(\.stringValue))
+                    #expect(removedIds.isSuperset(of: [tasks[0].objectId.uuidString, child.objectId.uuidString]))
+                    #expect(removedIds.isDisjoint(with: tasks.dropFirst().map(\.objectId.uuidString)))
+                    #expect(lines.contains { $0["event"] == "Retrieved" })
+                    #expect(lines.contains { $0["event"] == "Resolved" })
+
+                    // A new recorder on the same file answers from what the first one committed.
+                    let again = try await startReadyCoaty(
+                        ["record", "--db", path, "--broker", broker.url],
+                        name: "recorder again",
+                        observer: agent
+                    )
+                    let kept = try await queryUntil(["--core-types", "Task"], broker: broker, count: 4)
+                    #expect(
+                        Set(kept.compactMap { $0["name"]?.stringValue }) == ["Task 1", "Task 2", "Task 3", "Task 4"]
+                    )
+                    again.signal(SIGINT)
+                    let againResult = await again.finish(timeout: 30)
+                    #expect(againResult.status == 0, "stderr: \(againResult.stderr)")
+                    #expect(againResult.stdout.isEmpty, "no --verbose, no stdout")
+                }
+            }
+        }
+    }
+
+    @Test("record --accept-updates applies an Update of a stored object and answers Complete")
+    func acceptsUpdates() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withBroker { broker in
+                try await withAgent(on: broker, name: "publisher") { agent in
+                    let recorder = try await startReadyCoaty(
+                        ["record", "--db", directory + "/u.sqlite", "--accept-updates", "--broker", broker.url],
+                        name: "recorder",
+                        observer: agent
+                    )
+                    var json = try #require(Samples.task("Before").objectValue)
+                    let task = try CoatyObjectRegistry().decode(json)
+                    try await agent.publishAdvertise(task)
+                    _ = try await queryUntil(["--core-types", "Task"], broker: broker, count: 1)
+
+                    json["name"] = "After"
+                    let update = try await runCoaty(
+                        [
+                            "update", JSONValue.object(json).serializedString(), "--count", "1", "--timeout", "10",
+                            "--broker", broker.url,
+                        ]
+                    )
+                    #expect(update.status == 0, "stderr: \(update.stderr)")
+                    let complete = try #require(try update.jsonLines().first)
+                    #expect(complete["event"] == "Complete")
+                    #expect(complete.at("data.object.name") == "After")
+                    let stored = try await queryUntil(["--core-types", "Task"], broker: broker, count: 1)
+                    #expect(stored.first?["name"] == "After")
+
+                    recorder.signal(SIGTERM)
+                    #expect(await recorder.finish(timeout: 30).status == 0)
+                }
+            }
+        }
+    }
+
+    @Test("record --channel stores the objects of Channel events on that channel only")
+    func recordsChannels() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withBroker { broker in
+                try await withAgent(on: broker, name: "publisher") { agent in
+                    let recorder = try await startReadyCoaty(
+                        [
+                            "record", "--db", directory + "/c.sqlite", "--channel", "telemetry", "--broker", broker.url,
+                        ],
+                        name: "recorder",
+                        observer: agent
+                    )
+                    let kept = try CoatyObjectRegistry().decode(Samples.light("Kept"))
+                    let ignored = try CoatyObjectRegistry().decode(Samples.light("Ignored"))
+                    try await agent.publishChannel("other", objects: [ignored])
+                    try await agent.publishChannel("telemetry", objects: [kept])
+                    let lights = try await queryUntil(
+                        ["--object-types", "com.example.Light"],
+                        broker: broker,
+                        count: 1
+                    )
+                    #expect(lights.map { $0["name"] } == ["Kept"])
+                    recorder.signal(SIGTERM)
+                    #expect(await recorder.finish(timeout: 30).status == 0)
+                }
+            }
+        }
+    }
+
+    @Test(
+        "record fails with one line and exit 1 when the SQLite file cannot be opened; a bad --channel is a usage error"
+    )
+    func recordErrors() async throws {
+        let unopenable = try await runCoaty(
+            ["record", "--db", "/nonexistent-\(UUID().uuidString)/x.sqlite", "--broker", "mqtt://127.0.0.1:1"],
+            timeout: 30
+        )
+        #expect(unopenable.status == 1)
+        #expect(unopenable.stderrLines.count == 1, "stderr: \(unopenable.stderr)")
+        #expect(unopenable.stderr.contains("Cannot open the SQLite database"))
+
+        let badChannel = try await runCoaty(["record", "--channel", "a/b"], timeout: 30)
+        #expect(badChannel.status == 2, "stderr: \(badChannel.stderr)")
+
+        let badURL = try await runCoaty(["record", "--db", "postgres://127.0.0.1/x"], timeout: 30)
+        #expect(badURL.status == 1)
+        #expect(badURL.stderr.contains("the user is missing"), "stderr: \(badURL.stderr)")
+    }
+}
+
+@Suite(
+    "coaty record on PostgreSQL",
+    .serialized,
+    .enabled(if: BrokerAvailability.shouldRun && PostgresTestServer.shouldRun)
+)
+struct RecordPostgresCommandTests {
+    @Test("record --db postgres://… stores Advertise objects in PostgreSQL and answers a Query from them")
+    func recordsIntoPostgres() async throws {
+        let server = try PostgresTestServer.start()
+        defer { server.stop() }
+        let url = try server.makeDatabase()
+        try await withBroker { broker in
+            try await withAgent(on: broker, name: "publisher") { agent in
+                let recorder = try await startReadyCoaty(
+                    ["record", "--db", url, "--verbose", "--broker", broker.url],
+                    name: "pg recorder",
+                    observer: agent
+                )
+                let registry = CoatyObjectRegistry()
+                for i in 0..<3 { try await agent.publishAdvertise(try registry.decode(Samples.task("PG \(i)"))) }
+                let objects = try await RecordCommandTests().queryUntil(
+                    [
+                        "--core-types", "Task", "--filter", #"{"orderByProperties":[["name","Desc"]],"take":2}"#,
+                    ],
+                    broker: broker,
+                    count: 2
+                )
+                #expect(objects.compactMap { $0["name"]?.stringValue } == ["PG 2", "PG 1"])
+                recorder.signal(SIGTERM)
+                let result = await recorder.finish(timeout: 30)
+                #expect(result.status == 0, "stderr: \(result.stderr)")
+                #expect(try result.jsonLines().filter { $0["event"] == "Stored" }.count >= 3)
+            }
+        }
+    }
+
+    @Test("record fails with one line and exit 1 when PostgreSQL cannot be reached within the connect timeout")
+    func unreachablePostgres() async throws {
+        let result = try await runCoaty(
+            ["record", "--db", "postgres://coaty:secret@127.0.0.1:1/coaty", "--connect-timeout", "2"],
+            timeout: 60
+        )
+        #expect(result.status == 1)
+        #expect(result.stderrLines.count == 1, "stderr: \(result.stderr)")
+        #expect(result.stderr.contains("PostgreSQL"))
+        #expect(!result.stderr.contains("secret"), "the password is not printed")
+    }
+}

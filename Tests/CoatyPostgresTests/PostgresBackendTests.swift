@@ -1,0 +1,258 @@
+import CoatyCore
+import CoatyStore
+import CoatyStoreTestSupport
+import Testing
+
+@testable import CoatyPostgres
+
+/// Runs `body` with a connection to a new, empty database on the suite's server.
+func withPostgres<T: Sendable>(
+    _ body: (PostgresDatabase, PostgresStoreConnection) async throws -> T
+) async throws -> T {
+    let server = try #require(PostgresTestServer.current, "the suite has no PostgreSQL server")
+    let url = try server.makeDatabase()
+    return try await PostgresDatabase.withDatabase(url: url) { database in
+        try await body(database, try await database.makeConnection())
+    }
+}
+
+/// The shared store contract, and the PostgreSQL backend's own facts, against a real server.
+@Suite(
+    "PostgreSQL backend",
+    .serialized,
+    .enabled(if: PostgresTestServer.shouldRun, Comment(rawValue: PostgresTestServer.skipReason)),
+    .postgresServer
+)
+struct PostgresBackendTests {
+    // MARK: The shared contract
+
+    @Test func coatyDatabaseSpec() async throws {
+        try await withPostgres { _, connection in try await StoreContract.spec(objectRepository(connection)) }
+    }
+
+    @Test func failedWriteRollsBack() async throws {
+        try await withPostgres { _, connection in try await StoreContract.rollback(connection) }
+    }
+
+    @Test func localKeyValueStore() async throws {
+        try await withPostgres { _, connection in try await StoreContract.local(connection) }
+    }
+
+    @Test func receiptMetadataIsStoredBesideTheObject() async throws {
+        try await withPostgres { _, connection in try await StoreContract.receipts(connection) }
+    }
+
+    @Test func typedItemsRoundTrip() async throws {
+        try await withPostgres { _, connection in try await StoreContract.typed(connection) }
+    }
+
+    @Test func repositoryOfPersistableType() async throws {
+        try await withPostgres { _, connection in try await StoreContract.persistableRepository(connection) }
+    }
+
+    @Test func repositoryScopedLikeAQuery() async throws {
+        try await withPostgres { _, connection in try await StoreContract.scoped(connection) }
+    }
+
+    @Test func concurrentWritersLoseNothing() async throws {
+        try await withPostgres { _, connection in try await StoreContract.concurrent(connection) }
+    }
+
+    // MARK: PostgreSQL's own facts
+
+    @Test func reopeningKeepsTheData() async throws {
+        let server = try #require(PostgresTestServer.current)
+        let url = try server.makeDatabase()
+        try await PostgresDatabase.withDatabase(url: url) { database in
+            let connection = try await database.makeConnection()
+            try await SpecObjects.all().prefix(10).write(to: connection)
+            try await LocalStore(connection).set("agent", ["name": "recorder"])
+        }
+        try await PostgresDatabase.withDatabase(url: url) { database in
+            let reopened = try await database.makeConnection()
+            let objects = try await reopened.read { tx in try AnyCoatyObject.read(tx).all() }
+            #expect(objects.map(\.objectId.uuidString) == (1...10).map(SpecObjects.objectId))
+            #expect(objects.first?.json["testObj"]?["name"] == "Test SubObject 1")
+            #expect(try await LocalStore(reopened).get("agent") == ["name": "recorder"])
+            #expect(try await database.appliedMigrations() == PostgresDatabase.migrationNames)
+        }
+    }
+
+    @Test func migrationsAreRecordedOnceInOrder() async throws {
+        try await withPostgres { database, _ in
+            #expect(try await database.appliedMigrations() == PostgresDatabase.migrationNames)
+            try await database.migrate()
+            #expect(try await database.appliedMigrations() == PostgresDatabase.migrationNames)
+        }
+    }
+
+    @Test func aFailedStatementRollsTheTransactionBack() async throws {
+        try await withPostgres { _, connection in
+            try await [Note(id: 1, text: "kept")].write(to: connection)
+            // PostgreSQL refuses `\u0000` in jsonb; the body swallows the error, the commit must not.
+            await #expect(throws: CoatyPostgresError.self) {
+                try await connection.write { tx in
+                    try Note(id: 2, text: "new").write(to: tx)
+                    _ = try? Note(id: 3, text: "nul \u{0}").write(to: tx)
+                }
+            }
+            let notes = try await connection.read { tx in try Note.read(tx).all() }
+            #expect(notes == [Note(id: 1, text: "kept")])
+        }
+    }
+
+    @Test func readTransactionsCannotWrite() async throws {
+        try await withPostgres { _, connection in
+            await #expect(throws: CoatyPostgresError.self) {
+                try await connection.read { tx in
+                    try (tx as any WriteTransactionType).setLocalValue(1, forKey: "k")
+                }
+            }
+            let value = try await LocalStore(connection).get("k")
+            #expect(value == nil)
+        }
+    }
+
+    struct ContainmentCase: Sendable, CustomTestStringConvertible {
+        let label: String
+        let value: JSONValue
+        let operand: JSONValue
+        var testDescription: String { label }
+    }
+
+    /// Values and operands where PostgreSQL's `@>` and Coaty's deep Contains could disagree.
+    static let containmentCases: [ContainmentCase] = [
+        .init(label: "array holds a string", value: ["a", "b"], operand: "a"),
+        .init(label: "nested array holds a string", value: [["a"]], operand: "a"),
+        .init(label: "object and a string", value: ["a": "a"], operand: "a"),
+        .init(label: "equal strings", value: "a", operand: "a"),
+        .init(label: "string and an array", value: "a", operand: ["a"]),
+        .init(label: "string and an empty array", value: "a", operand: []),
+        .init(label: "array and an empty array", value: ["x"], operand: []),
+        .init(label: "object and an empty array", value: ["k": 1], operand: []),
+        .init(label: "object by index keys", value: ["0": "a", "1": "b"], operand: ["a", "b"]),
+        .init(label: "object by index keys, nested array", value: ["0": ["a"]], operand: ["a"]),
+        .init(label: "array of arrays and a flat array", value: [["a"], "b"], operand: ["a"]),
+        .init(label: "array subset in any order", value: ["a", "b", true], operand: [true, "a"]),
+        .init(label: "object member holds an array", value: ["k": ["s"]], operand: ["k": "s"]),
+        .init(label: "nested object", value: ["k": ["m": "s", "n": "t"]], operand: ["k": ["m": "s"]]),
+        .init(label: "empty object in object", value: ["k": "v"], operand: [:]),
+        .init(label: "empty object in array", value: ["k"], operand: [:]),
+        .init(label: "empty object in string", value: "k", operand: [:]),
+        .init(label: "booleans", value: [true], operand: true),
+        .init(label: "boolean and string", value: "true", operand: true),
+    ]
+
+    /// Each pushed-down containment selects exactly what ``ObjectMatcher`` selects.
+    @Test(arguments: containmentCases)
+    func containmentAgreesWithTheMatcher(_ c: ContainmentCase) async throws {
+        try await withPostgres { _, connection in
+            let row = StoreRow(index: StoreIndex("c", "1"), object: ["v": c.value])
+            try await StoreContract.load([row], removing: [], into: connection)
+            for op in [ObjectFilterOperator.contains, .notContains] {
+                let query = StoreQuery(scope: .all, filter: .where("v", ObjectFilterExpression(op, c.operand)))
+                #expect(PostgresPlan(query).isExact)
+                let expected = ObjectMatcher.apply(query.filter, to: [row]) { $0.object }
+                let actual = try await connection.read { tx in try tx.rows(matching: query) }
+                #expect(actual == expected, "\(op) \(c.operand.serializedString()) on \(c.value.serializedString())")
+            }
+        }
+    }
+
+    struct PlanCase: Sendable, CustomTestStringConvertible {
+        let label: String
+        let filter: ObjectFilter
+        let isExact: Bool
+        var testDescription: String { label }
+    }
+
+    static let planCases: [PlanCase] = [
+        PlanCase(label: "promoted equals", filter: .where("name", .equals("x")), isExact: true),
+        PlanCase(label: "json member equals string", filter: .where("color", .equals("red")), isExact: true),
+        PlanCase(
+            label: "odd key exists",
+            filter: .allOf([ObjectFilterCondition(ObjectFilterProperty(path: ["a-b.c"]), .exists)]),
+            isExact: true
+        ),
+        PlanCase(label: "notEquals string", filter: .where("externalId", .notEquals("1")), isExact: true),
+        PlanCase(label: "equals boolean", filter: .where("on", .equals(true)), isExact: true),
+        PlanCase(label: "in strings", filter: .where("objectType", .in(["a", "b"])), isExact: true),
+        PlanCase(label: "notIn strings", filter: .where("objectType", .notIn(["a"])), isExact: true),
+        PlanCase(label: "exists / notExists", filter: .where("a", .exists).and("b", .notExists), isExact: true),
+        PlanCase(label: "or of exact", filter: .where("a", .exists).or("name", .equals("n")), isExact: true),
+        PlanCase(label: "contains object", filter: .where("a", .contains(["k": "v"])), isExact: true),
+        PlanCase(label: "contains strings", filter: .where("tags", .contains(["x", "y"])), isExact: true),
+        PlanCase(label: "paging without order", filter: ObjectFilter.where("a", .exists).skip(2).take(3), isExact: true),
+        PlanCase(label: "contains a number", filter: .where("a", .contains([1])), isExact: false),
+        PlanCase(label: "contains a nested array", filter: .where("a", .contains([["x"]])), isExact: false),
+        PlanCase(label: "contains null", filter: .where("a", .contains(["k": nil])), isExact: false),
+        PlanCase(label: "number comparison", filter: .where("n", .greaterThan(3)), isExact: false),
+        PlanCase(label: "in with a number", filter: .where("n", .in([1, "2"])), isExact: false),
+        PlanCase(label: "nested property", filter: .where("a.b", .equals("x")), isExact: false),
+        PlanCase(label: "like", filter: .where("name", .like("a%")), isExact: false),
+        PlanCase(label: "string with NUL", filter: .where("name", .equals("a\u{0}")), isExact: false),
+        PlanCase(label: "ordering", filter: ObjectFilter.where("name", .equals("x")).orderBy("name"), isExact: false),
+        PlanCase(label: "negative take", filter: ObjectFilter().take(-1), isExact: false),
+    ]
+
+    @Test(arguments: planCases)
+    func pushdownIsExactOnlyWhereSafe(_ c: PlanCase) {
+        #expect(PostgresPlan(StoreQuery(scope: .all, filter: c.filter)).isExact == c.isExact)
+    }
+
+    /// Random objects of mixed member types and random filters over them: the PostgreSQL backend
+    /// (SQL pushdown plus matcher) selects exactly the rows, in the order, that the in-memory
+    /// backend (``ObjectMatcher`` only) selects.
+    @Test(arguments: [UInt64(1), 2, 3])
+    func pushdownAgreesWithTheMatcher(seed: UInt64) async throws {
+        try await withPostgres { _, postgres in
+            var random = SplitMix64(seed: seed)
+            let memory = InMemoryDatabase().makeConnection()
+            var rows: [StoreRow] = []
+            for i in 0..<300 {
+                let object = RandomValues.object(&random)
+                rows.append(
+                    StoreRow(
+                        index: StoreIndex(["c1", "c2"].randomElement(using: &random)!, "k\(i % 250)"),
+                        object: object
+                    )
+                )
+            }
+            let removals = (0..<20).map { _ in
+                StoreIndex(["c1", "c2"].randomElement(using: &random)!, "k\(Int.random(in: 0..<250, using: &random))")
+            }
+            let snapshot = rows
+            try await StoreContract.load(snapshot, removing: removals, into: memory)
+            try await StoreContract.load(snapshot, removing: removals, into: postgres)
+            var exactCount = 0
+            var nonEmpty = 0
+            for _ in 0..<400 {
+                let query = StoreQuery(
+                    scope: [StoreScope.all, .collection("c1"), .coatyObjects, .coreTypes(["Task"])].randomElement(
+                        using: &random
+                    )!,
+                    filter: RandomValues.filter(&random)
+                )
+                if PostgresPlan(query).isExact { exactCount += 1 }
+                let expected = try await memory.read { tx in tx.rows(matching: query) }
+                let actual = try await postgres.read { tx in try tx.rows(matching: query) }
+                #expect(actual.map(\.index) == expected.map(\.index), "\(query)")
+                #expect(actual == expected)
+                let count = try await postgres.read { tx in try tx.count(matching: query) }
+                #expect(count == expected.count, "\(query)")
+                if !expected.isEmpty { nonEmpty += 1 }
+            }
+            // The random filters exercise both paths.
+            #expect(exactCount > 40)
+            #expect(exactCount < 360)
+            #expect(nonEmpty > 40)
+
+            // Removing by query removes the same rows.
+            let removal = StoreQuery(scope: .all, filter: .where("name", .in(["alpha", "beta"])))
+            let removedInMemory = try await memory.write { tx in try tx.removeRows(matching: removal) }
+            let removedInPostgres = try await postgres.write { tx in try tx.removeRows(matching: removal) }
+            #expect(Set(removedInPostgres) == Set(removedInMemory))
+            #expect(!removedInMemory.isEmpty)
+        }
+    }
+}
