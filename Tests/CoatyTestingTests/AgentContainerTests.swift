@@ -1,0 +1,118 @@
+import CoatyCore
+import CoatyTesting
+import Logging
+import ServiceLifecycle
+import Synchronization
+import Testing
+
+/// What the recording controllers saw, in order.
+final class HookLog: Sendable {
+    let entries = Mutex<[String]>([])
+    let running: AsyncStream<String>
+    let runningContinuation: AsyncStream<String>.Continuation
+
+    init() {
+        (running, runningContinuation) = AsyncStream<String>.makeStream()
+    }
+
+    func append(_ entry: String) { entries.withLock { $0.append(entry) } }
+    var all: [String] { entries.withLock { $0 } }
+}
+
+/// A controller that records its hooks with the manager's state at the time.
+struct RecordingController: Controller {
+    let name: String
+    let log: HookLog
+    var failsInRun = false
+
+    struct Failure: Error {}
+
+    private func record(_ hook: String, _ context: ControllerContext) {
+        log.append("\(name).\(hook).\(context.communicationManager.communicationState)")
+    }
+
+    func onInit(_ context: ControllerContext) async throws {
+        record("init", context)
+        if let option = context.options["option"] { log.append("\(name).option=\(option)") }
+    }
+
+    func onCommunicationManagerStarting(_ context: ControllerContext) async throws { record("starting", context) }
+
+    func run(_ context: ControllerContext) async throws {
+        record("run", context)
+        log.runningContinuation.yield(name)
+        if failsInRun { throw Failure() }
+        // Work until cancelled by the container's shutdown.
+        try await Task.sleep(for: .seconds(3600))
+    }
+
+    func onCommunicationManagerStopping(_ context: ControllerContext) async { record("stopping", context) }
+}
+
+@Suite("AgentContainer on the in-process broker", .timeLimit(.minutes(1)))
+struct AgentContainerTests {
+    @Test("hooks run in order: init and starting in registration order, run while online, stopping in reverse")
+    func hookOrder() async throws {
+        let broker = InProcessBroker()
+        let agent = try TestAgent(broker)
+        let log = HookLog()
+        let container = try AgentContainer(
+            communicationManager: agent.manager,
+            controllers: [RecordingController(name: "first", log: log), RecordingController(name: "second", log: log)],
+            controllerOptions: ["second": ["option": 7]]
+        )
+        #expect(container.controller(RecordingController.self)?.name == "first")
+        #expect(container.controller(ObjectLifecycleController.self) == nil)
+        let group = ServiceGroup(services: [container], gracefulShutdownSignals: [], logger: Logger(label: "test"))
+        let running = Task { try await group.run() }
+        var started = log.running.makeAsyncIterator()
+        let runningNames = [await started.next(), await started.next()].compactMap { $0 }
+        #expect(Set(runningNames) == ["first", "second"])
+        await group.triggerGracefulShutdown()
+        try await running.value
+
+        let entries = log.all
+        #expect(
+            Array(entries.prefix(5)) == [
+                "first.init.offline", "second.init.offline", "second.option=7",
+                "first.starting.offline", "second.starting.offline",
+            ]
+        )
+        #expect(Set(entries[5..<7]) == ["first.run.online", "second.run.online"])
+        #expect(Array(entries.suffix(2)) == ["second.stopping.online", "first.stopping.online"])
+        #expect(entries.count == 9)
+        #expect(agent.manager.communicationState == .offline)
+        #expect(agent.publishedTopics(broker).last == "coaty/3/-/DAD/\(agent.id)")
+    }
+
+    @Test("a failing controller stops the agent and its error comes out of run()")
+    func failingControllerStopsAgent() async throws {
+        let broker = InProcessBroker()
+        let agent = try TestAgent(broker)
+        let log = HookLog()
+        let container = try AgentContainer(
+            communicationManager: agent.manager,
+            controllers: [
+                RecordingController(name: "steady", log: log),
+                RecordingController(name: "failing", log: log, failsInRun: true),
+            ]
+        )
+        await #expect(throws: RecordingController.Failure.self) { try await container.run() }
+        #expect(Array(log.all.suffix(2)) == ["failing.stopping.online", "steady.stopping.online"])
+        #expect(agent.manager.communicationState == .offline)
+        await #expect(throws: AgentRuntimeError.containerAlreadyRan) { try await container.run() }
+    }
+
+    @Test("controller names must be distinct")
+    func duplicateNames() throws {
+        let broker = InProcessBroker()
+        let agent = try TestAgent(broker)
+        let log = HookLog()
+        #expect(throws: AgentRuntimeError.duplicateControllerName("same")) {
+            try AgentContainer(
+                communicationManager: agent.manager,
+                controllers: [RecordingController(name: "same", log: log), RecordingController(name: "same", log: log)]
+            )
+        }
+    }
+}
