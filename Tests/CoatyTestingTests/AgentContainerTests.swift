@@ -24,6 +24,7 @@ struct RecordingController: Controller {
     let name: String
     let log: HookLog
     var failsInRun = false
+    var failsInStarting = false
 
     struct Failure: Error {}
 
@@ -36,7 +37,10 @@ struct RecordingController: Controller {
         if let option = context.options["option"] { log.append("\(name).option=\(option)") }
     }
 
-    func onCommunicationManagerStarting(_ context: ControllerContext) async throws { record("starting", context) }
+    func onCommunicationManagerStarting(_ context: ControllerContext) async throws {
+        record("starting", context)
+        if failsInStarting { throw Failure() }
+    }
 
     func run(_ context: ControllerContext) async throws {
         record("run", context)
@@ -101,6 +105,29 @@ struct AgentContainerTests {
         #expect(Array(log.all.suffix(2)) == ["failing.stopping.online", "steady.stopping.online"])
         #expect(agent.manager.communicationState == .offline)
         await #expect(throws: AgentRuntimeError.containerAlreadyRan) { try await container.run() }
+    }
+
+    @Test("a failing starting hook keeps the manager from starting; controllers started before are stopped")
+    func failingStartingHook() async throws {
+        let broker = InProcessBroker()
+        let agent = try TestAgent(broker)
+        let log = HookLog()
+        let container = try AgentContainer(
+            communicationManager: agent.manager,
+            controllers: [
+                RecordingController(name: "started", log: log),
+                RecordingController(name: "failing", log: log, failsInStarting: true),
+            ]
+        )
+        await #expect(throws: RecordingController.Failure.self) { try await container.run() }
+        #expect(
+            log.all == [
+                "started.init.offline", "failing.init.offline", "started.starting.offline",
+                "failing.starting.offline", "started.stopping.offline",
+            ]
+        )
+        #expect(agent.publishedTopics(broker).isEmpty)
+        #expect(!broker.connectedClientIds.contains(agent.clientId))
     }
 
     @Test("controller names must be distinct")

@@ -103,8 +103,8 @@ public final class AgentContainer: Service, Sendable {
     /// Runs the agent until graceful shutdown or cancellation (see the type's description).
     ///
     /// - Throws: ``AgentRuntimeError/containerAlreadyRan`` on a second call; an error thrown by a
-    ///   start hook (the manager is then not started, and the controllers already started get
-    ///   their stopping hook); the manager's start error; the first error thrown by a
+    ///   start hook (the manager is then not started, and the controllers whose starting hook
+    ///   completed get their stopping hook); the manager's start error; the first error thrown by a
     ///   controller's ``Controller/run(_:)`` (after stopping).
     public func run() async throws {
         let first = hasRun.withLock { hasRun -> Bool in
@@ -119,8 +119,8 @@ public final class AgentContainer: Service, Sendable {
         var starting: [(controller: any Controller, context: ControllerContext)] = []
         do {
             for (controller, context) in contexts {
-                starting.append((controller, context))
                 try await controller.onCommunicationManagerStarting(context)
+                starting.append((controller, context))
             }
             logger.debug("Starting the communication manager", metadata: ["controllers": "\(controllers.count)"])
             try await communicationManager.start()

@@ -93,7 +93,7 @@ public final class CoatyLogPublisher: Service, Sendable {
     public struct Statistics: Sendable, Hashable {
         /// Log objects advertised.
         public var published = 0
-        /// Log objects dropped because the buffer was full.
+        /// Log objects dropped because the buffer was full or the publisher had finished.
         public var dropped = 0
         /// Messages not published because they were logged while publishing a Log object.
         public var suppressed = 0
@@ -152,8 +152,10 @@ public final class CoatyLogPublisher: Service, Sendable {
             counters.withLock { $0.suppressed += 1 }
             return
         }
-        if case .dropped = continuation.yield(makeLog()) {
-            counters.withLock { $0.dropped += 1 }
+        switch continuation.yield(makeLog()) {
+        case .enqueued: break
+        case .dropped, .terminated: counters.withLock { $0.dropped += 1 }
+        @unknown default: break
         }
     }
 
