@@ -53,6 +53,22 @@ struct RecordingController: Controller {
     func onCommunicationManagerStopping(_ context: ControllerContext) async { record("stopping", context) }
 }
 
+/// Runs a container of `first` and a controller named "failing" that fails where `failure` says,
+/// expecting the failure to come out of `run()`.
+private func runFailingAgent(
+    _ first: RecordingController,
+    failing failure: WritableKeyPath<RecordingController, Bool>
+) async throws -> (InProcessBroker, TestAgent, HookLog, AgentContainer) {
+    let broker = InProcessBroker()
+    let agent = try TestAgent(broker)
+    let log = first.log
+    var failing = RecordingController(name: "failing", log: log)
+    failing[keyPath: failure] = true
+    let container = try AgentContainer(communicationManager: agent.manager, controllers: [first, failing])
+    await #expect(throws: RecordingController.Failure.self) { try await container.run() }
+    return (broker, agent, log, container)
+}
+
 @Suite("AgentContainer on the in-process broker", .timeLimit(.minutes(1)))
 struct AgentContainerTests {
     @Test("hooks run in order: init and starting in registration order, run while online, stopping in reverse")
@@ -91,17 +107,10 @@ struct AgentContainerTests {
 
     @Test("a failing controller stops the agent and its error comes out of run()")
     func failingControllerStopsAgent() async throws {
-        let broker = InProcessBroker()
-        let agent = try TestAgent(broker)
-        let log = HookLog()
-        let container = try AgentContainer(
-            communicationManager: agent.manager,
-            controllers: [
-                RecordingController(name: "steady", log: log),
-                RecordingController(name: "failing", log: log, failsInRun: true),
-            ]
+        let (_, agent, log, container) = try await runFailingAgent(
+            RecordingController(name: "steady", log: HookLog()),
+            failing: \.failsInRun
         )
-        await #expect(throws: RecordingController.Failure.self) { try await container.run() }
         #expect(Array(log.all.suffix(2)) == ["failing.stopping.online", "steady.stopping.online"])
         #expect(agent.manager.communicationState == .offline)
         await #expect(throws: AgentRuntimeError.containerAlreadyRan) { try await container.run() }
@@ -109,17 +118,10 @@ struct AgentContainerTests {
 
     @Test("a failing starting hook keeps the manager from starting; controllers started before are stopped")
     func failingStartingHook() async throws {
-        let broker = InProcessBroker()
-        let agent = try TestAgent(broker)
-        let log = HookLog()
-        let container = try AgentContainer(
-            communicationManager: agent.manager,
-            controllers: [
-                RecordingController(name: "started", log: log),
-                RecordingController(name: "failing", log: log, failsInStarting: true),
-            ]
+        let (broker, agent, log, _) = try await runFailingAgent(
+            RecordingController(name: "started", log: HookLog()),
+            failing: \.failsInStarting
         )
-        await #expect(throws: RecordingController.Failure.self) { try await container.run() }
         #expect(
             log.all == [
                 "started.init.offline", "failing.init.offline", "started.starting.offline",
