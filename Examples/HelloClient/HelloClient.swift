@@ -10,7 +10,7 @@ import Foundation
 
 @main
 struct HelloClient: AsyncParsableCommand {
-    @Option(help: "The broker: mqtt://HOST:PORT or mqtts://HOST:PORT.")
+    @Option(help: "The broker, mqtt://HOST:PORT or mqtts://HOST:PORT; $COATY_BROKER sets the default.")
     var broker = ProcessInfo.processInfo.environment["COATY_BROKER"] ?? "mqtt://127.0.0.1:1883"
 
     @Option(help: "Who to greet.")

@@ -12,7 +12,7 @@ import Foundation
 
 @main
 struct HelloService: AsyncParsableCommand {
-    @Option(help: "The broker: mqtt://HOST:PORT or mqtts://HOST:PORT.")
+    @Option(help: "The broker, mqtt://HOST:PORT or mqtts://HOST:PORT; $COATY_BROKER sets the default.")
     var broker = ProcessInfo.processInfo.environment["COATY_BROKER"] ?? "mqtt://127.0.0.1:1883"
 
     @Option(help: "Exit after answering this many calls (default: run until interrupted).")

@@ -2,7 +2,7 @@
 // receives into a SQLite file; a sensor agent advertises a few readings into it; at the end a
 // query of our own runs over the stored objects through the typed repository layer.
 //
-//   swift run recorder-with-query [--broker mqtt://127.0.0.1:1883] [--db PATH] [--count 6] [--take 3]
+//   swift run recorder-with-query [--broker mqtt://127.0.0.1:1883] [--db PATH] [--count 10] [--take 3]
 //
 // While it runs, other agents can query it too, e.g.
 //   coaty query --object-types com.example.recorder.Reading
@@ -24,14 +24,14 @@ struct RoomReading: CoatyObject, Hashable {
 
 @main
 struct RecorderWithQuery: AsyncParsableCommand {
-    @Option(help: "The broker: mqtt://HOST:PORT or mqtts://HOST:PORT.")
+    @Option(help: "The broker, mqtt://HOST:PORT or mqtts://HOST:PORT; $COATY_BROKER sets the default.")
     var broker = ProcessInfo.processInfo.environment["COATY_BROKER"] ?? "mqtt://127.0.0.1:1883"
 
     @Option(help: "The SQLite file (default: a temporary file, removed at exit).")
     var db: String?
 
     @Option(help: "How many readings the sensor advertises: 18 °C, 19 °C, …")
-    var count = 6
+    var count = 10
 
     @Option(help: "How many of the warmest readings the query returns.")
     var take = 3

@@ -20,7 +20,7 @@ struct Reading: CoatyObject, Hashable {
 
 @main
 struct SensorAgent: AsyncParsableCommand {
-    @Option(help: "The broker: mqtt://HOST:PORT or mqtts://HOST:PORT.")
+    @Option(help: "The broker, mqtt://HOST:PORT or mqtts://HOST:PORT; $COATY_BROKER sets the default.")
     var broker = ProcessInfo.processInfo.environment["COATY_BROKER"] ?? "mqtt://127.0.0.1:1883"
 
     @Option(help: "Advertise and observe this many readings, then exit (default: run until interrupted).")
