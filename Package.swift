@@ -129,11 +129,60 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // MARK: Examples (small agents to copy from; see README "Examples")
+        .executableTarget(
+            name: "hello-service",
+            dependencies: ["CoatyKit", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Examples/HelloService",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "hello-client",
+            dependencies: ["CoatyKit", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Examples/HelloClient",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "sensor-agent",
+            dependencies: ["CoatyKit", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Examples/SensorAgent",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "service-group-agent",
+            dependencies: [
+                "CoatyKit",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ],
+            path: "Examples/ServiceGroupAgent",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "recorder-with-query",
+            dependencies: [
+                "CoatyKit",
+                "CoatyStore",
+                "CoatySQLite",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Examples/RecorderWithQuery",
+            swiftSettings: swiftSettings
+        ),
+
         // MARK: Test support
         .target(
             name: "CoatyStoreTestSupport",
             dependencies: ["CoatyStore", "CoatyCore"],
             path: "Tests/CoatyStoreTestSupport",
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "AgentProcessTestSupport",
+            dependencies: ["CoatyKit"],
+            path: "Tests/AgentProcessTestSupport",
             swiftSettings: swiftSettings
         ),
         .executableTarget(
@@ -159,7 +208,12 @@ let package = Package(
         ),
         .testTarget(
             name: "CoatyCLITests",
-            dependencies: ["CoatyKit", "CoatyMQTT", "CoatyStoreTestSupport"],
+            dependencies: ["CoatyKit", "CoatyMQTT", "AgentProcessTestSupport", "CoatyStoreTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "ExamplesTests",
+            dependencies: ["CoatyKit", "CoatyStore", "CoatySQLite", "AgentProcessTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
