@@ -290,7 +290,12 @@ func drive(_ options: BenchmarkOptions) async throws {
                 baseline: median(nagle.baseline.p50)
             ),
         ] + memory.rows,
-        details: ["memory run events": .string(memory.events)],
+        details: [
+            "throughput events received/sent (ours, per run)": .string(
+                throughput.receivedOfSent.joined(separator: ", ")
+            ),
+            "memory run events": .string(memory.events),
+        ],
         notes: [
             "throughput: every one of the \(messages) events arrived and decoded into a Reading in every run (checked:"
                 + " count and the sum of sequence numbers); a custom-type Advertise is two MQTT publications"
@@ -308,9 +313,9 @@ func measureThroughput(
     ours: URL,
     port: String,
     size: Int
-) throws -> (ours: [Double], baseline: [Double]) {
+) throws -> (ours: [Double], baseline: [Double], receivedOfSent: [String]) {
     let messages = options["--messages"]
-    var result: (ours: [Double], baseline: [Double]) = ([], [])
+    var result: (ours: [Double], baseline: [Double], receivedOfSent: [String]) = ([], [], [])
     for run in 0..<options["--runs"] {
         let topic = "bench/throughput/\(run)"
         let c = try runThroughput(
@@ -329,6 +334,7 @@ func measureThroughput(
             throw BenchmarkError("the observed readings are not the advertised ones: \(agent)")
         }
         result.ours.append(agent.number("perSecond"))
+        result.receivedOfSent.append("\(agent.integer("received"))/\(messages)")
     }
     return result
 }

@@ -183,7 +183,7 @@ func ingestBaseline(count: Int, path: String) async throws -> Double {
     let rows = (0..<count).map { i in
         (
             objectType: "com.example.bench.Sensor\(i % 10)", objectId: objectId(i), json: objectJSON(i),
-            name: "Sensor reading \(i)"
+            name: "Sensor reading \(i)", externalId: "meter-\(i % 1000)"
         )
     }
     let pool = try DatabasePool(path: path)
@@ -191,13 +191,14 @@ func ingestBaseline(count: Int, path: String) async throws -> Double {
     try await pool.write { db in
         let statement = try db.makeStatement(
             sql: """
-                INSERT INTO coaty_rows (collection, key, object, metadata, objectId, objectType, coreType, name)
-                VALUES (?, ?, ?, ?, ?, ?, 'CoatyObject', ?)
+                INSERT INTO coaty_rows (collection, key, object, metadata, objectId, objectType, coreType, name, externalId)
+                VALUES (?, ?, ?, ?, ?, ?, 'CoatyObject', ?, ?)
                 """
         )
         for row in rows {
             try statement.execute(arguments: [
                 row.objectType, row.objectId, row.json, metadata, row.objectId, row.objectType, row.name,
+                row.externalId,
             ])
         }
     }
