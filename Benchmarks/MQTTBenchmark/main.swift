@@ -66,6 +66,9 @@ func runPublisher(_ args: [String]) async throws {
     for _ in 0..<count {
         try await client.publish(topic, payload: payload)
     }
+    // Stay connected until the driver has the subscriber's result: `disconnect()` flushes queued
+    // QoS 0 messages for at most a second, and a backlog of 200 000 can take longer.
+    waitForEndOfInput()
     await client.disconnect()
     emit(["published": .int(Int64(count))])
 }
