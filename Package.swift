@@ -116,10 +116,34 @@ let package = Package(
             dependencies: ["CMosquitto"],
             path: "Benchmarks/MQTTBaseline"
         ),
+        .target(
+            name: "BenchmarkSupport",
+            dependencies: ["CoatyCore", "CoatyMQTT", .product(name: "Metrics", package: "swift-metrics")],
+            path: "Benchmarks/Support",
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "mqtt-benchmark",
-            dependencies: ["CoatyMQTT", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "BenchmarkSupport", "CoatyCore", "CoatyMQTT", .product(name: "Logging", package: "swift-log"),
+            ],
             path: "Benchmarks/MQTTBenchmark",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "agent-benchmark",
+            dependencies: ["BenchmarkSupport", "CoatyKit", .product(name: "Logging", package: "swift-log")],
+            path: "Benchmarks/AgentBenchmark",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "store-benchmark",
+            dependencies: [
+                "BenchmarkSupport", "CoatyKit", "CoatyStore", "CoatySQLite",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Benchmarks/StoreBenchmark",
             swiftSettings: swiftSettings
         ),
         .executableTarget(

@@ -1,6 +1,7 @@
 // codec-benchmark: CoatyKit's JSON codec against Foundation's JSONDecoder/JSONEncoder.
 //
-// Run:  swift run -c release codec-benchmark [--json] [--iterations N]
+// Run:  Benchmarks/run codec [--json] [--iterations N] [--rounds N] [--only SUBSTRING]
+//       (or swift run -c release codec-benchmark …)
 //
 // Every scenario handles the same ~300-byte Advertise payload
 // {"object":{…},"privateData":{…}} and reports thread CPU nanoseconds per payload (best of several

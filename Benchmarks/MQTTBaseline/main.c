@@ -2,7 +2,10 @@
 //
 // Roles (each one process, driven by Benchmarks/run through the mqtt-benchmark driver):
 //   mqtt-baseline sub HOST PORT TOPIC COUNT            count COUNT messages, print JSON result
-//   mqtt-baseline pub HOST PORT TOPIC COUNT SIZE       publish COUNT QoS 0 messages of SIZE bytes
+//   mqtt-baseline pub HOST PORT TOPIC COUNT SIZE [TOPIC2]
+//                                                      publish COUNT QoS 0 messages of SIZE bytes (each
+//                                                      also on TOPIC2 when given, as a custom-type
+//                                                      Coaty Advertise goes to two topics)
 //   mqtt-baseline responder HOST PORT                  answer every message on bench/req on bench/rsp
 //   mqtt-baseline requester HOST PORT COUNT            COUNT sequential round trips, print JSON percentiles
 //
@@ -127,13 +130,17 @@ int main(int argc, char **argv) {
     if (strcmp(role, "pub") == 0 && argc >= 7) {
         long count = atol(argv[5]);
         int size = atoi(argv[6]);
+        const char *second = argc >= 8 ? argv[7] : NULL;
         char *payload = malloc((size_t)size);
         memset(payload, 'x', (size_t)size);
         struct mosquitto *m = connect_client(id, host, port);
         for (long i = 0; i < count; i++) {
             int rc;
-            while ((rc = mosquitto_publish(m, NULL, argv[4], size, payload, 0, false)) == MOSQ_ERR_NOMEM) usleep(100);
-            if (rc != MOSQ_ERR_SUCCESS) { fprintf(stderr, "publish failed: %s\n", mosquitto_strerror(rc)); return 1; }
+            for (int t = 0; t < (second ? 2 : 1); t++) {
+                const char *topic = t == 0 ? argv[4] : second;
+                while ((rc = mosquitto_publish(m, NULL, topic, size, payload, 0, false)) == MOSQ_ERR_NOMEM) usleep(100);
+                if (rc != MOSQ_ERR_SUCCESS) { fprintf(stderr, "publish failed: %s\n", mosquitto_strerror(rc)); return 1; }
+            }
         }
         // Let the network thread flush everything before disconnecting.
         mosquitto_disconnect(m);

@@ -1,0 +1,473 @@
+// agent-benchmark: CoatyKit agents (CommunicationManager over CoatyKit's MQTT transport) against
+// the C libmosquitto baseline (mqtt-baseline), in the same run, against a broker this program
+// starts with a pinned configuration.
+//
+//   Benchmarks/run agent [--json] [--messages N] [--round-trips N] [--runs K] [--memory-events N]
+//                        [--nagle-round-trips N]
+//
+// (which builds `mqtt-baseline` and `agent-benchmark` with `swift build -c release` and runs
+// `.build/release/agent-benchmark`). Scenarios, each side in its own processes like the baseline:
+//   1. Advertise throughput with typed decode: one agent publishes N Advertise events of a
+//      registered custom object type (`Reading`, a ~300-byte payload), another observes
+//      `observeAdvertise(Reading.self)` and counts every typed event. Baseline: the C program's
+//      raw QoS 0 throughput at the same payload size. Target ratio ≥ 0.8. A lost event fails the
+//      run (buffers are sized for the run; drops would be reported with the failure). A second
+//      row compares with the C program publishing each message on two topics (one observed),
+//      the broker's work of a custom-type Advertise (ADV:CoatyObject and ADV::<objectType>).
+//   2. Discover→Resolve round trip: one agent resolves Discover-by-objectId, another discovers
+//      sequentially with `.first(timeout:)`. Baseline: the C request/response round trip with
+//      the application-thread hand-off. Target p50 ratio ≤ 1.5. Against a broker with
+//      `set_tcp_nodelay true` (see `drive`), plus a short run against mosquitto's default.
+//   3. Steady memory: the same Advertise flow for --memory-events events (default one million)
+//      with the default buffers (as an application runs it); each side samples its own VmRSS
+//      every 250 ms and reports start, peak, end and the slope after a 10 % warm-up. Drops in
+//      the default buffers are counted and reported, not fatal.
+// The throughput and round-trip scenarios run the baseline and ours alternately K times and
+// report the medians.
+import BenchmarkSupport
+import CoatyKit
+import Foundation
+import Logging
+
+// MARK: - The object type
+
+/// The custom object type the agents advertise, as an application declares it.
+struct Reading: CoatyObject, Hashable {
+    static let objectType = "com.example.bench.Reading"
+    var objectId = CoatyUUID()
+    var name = "Reading of sensor 17 in room B7-4.12"
+    var sensorId = "3b5b8c6e-1f0a-4c1e-9a6f-0c7d2e4b8a11"
+    var value = 21.375
+    var unit = "°C"
+    var sequence = 0
+    var timestamp = 1_700_000_000_000
+    var quality = "good"
+    var room = "B7-4.12"
+}
+
+/// The size of one Advertise payload of the sample reading (what the manager publishes).
+func advertisePayloadSize() throws -> Int {
+    var sample = Reading()
+    sample.sequence = 123_456
+    return JSONValue.object(["object": .object(try AnyCoatyObject(sample).json)]).serializedBytes().count
+}
+
+// MARK: - Roles (CoatyKit side)
+
+/// A started manager on the broker. With `bufferCapacity` the MQTT receive buffer and the
+/// observer buffer hold that many events (room for a whole run, as the C baseline queues without
+/// bound); without it the defaults of `CommunicationManager.mqtt(...)` apply.
+func startManager(
+    _ host: String,
+    _ port: String,
+    name: String,
+    bufferCapacity: Int?,
+    metrics: CountingMetrics
+) async throws -> CommunicationManager {
+    let identity = Identity(name: name)
+    let registry = CoatyObjectRegistry([Reading.self])
+    let url = "mqtt://\(host):\(port)"
+    let manager: CommunicationManager
+    if let bufferCapacity {
+        var configuration = try MQTTConfiguration(
+            url: url,
+            clientId: CoatyConnection.clientId(identityId: identity.objectId)
+        )
+        configuration.messageBufferCapacity = bufferCapacity
+        manager = try CommunicationManager(
+            transport: MQTTTransport(configuration: configuration, metricsFactory: metrics),
+            identity: identity,
+            registry: registry,
+            options: .init(observerBufferLimit: bufferCapacity),
+            metricsFactory: metrics
+        )
+    } else {
+        manager = try CommunicationManager.mqtt(
+            url: url,
+            identity: identity,
+            registry: registry,
+            metricsFactory: metrics
+        )
+    }
+    try await manager.start()
+    return manager
+}
+
+/// `observe HOST PORT COUNT [--memory]`: counts typed Advertise events until COUNT arrived or
+/// nothing arrived for 3 s.
+func runObserver(_ args: [String]) async throws {
+    let (host, port, count, memory) = (args[0], args[1], Int(args[2])!, args.contains("--memory"))
+    let metrics = CountingMetrics()
+    let manager = try await startManager(
+        host,
+        port,
+        name: "observer",
+        bufferCapacity: memory ? nil : count + 1000,
+        metrics: metrics
+    )
+    let observation = try manager.observeAdvertise(Reading.self)
+    await observation.subscribed()
+    let watchdog = ProgressWatchdog()
+    let sampler = MemorySampler()
+    if memory { sampler.start(every: .milliseconds(250)) { watchdog.progress } }
+    emit("ready")
+    let consumer = Task {
+        var received = 0
+        var sequenceSum = 0
+        var first: UInt64 = 0
+        var last: UInt64 = 0
+        for await event in observation {
+            last = monotonicNanoseconds()
+            if received == 0 { first = last }
+            received += 1
+            sequenceSum &+= event.object.sequence  // use the typed value
+            if received & 255 == 0 { watchdog.report(received) }
+            if received == count { break }
+        }
+        return (received, sequenceSum, first, last)
+    }
+    watchdog.start { consumer.cancel() }
+    let (received, sequenceSum, first, last) = await consumer.value
+    watchdog.stop()
+    sampler.stop(items: received)
+    let seconds = Double(last - first) / 1e9
+    var result: JSONObject = [
+        "received": .int(Int64(received)),
+        "seconds": .double(seconds),
+        "perSecond": .double(Double(received - 1) / seconds),
+        "sequenceSum": .int(Int64(sequenceSum)),
+        "observerOverflow": .int(Int64(manager.statistics.observerOverflow)),
+        "mqttDropped": .int(Int64(metrics.total("coaty_mqtt_dropped_messages_total"))),
+        "invalidPayloads": .int(Int64(manager.statistics.invalidPayloads)),
+    ]
+    if memory { result["memory"] = .object(sampler.summary()) }
+    emit(result)
+    await manager.stop()
+}
+
+/// `advertise HOST PORT COUNT [--memory]`: publishes COUNT Advertise events of a reading whose
+/// sequence number counts up, and when its standard input ends (the observer is done) prints its
+/// result and disconnects.
+func runAdvertiser(_ args: [String]) async throws {
+    let (host, port, count, memory) = (args[0], args[1], Int(args[2])!, args.contains("--memory"))
+    let manager = try await startManager(
+        host,
+        port,
+        name: "advertiser",
+        bufferCapacity: nil,
+        metrics: CountingMetrics()
+    )
+    let watchdog = ProgressWatchdog()
+    let sampler = MemorySampler()
+    if memory { sampler.start(every: .milliseconds(250)) { watchdog.progress } }
+    var reading = Reading()
+    for i in 0..<count {
+        reading.sequence = i
+        try await manager.publishAdvertise(reading)
+        if i & 255 == 0 { watchdog.report(i) }
+    }
+    // Stay connected until the driver has the observer's result: QoS 0 events still queued
+    // in this client must not be cut off by the disconnect.
+    waitForEndOfInput()
+    sampler.stop(items: count)
+    var result: JSONObject = ["published": .int(Int64(count))]
+    if memory { result["memory"] = .object(sampler.summary()) }
+    emit(result)
+    let stopping = monotonicNanoseconds()
+    await manager.stop()
+    let stopSeconds = Double(monotonicNanoseconds() - stopping) / 1e9
+    if stopSeconds > 1 { FileHandle.standardError.write(Data("advertiser: stop took \(stopSeconds) s\n".utf8)) }
+}
+
+/// `resolver HOST PORT`: answers every Discover by objectId with a reading of that id.
+func runResolver(_ args: [String]) async throws {
+    let manager = try await startManager(
+        args[0],
+        args[1],
+        name: "resolver",
+        bufferCapacity: nil,
+        metrics: CountingMetrics()
+    )
+    let discovers = try manager.observeDiscover()
+    await discovers.subscribed()
+    emit("ready")
+    var reading = Reading()
+    for await discover in discovers {
+        guard let objectId = discover.data.objectId else { continue }
+        reading.objectId = objectId
+        try await discover.resolve(object: reading)
+    }
+}
+
+/// `discoverer HOST PORT COUNT`: COUNT sequential Discover→Resolve round trips (after COUNT/10
+/// warm-up ones), each `publishDiscover(.objectId(id)).first(timeout:)`.
+func runDiscoverer(_ args: [String]) async throws {
+    let count = Int(args[2])!
+    let manager = try await startManager(
+        args[0],
+        args[1],
+        name: "discoverer",
+        bufferCapacity: nil,
+        metrics: CountingMetrics()
+    )
+    var samples: [UInt64] = []
+    samples.reserveCapacity(count)
+    for i in -(count / 10)..<count {
+        let id = CoatyUUID()
+        let start = monotonicNanoseconds()
+        guard let resolve = try await manager.publishDiscover(.objectId(id)).first(timeout: .seconds(5)) else {
+            throw BenchmarkError("no Resolve within 5 s for Discover \(i)")
+        }
+        let end = monotonicNanoseconds()
+        guard resolve.data.object?.objectId == id else { throw BenchmarkError("a Resolve for another object") }
+        if i >= 0 { samples.append(end - start) }
+    }
+    emit(LatencyPercentiles(nanoseconds: samples).json(count: count))
+    await manager.stop()
+}
+
+// MARK: - Driver
+
+let host = "127.0.0.1"
+
+func drive(_ options: BenchmarkOptions) async throws {
+    let baseline = try siblingExecutable("mqtt-baseline")
+    let ours = currentExecutable
+    let size = try advertisePayloadSize()
+    let (runs, roundTrips) = (options["--runs"], options["--round-trips"])
+    // mosquitto leaves Nagle's algorithm on by default: a client that gets two packets in a row
+    // (Coaty's UNSUBACK of the last request's response topic, then the SUBACK of the next one)
+    // sees the second one only after its delayed ACK (~40 ms). The round-trip scenario therefore
+    // runs against a broker with `set_tcp_nodelay true`, and a short run against the default shows
+    // the difference.
+    let (throughput, memory, nagle) = try await withBroker { broker in
+        let port = String(broker.port)
+        return (
+            try measureThroughput(options, baseline: baseline, ours: ours, port: port, size: size),
+            try measureMemory(events: options["--memory-events"], ours: ours, port: port),
+            try measureRoundTrips(
+                runs: 1,
+                count: options["--nagle-round-trips"],
+                baseline: baseline,
+                ours: ours,
+                port: port
+            )
+        )
+    }
+    let roundTrip = try await withBroker(additionalConfiguration: ["set_tcp_nodelay true"]) { broker in
+        try measureRoundTrips(runs: runs, count: roundTrips, baseline: baseline, ours: ours, port: String(broker.port))
+    }
+    let messages = options["--messages"]
+    BenchmarkReport(
+        title:
+            "CoatyKit agents vs C libmosquitto baseline (median of \(runs) runs, \(messages) Advertise events of "
+            + "\(size) B, \(roundTrips) round trips; memory over \(options["--memory-events"]) events)",
+        baselineHeader: "baseline (C)",
+        parameters: options.parameters.merging(["payloadBytes": .int(Int64(size))]),
+        rows: [
+            BenchmarkRow(
+                "Advertise throughput, typed decode at the observer (events/s; C: raw \(size) B QoS 0 msg/s)",
+                better: .higher,
+                ours: median(throughput.ours),
+                baseline: median(throughput.baseline),
+                target: 0.8
+            ),
+            BenchmarkRow(
+                "Advertise throughput (events/s; C publishing each message on two topics, one observed, as Coaty does)",
+                better: .higher,
+                ours: median(throughput.ours),
+                baseline: median(throughput.baselineTwoTopics)
+            ),
+            BenchmarkRow(
+                "Discover→Resolve round trip p50 (µs; C: request/response with hand-off; broker set_tcp_nodelay true)",
+                better: .lower,
+                ours: median(roundTrip.ours.p50),
+                baseline: median(roundTrip.baseline.p50),
+                target: 1.5
+            ),
+            BenchmarkRow(
+                "Discover→Resolve round trip p99 (µs; broker set_tcp_nodelay true)",
+                better: .lower,
+                ours: median(roundTrip.ours.p99),
+                baseline: median(roundTrip.baseline.p99)
+            ),
+            BenchmarkRow(
+                "Discover→Resolve round trip p50 (µs; mosquitto default, Nagle on; \(options["--nagle-round-trips"]) round trips)",
+                better: .lower,
+                ours: median(nagle.ours.p50),
+                baseline: median(nagle.baseline.p50)
+            ),
+        ] + memory.rows,
+        details: [
+            "throughput events received/sent (ours, per run)": .string(
+                throughput.receivedOfSent.joined(separator: ", ")
+            ),
+            "memory run events": .string(memory.events),
+        ],
+        notes: [
+            "throughput: every one of the \(messages) events arrived and decoded into a Reading in every run (checked:"
+                + " count and the sum of sequence numbers); a custom-type Advertise is two MQTT publications"
+                + " (ADV:CoatyObject and ADV::\(Reading.objectType)), the observer subscribes to one.",
+            "round trip: each Discover subscribes a fresh response topic, waits for the SUBACK, publishes, and"
+                + " unsubscribes after the Resolve (Coaty's request protocol); the C baseline publishes and waits.",
+        ]
+    ).print(json: options.json)
+}
+
+/// Events (messages) per second of the throughput runs.
+struct ThroughputRuns {
+    var ours: [Double] = []
+    var baseline: [Double] = []
+    /// The C baseline publishing every message also on a second, unobserved topic (the broker's
+    /// work of a custom-type Advertise).
+    var baselineTwoTopics: [Double] = []
+    var receivedOfSent: [String] = []
+}
+
+/// Throughput runs, the baseline and ours alternately; events (messages) per second.
+func measureThroughput(
+    _ options: BenchmarkOptions,
+    baseline: URL,
+    ours: URL,
+    port: String,
+    size: Int
+) throws -> ThroughputRuns {
+    let messages = options["--messages"]
+    var result = ThroughputRuns()
+    for run in 0..<options["--runs"] {
+        let topic = "bench/throughput/\(run)"
+        let c = try runThroughput(
+            subscriber: Role(baseline, ["sub", host, port, topic, String(messages)]),
+            publisher: Role(baseline, ["pub", host, port, topic, String(messages), String(size)]),
+            expected: messages
+        )
+        result.baseline.append(c.number("perSecond"))
+        let twoTopics = try runThroughput(
+            subscriber: Role(baseline, ["sub", host, port, topic, String(messages)]),
+            publisher: Role(
+                baseline,
+                ["pub", host, port, topic, String(messages), String(size), topic + "/unobserved"]
+            ),
+            expected: messages
+        )
+        result.baselineTwoTopics.append(twoTopics.number("perSecond"))
+        let agent = try runThroughput(
+            subscriber: Role(ours, ["observe", host, port, String(messages)]),
+            publisher: Role(ours, ["advertise", host, port, String(messages)]),
+            expected: messages
+        )
+        // Every event was decoded into a Reading: the sum of their sequence numbers is 0+1+…+(N-1).
+        guard agent.integer("sequenceSum") == messages * (messages - 1) / 2 else {
+            throw BenchmarkError("the observed readings are not the advertised ones: \(agent)")
+        }
+        result.ours.append(agent.number("perSecond"))
+        result.receivedOfSent.append("\(agent.integer("received"))/\(messages)")
+    }
+    return result
+}
+
+/// The p50s and p99s (µs) of round-trip runs.
+struct RoundTripRuns {
+    var p50: [Double] = []
+    var p99: [Double] = []
+
+    mutating func append(_ result: JSONObject) {
+        p50.append(result.number("p50"))
+        p99.append(result.number("p99"))
+    }
+}
+
+/// Round-trip runs, the baseline and ours alternately.
+func measureRoundTrips(
+    runs: Int,
+    count: Int,
+    baseline: URL,
+    ours: URL,
+    port: String
+) throws -> (ours: RoundTripRuns, baseline: RoundTripRuns) {
+    var result = (ours: RoundTripRuns(), baseline: RoundTripRuns())
+    for _ in 0..<runs {
+        result.baseline.append(
+            try runRoundTrips(
+                responder: Role(baseline, ["responder", host, port]),
+                requester: Role(baseline, ["requester", host, port, String(count)])
+            )
+        )
+        result.ours.append(
+            try runRoundTrips(
+                responder: Role(ours, ["resolver", host, port]),
+                requester: Role(ours, ["discoverer", host, port, String(count)]),
+                terminateResponder: true
+            )
+        )
+    }
+    return result
+}
+
+/// Steady memory: one long run with the default buffers; drops are counted, not fatal.
+func measureMemory(events: Int, ours: URL, port: String) throws -> (rows: [BenchmarkRow], events: String) {
+    let observer = try Child(ours, ["observe", host, port, String(events), "--memory"])
+    try observer.expectReady()
+    let advertiser = try Child(ours, ["advertise", host, port, String(events), "--memory"])
+    let observed = try observer.readJSON()
+    advertiser.closeInput()
+    let published = try advertiser.readJSON()
+    advertiser.wait()
+    observer.wait()
+    let received = observed.integer("received")
+    let counted = observed.integer("observerOverflow") + observed.integer("mqttDropped")
+    let unaccounted = events - received - counted
+    guard published.integer("published") == events, unaccounted <= 0 else {
+        throw BenchmarkError(
+            "memory run: received \(received) of \(events), \(counted) drops counted, "
+                + "\(unaccounted) lost without a count: \(observed)"
+        )
+    }
+    func rows(_ side: String, _ summary: JSONObject?) throws -> [BenchmarkRow] {
+        guard let summary, summary["endKB"] != nil else {
+            throw BenchmarkError("the \(side) took no memory samples (is /proc/self/status readable?)")
+        }
+        let figures = [("start", "startKB"), ("peak", "peakKB"), ("end", "endKB")].map { label, key in
+            BenchmarkRow(
+                "memory \(side): RSS \(label) (KiB)",
+                better: .lower,
+                ours: summary.number(key),
+                baseline: nil,
+                decimals: 0
+            )
+        }
+        return figures + [
+            BenchmarkRow(
+                "memory \(side): RSS slope after 10 % warm-up (KiB per million events)",
+                better: .lower,
+                ours: summary.number("slopeKBPerMillion"),
+                baseline: nil
+            )
+        ]
+    }
+    return (
+        try rows("observer", observed["memory"]?.objectValue) + rows("advertiser", published["memory"]?.objectValue),
+        "published \(events), received \(received), dropped in the MQTT client buffer "
+            + "\(observed.integer("mqttDropped")), dropped in the observer buffer "
+            + "\(observed.integer("observerOverflow")) (default buffers of 10 000)"
+    )
+}
+
+extension JSONObject {
+    /// This object with `other`'s members added (replacing equal keys).
+    func merging(_ other: JSONObject) -> JSONObject {
+        var merged = self
+        for (key, value) in other { merged[key] = value }
+        return merged
+    }
+}
+
+await benchmarkMain(
+    "agent-benchmark",
+    roles: ["observe": runObserver, "advertise": runAdvertiser, "resolver": runResolver, "discoverer": runDiscoverer],
+    defaults: [
+        "--messages": 200_000, "--round-trips": 10_000, "--runs": 3, "--memory-events": 1_000_000,
+        "--nagle-round-trips": 300,
+    ],
+    driver: drive
+)

@@ -1,0 +1,97 @@
+public import CoatyCore
+public import Foundation
+
+/// A benchmark role to start as a child process: a program and its arguments (the role first).
+public struct Role: Sendable {
+    /// The program.
+    public var executable: URL
+    /// The arguments.
+    public var arguments: [String]
+
+    /// A role.
+    /// - Parameters:
+    ///   - executable: the program.
+    ///   - arguments: the role and its arguments.
+    public init(_ executable: URL, _ arguments: [String]) {
+        self.executable = executable
+        self.arguments = arguments
+    }
+}
+
+/// Runs one throughput measurement: starts `subscriber`, waits for its `ready`, starts
+/// `publisher`, and returns the subscriber's result once both have exited (the publisher's
+/// standard input is closed when the subscriber has its result).
+///
+/// - Parameters:
+///   - subscriber: prints `ready`, then one JSON object with at least `received`.
+///   - publisher: publishes `expected` messages.
+///   - expected: how many messages the subscriber must receive.
+/// - Returns: the subscriber's result.
+/// - Throws: ``BenchmarkError`` when anything was lost (with the subscriber's drop counters).
+public func runThroughput(subscriber: Role, publisher: Role, expected: Int) throws -> JSONObject {
+    let sub = try Child(subscriber.executable, subscriber.arguments)
+    try sub.expectReady()
+    let pub = try Child(publisher.executable, publisher.arguments)
+    let result = try sub.readJSON()
+    pub.closeInput()
+    pub.wait()
+    sub.wait()
+    guard result.integer("received") == expected else {
+        throw BenchmarkError(
+            "\(subscriber.executable.lastPathComponent) \(subscriber.arguments[0]) received "
+                + "\(result["received"]?.serializedString() ?? "nothing") of \(expected): "
+                + JSONValue.object(result).serializedString()
+        )
+    }
+    return result
+}
+
+/// Runs one round-trip measurement: starts `responder`, waits for its `ready`, runs `requester`
+/// to its end, and returns the requester's result (`p50`, `p99` in µs).
+///
+/// - Parameters:
+///   - responder: prints `ready`, answers requests.
+///   - requester: prints one JSON object with `p50` and `p99`.
+///   - terminateResponder: end the responder with SIGTERM (for responders that do not stop on a
+///     request of their own).
+/// - Returns: the requester's result.
+/// - Throws: ``BenchmarkError`` when a role fails.
+public func runRoundTrips(responder: Role, requester: Role, terminateResponder: Bool = false) throws -> JSONObject {
+    let answering = try Child(responder.executable, responder.arguments)
+    try answering.expectReady()
+    let asking = try Child(requester.executable, requester.arguments)
+    let result = try asking.readJSON()
+    asking.wait()
+    if terminateResponder { answering.terminate() } else { answering.wait() }
+    return result
+}
+
+/// The main program of a benchmark executable: runs the role named by the first argument (a child
+/// process started by the driver), or else the driver with the arguments parsed as options;
+/// prints an error to standard error and exits 1 on failure.
+///
+/// - Parameters:
+///   - name: the executable's name, for error messages.
+///   - roles: the roles by name; each gets the arguments after its name.
+///   - defaults: the driver's integer options with their defaults (see ``BenchmarkOptions``).
+///   - isolation: the caller's isolation.
+///   - driver: the driver.
+public func benchmarkMain(
+    _ name: String,
+    roles: [String: ([String]) async throws -> Void],
+    defaults: KeyValuePairs<String, Int>,
+    isolation: isolated (any Actor)? = #isolation,
+    driver: (BenchmarkOptions) async throws -> Void
+) async {
+    let arguments = CommandLine.arguments.dropFirst()
+    do {
+        if let first = arguments.first, let role = roles[first] {
+            try await role(Array(arguments.dropFirst()))
+        } else {
+            try await driver(try BenchmarkOptions(arguments, defaults: defaults))
+        }
+    } catch {
+        FileHandle.standardError.write(Data("\(name): \(error)\n".utf8))
+        exit(1)
+    }
+}
