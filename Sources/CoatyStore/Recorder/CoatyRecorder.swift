@@ -362,6 +362,9 @@ public final class CoatyRecorder: Service, Sendable {
 
     private func pumpDeadvertise(_ events: EventObservation<DeadvertiseEvent>) async {
         for await event in events where !event.objectIds.isEmpty {
+            // Objects advertised before the Deadvertise (children among them) reach the queue
+            // first: they arrive on other observations, handed over by other tasks.
+            await settle()
             await enqueue(.remove(objectIds: event.objectIds.map(\.uuidString)))
         }
     }
@@ -449,6 +452,13 @@ public final class CoatyRecorder: Service, Sendable {
     /// room in the queue and none took a new event for a few scheduler turns. Under a continuous
     /// stream it gives up after a bounded number of turns and answers from what is committed.
     private func settleAndFlush() async {
+        await settle()
+        await queue.flush()
+    }
+
+    /// Lets the observers hand over what the manager delivered before now (see
+    /// ``settleAndFlush()``), without waiting for the commit.
+    private func settle() async {
         var stableTurns = 0
         var turns = 0
         while stableTurns < 3 && turns < 256 {
@@ -459,7 +469,6 @@ public final class CoatyRecorder: Service, Sendable {
             stableTurns = quiet ? stableTurns + 1 : 0
             turns += 1
         }
-        await queue.flush()
     }
 
     private func answer(_ queries: EventObservation<QueryEvent>) async {
