@@ -27,6 +27,7 @@ struct Coaty: AsyncParsableCommand {
               coaty advertise '{"objectType":"com.example.Light","name":"Lamp"}'
               coaty discover --core-types Identity
               coaty call switchLight --params '{"on":true}' --count 1
+              coaty record --db objects.sqlite --verbose
 
             Exit codes: 0 success, 1 runtime failure (one line on stderr), 2 usage error.
             """,

@@ -212,6 +212,55 @@ struct RecordCommandTests {
         }
     }
 
+    @Test("record survives garbage payloads and a broker restart, and keeps storing afterwards")
+    func survivesGarbageAndRestart() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withBroker { broker in
+                let recorder = try await withAgent(on: broker, name: "publisher") { agent in
+                    let recorder = try await startReadyCoaty(
+                        ["record", "--db", directory + "/r.sqlite", "--broker", broker.url],
+                        name: "recorder",
+                        observer: agent
+                    )
+                    // Garbage on Coaty topics: dropped by the recorder's agent, never fatal.
+                    let raw = MQTTClient(configuration: try MQTTConfiguration(url: broker.url, clientId: "garbage"))
+                    try await raw.connect()
+                    let source = CoatyUUID()
+                    for payload in ["not json", #"{"object":{}}"#, "[1,2]", #"{"object":{"coreType":"Task"}}"#] {
+                        try await raw.publish("coaty/3/-/ADV:Task/\(source)", payload: Array(payload.utf8))
+                    }
+                    try await raw.publish("coaty/3/-/ADV:Task/NOT-A-UUID", payload: Array("{}".utf8))
+                    await raw.disconnect()
+                    try await agent.publishAdvertise(try CoatyObjectRegistry().decode(Samples.task("Before restart")))
+                    _ = try await queryUntil(["--core-types", "Task"], broker: broker, count: 1)
+                    return recorder
+                }
+
+                await broker.stop()
+                try await Task.sleep(for: .milliseconds(300))
+                try await broker.start()
+                try await withAgent(on: broker, name: "publisher again") { agent in
+                    let task = try CoatyObjectRegistry().decode(Samples.task("After restart"))
+                    // The recorder reconnects on its own (1 s, then backing off): publish until stored.
+                    var names: [String] = []
+                    for _ in 0..<30 where names.count < 2 {
+                        try await agent.publishAdvertise(task)
+                        try await Task.sleep(for: .milliseconds(500))
+                        let result = try await runCoaty(
+                            ["query", "--core-types", "Task", "--count", "1", "--timeout", "3", "--broker", broker.url]
+                        )
+                        names = (try result.jsonLines().first?.at("data.objects")?.arrayValue ?? [])
+                            .compactMap { $0["name"]?.stringValue }
+                    }
+                    #expect(Set(names) == ["Before restart", "After restart"])
+                }
+                recorder.signal(SIGTERM)
+                let result = await recorder.finish(timeout: 30)
+                #expect(result.status == 0, "stderr: \(result.stderr)")
+            }
+        }
+    }
+
     @Test(
         "record fails with one line and exit 1 when the SQLite file cannot be opened; a bad --channel is a usage error"
     )
