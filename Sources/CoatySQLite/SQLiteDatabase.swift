@@ -236,18 +236,22 @@ public final class SQLiteTransaction: WriteTransactionType {
     @discardableResult
     public func write(_ row: StoreRow, mode: StoreWriteMode) throws -> Bool {
         let columns = PromotedColumns(row.object)
-        let promoted: [(any DatabaseValueConvertible)?] = PromotedColumns.names.map { columns[$0] }
-        let values: [(any DatabaseValueConvertible)?] =
-            [row.object.serializedString(), row.metadata?.serializedString()] + promoted
-        let index: [(any DatabaseValueConvertible)?] = [row.index.collection, row.index.key]
-        switch mode {
-        case .upsert:
-            try db.cachedStatement(sql: Self.upsertSQL).execute(arguments: StatementArguments(index + values))
-        case .insert:
-            try db.cachedStatement(sql: Self.insertSQL).execute(arguments: StatementArguments(index + values))
-        case .update:
-            try db.cachedStatement(sql: Self.updateSQL).execute(arguments: StatementArguments(values + index))
-        }
+        let index = [row.index.collection.databaseValue, row.index.key.databaseValue]
+        // Plain `DatabaseValue`s (no boxed existentials), in the order of `writtenColumns`.
+        var values: [DatabaseValue] = []
+        values.reserveCapacity(Self.writtenColumns.count)
+        if mode != .update { values += index }
+        values.append(row.object.serializedString().databaseValue)
+        values.append(row.metadata?.serializedString().databaseValue ?? .null)
+        for name in PromotedColumns.names { values.append(columns[name]?.databaseValue ?? .null) }
+        if mode == .update { values += index }
+        let sql =
+            switch mode {
+            case .upsert: Self.upsertSQL
+            case .insert: Self.insertSQL
+            case .update: Self.updateSQL
+            }
+        try db.cachedStatement(sql: sql).execute(arguments: StatementArguments(values))
         return db.changesCount > 0
     }
 
