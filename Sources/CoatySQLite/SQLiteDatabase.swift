@@ -31,6 +31,9 @@ public final class SQLiteDatabase: DatabaseType {
     public let path: String
     let pool: DatabasePool
 
+    /// The most bytes of the file SQLite maps into memory (1 GiB of address space, not memory).
+    static let mmapSize = 1 << 30
+
     /// The migrations, in order; their names are recorded in the file's `grdb_migrations` table.
     public static let migrationNames = ["v1-rows", "v2-local-context"]
 
@@ -43,6 +46,11 @@ public final class SQLiteDatabase: DatabaseType {
         do {
             var configuration = Configuration()
             configuration.busyMode = .timeout(10)
+            configuration.prepareDatabase { db in
+                // Read pages from a memory map instead of one read(2) per page: a query that
+                // re-checks JSON members reads many rows.
+                try db.execute(sql: "PRAGMA mmap_size = \(Self.mmapSize)")
+            }
             pool = try DatabasePool(path: path, configuration: configuration)
             try Self.migrator.migrate(pool)
         } catch {
@@ -151,8 +159,7 @@ public final class SQLiteTransaction: WriteTransactionType {
     /// - Throws: a database error.
     public func row(at index: StoreIndex) throws -> StoreRow? {
         try Row.fetchOne(
-            db,
-            sql: "SELECT \(Self.columns) FROM coaty_rows WHERE collection = ? AND key = ?",
+            db.cachedStatement(sql: "SELECT \(Self.columns) FROM coaty_rows WHERE collection = ? AND key = ?"),
             arguments: [index.collection, index.key]
         ).map(decode)
     }
@@ -229,35 +236,45 @@ public final class SQLiteTransaction: WriteTransactionType {
     @discardableResult
     public func write(_ row: StoreRow, mode: StoreWriteMode) throws -> Bool {
         let columns = PromotedColumns(row.object)
-        let values: [(any DatabaseValueConvertible)?] =
-            [row.index.collection, row.index.key, row.object.serializedString(), row.metadata?.serializedString()]
-            + PromotedColumns.names.map { columns[$0] }
-        let names = (["collection", "key", "object", "metadata"] + PromotedColumns.names).joined(separator: ", ")
-        let placeholders = Array(repeating: "?", count: values.count).joined(separator: ", ")
-        let updates = (["object", "metadata"] + PromotedColumns.names).map { "\($0) = excluded.\($0)" }
-            .joined(separator: ", ")
-        switch mode {
-        case .upsert:
-            try db.execute(
-                sql:
-                    "INSERT INTO coaty_rows (\(names)) VALUES (\(placeholders)) ON CONFLICT (collection, key) DO UPDATE SET \(updates)",
-                arguments: StatementArguments(values)
-            )
-        case .insert:
-            try db.execute(
-                sql:
-                    "INSERT INTO coaty_rows (\(names)) VALUES (\(placeholders)) ON CONFLICT (collection, key) DO NOTHING",
-                arguments: StatementArguments(values)
-            )
-        case .update:
-            let sets = (["object", "metadata"] + PromotedColumns.names).map { "\($0) = ?" }.joined(separator: ", ")
-            try db.execute(
-                sql: "UPDATE coaty_rows SET \(sets) WHERE collection = ? AND key = ?",
-                arguments: StatementArguments(Array(values.dropFirst(2)) + [row.index.collection, row.index.key])
-            )
-        }
+        let index = [row.index.collection.databaseValue, row.index.key.databaseValue]
+        // Plain `DatabaseValue`s (no boxed existentials), in the order of `writtenColumns`.
+        var values: [DatabaseValue] = []
+        values.reserveCapacity(Self.writtenColumns.count)
+        if mode != .update { values += index }
+        values.append(row.object.serializedString().databaseValue)
+        values.append(row.metadata?.serializedString().databaseValue ?? .null)
+        for name in PromotedColumns.names { values.append(columns[name]?.databaseValue ?? .null) }
+        if mode == .update { values += index }
+        let sql =
+            switch mode {
+            case .upsert: Self.upsertSQL
+            case .insert: Self.insertSQL
+            case .update: Self.updateSQL
+            }
+        try db.cachedStatement(sql: sql).execute(arguments: StatementArguments(values))
         return db.changesCount > 0
     }
+
+    /// The columns a row writes, in the order ``write(_:mode:)`` passes their values.
+    private static let writtenColumns = ["collection", "key", "object", "metadata"] + PromotedColumns.names
+
+    private static let insertPrefix =
+        "INSERT INTO coaty_rows (\(writtenColumns.joined(separator: ", ")))"
+        + " VALUES (\(Array(repeating: "?", count: writtenColumns.count).joined(separator: ", ")))"
+        + " ON CONFLICT (collection, key)"
+
+    /// An insert that replaces an existing row in place (keeping its place in insertion order).
+    private static let upsertSQL =
+        insertPrefix + " DO UPDATE SET "
+        + writtenColumns.dropFirst(2).map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
+
+    /// An insert that leaves an existing row alone.
+    private static let insertSQL = insertPrefix + " DO NOTHING"
+
+    /// An update of an existing row (its columns after `collection` and `key`, then the index).
+    private static let updateSQL =
+        "UPDATE coaty_rows SET \(writtenColumns.dropFirst(2).map { "\($0) = ?" }.joined(separator: ", "))"
+        + " WHERE collection = ? AND key = ?"
 
     /// Removes a row.
     /// - Parameter index: the index.
@@ -265,10 +282,9 @@ public final class SQLiteTransaction: WriteTransactionType {
     /// - Throws: a database error.
     @discardableResult
     public func removeRow(at index: StoreIndex) throws -> Bool {
-        try db.execute(
-            sql: "DELETE FROM coaty_rows WHERE collection = ? AND key = ?",
-            arguments: [index.collection, index.key]
-        )
+        try db.cachedStatement(sql: "DELETE FROM coaty_rows WHERE collection = ? AND key = ?").execute(arguments: [
+            index.collection, index.key,
+        ])
         return db.changesCount > 0
     }
 

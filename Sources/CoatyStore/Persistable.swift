@@ -103,6 +103,30 @@ public struct ReceiptMetadata: Codable, Sendable, Hashable {
     }
 }
 
+extension ReceiptMetadata {
+    /// The JSON `JSONValueEncoder` writes for this metadata (members in declaration order, an
+    /// absent `sourceId` left out, `receivedAt` in milliseconds since 1970), built directly.
+    var jsonValue: JSONValue {
+        var keys = ["eventType", "topic", "receivedAt"]
+        var values: [JSONValue] = [.string(eventType), .string(topic), Self.milliseconds(receivedAt)]
+        if let sourceId {
+            keys.insert("sourceId", at: 0)
+            values.insert(.string(sourceId.uuidString), at: 0)
+        }
+        return .object(JSONObject(uncheckedKeys: keys, values: values))
+    }
+
+    /// A date as `JSONValueEncoder` writes it by default: milliseconds since 1970, an integer
+    /// when whole and exactly representable (and not `-0`), a double otherwise.
+    static func milliseconds(_ date: Date) -> JSONValue {
+        let ms = date.timeIntervalSince1970 * 1000
+        if ms.rounded(.towardZero) == ms && Swift.abs(ms) <= 9_007_199_254_740_992 && !(ms == 0 && ms.sign == .minus) {
+            return .int(Int64(ms))
+        }
+        return .double(ms)
+    }
+}
+
 /// How one item type maps to untyped rows: its scope, its index, and its JSON coding.
 ///
 /// The typed readers and writers use it; ``Persistable`` types and Coaty objects get one for
@@ -144,6 +168,8 @@ public struct StoreCoding<Item, Metadata: Codable & Sendable>: Sendable {
     /// The metadata's JSON (`nil` for ``NoMetadata`` and for no metadata).
     func encodeMetadata(_ metadata: Metadata?) throws -> JSONValue? {
         guard let metadata, Metadata.self != NoMetadata.self else { return nil }
+        // The recorder writes one receipt per object: skip the Codable machinery for it.
+        if let receipt = metadata as? ReceiptMetadata { return receipt.jsonValue }
         return try JSONValueEncoder().encode(metadata)
     }
 

@@ -64,16 +64,10 @@ struct PostgresBackendTests {
         let server = try #require(PostgresTestServer.current)
         let url = try server.makeDatabase()
         try await PostgresDatabase.withDatabase(url: url) { database in
-            let connection = try await database.makeConnection()
-            try await SpecObjects.all().prefix(10).write(to: connection)
-            try await LocalStore(connection).set("agent", ["name": "recorder"])
+            try await StoreContract.writeDataToReopen(database.makeConnection())
         }
         try await PostgresDatabase.withDatabase(url: url) { database in
-            let reopened = try await database.makeConnection()
-            let objects = try await reopened.read { tx in try AnyCoatyObject.read(tx).all() }
-            #expect(objects.map(\.objectId.uuidString) == (1...10).map(SpecObjects.objectId))
-            #expect(objects.first?.json["testObj"]?["name"] == "Test SubObject 1")
-            #expect(try await LocalStore(reopened).get("agent") == ["name": "recorder"])
+            try await StoreContract.expectReopenedData(database.makeConnection())
             #expect(try await database.appliedMigrations() == PostgresDatabase.migrationNames)
         }
     }
@@ -159,13 +153,6 @@ struct PostgresBackendTests {
         }
     }
 
-    struct PlanCase: Sendable, CustomTestStringConvertible {
-        let label: String
-        let filter: ObjectFilter
-        let isExact: Bool
-        var testDescription: String { label }
-    }
-
     static let planCases: [PlanCase] = [
         PlanCase(label: "promoted equals", filter: .where("name", .equals("x")), isExact: true),
         PlanCase(label: "json member equals string", filter: .where("color", .equals("red")), isExact: true),
@@ -182,7 +169,11 @@ struct PostgresBackendTests {
         PlanCase(label: "or of exact", filter: .where("a", .exists).or("name", .equals("n")), isExact: true),
         PlanCase(label: "contains object", filter: .where("a", .contains(["k": "v"])), isExact: true),
         PlanCase(label: "contains strings", filter: .where("tags", .contains(["x", "y"])), isExact: true),
-        PlanCase(label: "paging without order", filter: ObjectFilter.where("a", .exists).skip(2).take(3), isExact: true),
+        PlanCase(
+            label: "paging without order",
+            filter: ObjectFilter.where("a", .exists).skip(2).take(3),
+            isExact: true
+        ),
         PlanCase(label: "contains a number", filter: .where("a", .contains([1])), isExact: false),
         PlanCase(label: "contains a nested array", filter: .where("a", .contains([["x"]])), isExact: false),
         PlanCase(label: "contains null", filter: .where("a", .contains(["k": nil])), isExact: false),
@@ -206,53 +197,7 @@ struct PostgresBackendTests {
     @Test(arguments: [UInt64(1), 2, 3])
     func pushdownAgreesWithTheMatcher(seed: UInt64) async throws {
         try await withPostgres { _, postgres in
-            var random = SplitMix64(seed: seed)
-            let memory = InMemoryDatabase().makeConnection()
-            var rows: [StoreRow] = []
-            for i in 0..<300 {
-                let object = RandomValues.object(&random)
-                rows.append(
-                    StoreRow(
-                        index: StoreIndex(["c1", "c2"].randomElement(using: &random)!, "k\(i % 250)"),
-                        object: object
-                    )
-                )
-            }
-            let removals = (0..<20).map { _ in
-                StoreIndex(["c1", "c2"].randomElement(using: &random)!, "k\(Int.random(in: 0..<250, using: &random))")
-            }
-            let snapshot = rows
-            try await StoreContract.load(snapshot, removing: removals, into: memory)
-            try await StoreContract.load(snapshot, removing: removals, into: postgres)
-            var exactCount = 0
-            var nonEmpty = 0
-            for _ in 0..<400 {
-                let query = StoreQuery(
-                    scope: [StoreScope.all, .collection("c1"), .coatyObjects, .coreTypes(["Task"])].randomElement(
-                        using: &random
-                    )!,
-                    filter: RandomValues.filter(&random)
-                )
-                if PostgresPlan(query).isExact { exactCount += 1 }
-                let expected = try await memory.read { tx in tx.rows(matching: query) }
-                let actual = try await postgres.read { tx in try tx.rows(matching: query) }
-                #expect(actual.map(\.index) == expected.map(\.index), "\(query)")
-                #expect(actual == expected)
-                let count = try await postgres.read { tx in try tx.count(matching: query) }
-                #expect(count == expected.count, "\(query)")
-                if !expected.isEmpty { nonEmpty += 1 }
-            }
-            // The random filters exercise both paths.
-            #expect(exactCount > 40)
-            #expect(exactCount < 360)
-            #expect(nonEmpty > 40)
-
-            // Removing by query removes the same rows.
-            let removal = StoreQuery(scope: .all, filter: .where("name", .in(["alpha", "beta"])))
-            let removedInMemory = try await memory.write { tx in try tx.removeRows(matching: removal) }
-            let removedInPostgres = try await postgres.write { tx in try tx.removeRows(matching: removal) }
-            #expect(Set(removedInPostgres) == Set(removedInMemory))
-            #expect(!removedInMemory.isEmpty)
+            try await StoreContract.pushdownAgreesWithTheMatcher(seed: seed, postgres) { PostgresPlan($0).isExact }
         }
     }
 }

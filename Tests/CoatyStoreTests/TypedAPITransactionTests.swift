@@ -1,5 +1,6 @@
 import CoatyCore
 import CoatyStore
+import CoatyStoreTestSupport
 import Testing
 
 /// A transaction double that records every primitive call and answers from canned rows, so the

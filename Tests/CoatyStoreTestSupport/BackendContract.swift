@@ -1,0 +1,104 @@
+public import CoatyCore
+public import CoatyStore
+public import Testing
+
+/// A filter and whether a backend's SQL plan for it is exact (selects exactly Coaty's rows, so
+/// ``CoatyCore/ObjectMatcher`` need not filter again).
+public struct PlanCase: Sendable, CustomTestStringConvertible {
+    /// What the case shows.
+    public let label: String
+    /// The filter.
+    public let filter: ObjectFilter
+    /// Whether the plan must be exact.
+    public let isExact: Bool
+
+    /// A case.
+    /// - Parameters:
+    ///   - label: what the case shows.
+    ///   - filter: the filter.
+    ///   - isExact: whether the plan must be exact.
+    public init(label: String, filter: ObjectFilter, isExact: Bool) {
+        self.label = label
+        self.filter = filter
+        self.isExact = isExact
+    }
+
+    /// The label.
+    public var testDescription: String { label }
+}
+
+extension StoreContract {
+    /// Writes the first ten spec objects and a local value; ``expectReopenedData(_:)`` checks them
+    /// through a connection to the reopened database.
+    /// - Parameter connection: the connection.
+    public static func writeDataToReopen(_ connection: some ConnectionType) async throws {
+        try await SpecObjects.all().prefix(10).write(to: connection)
+        try await LocalStore(connection).set("agent", ["name": "recorder"])
+    }
+
+    /// Checks what ``writeDataToReopen(_:)`` wrote, through a connection to the reopened database.
+    /// - Parameter connection: the connection.
+    public static func expectReopenedData(_ connection: some ConnectionType) async throws {
+        let objects = try await connection.read { tx in try AnyCoatyObject.read(tx).all() }
+        #expect(objects.map(\.objectId.uuidString) == (1...10).map(SpecObjects.objectId))
+        #expect(objects.first?.json["testObj"]?["name"] == "Test SubObject 1")
+        #expect(try await LocalStore(connection).get("agent") == ["name": "recorder"])
+    }
+
+    /// Random objects of mixed member types and random filters over them: a backend (SQL
+    /// pushdown plus matcher) selects exactly the rows, in the order, that the in-memory backend
+    /// (``CoatyCore/ObjectMatcher`` only) selects, counts them alike, and removes the same rows.
+    /// - Parameters:
+    ///   - seed: the random seed.
+    ///   - connection: a connection to an empty database of the backend.
+    ///   - isExact: whether the backend's plan for a query is exact (both paths must be exercised).
+    public static func pushdownAgreesWithTheMatcher(
+        seed: UInt64,
+        _ connection: some ConnectionType,
+        isExact: (StoreQuery) -> Bool
+    ) async throws {
+        var random = SplitMix64(seed: seed)
+        let memory = InMemoryDatabase().makeConnection()
+        var rows: [StoreRow] = []
+        for i in 0..<300 {
+            let object = RandomValues.object(&random)
+            rows.append(
+                StoreRow(index: StoreIndex(["c1", "c2"].randomElement(using: &random)!, "k\(i % 250)"), object: object)
+            )
+        }
+        let removals = (0..<20).map { _ in
+            StoreIndex(["c1", "c2"].randomElement(using: &random)!, "k\(Int.random(in: 0..<250, using: &random))")
+        }
+        try await load(rows, removing: removals, into: memory)
+        try await load(rows, removing: removals, into: connection)
+        var exactCount = 0
+        var nonEmpty = 0
+        for _ in 0..<400 {
+            let query = StoreQuery(
+                scope: [StoreScope.all, .collection("c1"), .coatyObjects, .coreTypes(["Task"])].randomElement(
+                    using: &random
+                )!,
+                filter: RandomValues.filter(&random)
+            )
+            if isExact(query) { exactCount += 1 }
+            let expected = try await memory.read { tx in tx.rows(matching: query) }
+            let actual = try await connection.read { tx in try tx.rows(matching: query) }
+            #expect(actual.map(\.index) == expected.map(\.index), "\(query)")
+            #expect(actual == expected)
+            let count = try await connection.read { tx in try tx.count(matching: query) }
+            #expect(count == expected.count, "\(query)")
+            if !expected.isEmpty { nonEmpty += 1 }
+        }
+        // The random filters exercise both paths.
+        #expect(exactCount > 40)
+        #expect(exactCount < 360)
+        #expect(nonEmpty > 40)
+
+        // Removing by query removes the same rows.
+        let removal = StoreQuery(scope: .all, filter: .where("name", .in(["alpha", "beta"])))
+        let removedInMemory = try await memory.write { tx in try tx.removeRows(matching: removal) }
+        let removedInBackend = try await connection.write { tx in try tx.removeRows(matching: removal) }
+        #expect(Set(removedInBackend) == Set(removedInMemory))
+        #expect(!removedInMemory.isEmpty)
+    }
+}
