@@ -17,8 +17,8 @@
 //   2. Discover→Resolve round trip: one agent resolves Discover-by-objectId, another discovers
 //      sequentially with `.first(timeout:)`. Baseline: the C request/response round trip with
 //      the application-thread hand-off. Target p50 ratio ≤ 1.5. Against mosquitto's default
-//      configuration, as users run it; a short run with the client's TCP_NODELAY switched off
-//      (`MQTTConfiguration.tcpNoDelay = false`) shows what Nagle's algorithm costs.
+//      configuration, as users run it; a short run with the client's latency tuning switched off
+//      (`MQTTConfiguration.tcpNoDelay = false`) shows what Nagle's algorithm and delayed ACKs cost.
 //   3. Steady memory: the same Advertise flow for --memory-events events (default one million)
 //      with the default buffers (as an application runs it); each side samples its own VmRSS
 //      every 250 ms and reports start, peak, end and the slope after a 10 % warm-up. Drops in
@@ -243,10 +243,10 @@ func drive(_ options: BenchmarkOptions) async throws {
     let size = try advertisePayloadSize()
     let (runs, roundTrips) = (options["--runs"], options["--round-trips"])
     // Everything runs against mosquitto's default configuration (Nagle's algorithm on at the
-    // broker). The CoatyKit client sets TCP_NODELAY by default; a short run with it switched off
-    // shows what a client with Nagle pays: Coaty's UNSUBSCRIBE of the last request's response
-    // topic and the SUBSCRIBE of the next one go out back to back, and the second waits for the
-    // broker's delayed ACK (~40 ms).
+    // broker, which holds the SUBACK of a request written right after the UNSUBACK of the last
+    // one until the client acknowledged the UNSUBACK). The CoatyKit client sets TCP_NODELAY and
+    // TCP_QUICKACK by default (`MQTTConfiguration.tcpNoDelay`); a short run with it switched off
+    // shows what the delayed ACK costs (~40 ms per round trip).
     let (throughput, memory, roundTrip, nagle) = try await withBroker { broker in
         let port = String(broker.port)
         return (

@@ -115,10 +115,13 @@ public struct MQTTConfiguration: Sendable {
     /// long the backlog, but never longer than this (e.g. when the broker stopped reading). Messages still unsent then
     /// are counted in `coaty_mqtt_unsent_messages_total` and logged at warning level.
     public var disconnectFlushTimeout: Duration = .seconds(10)
-    /// Whether the socket is created with `TCP_NODELAY`, i.e. without Nagle's algorithm (default `true`).
+    /// Whether the socket is tuned for latency (default `true`): `TCP_NODELAY` (no Nagle's algorithm for what this
+    /// client writes) and, on Linux, `TCP_QUICKACK` renewed before every wait (received data is acknowledged at once).
     ///
-    /// With Nagle, a small packet written right after another one (a SUBSCRIBE followed by a request's PUBLISH)
-    /// waits for the broker's delayed ACK, about 40 ms on Linux. Turn it off only to trade latency for fewer packets.
+    /// mosquitto keeps Nagle's algorithm on by default, so it holds a small packet written right after another one
+    /// (a SUBACK right after an UNSUBACK, as in Coaty's request/response pattern) until the client acknowledged the
+    /// first; with the kernel's delayed ACK that costs about 40 ms per round trip, and a client with Nagle pays the
+    /// same for its own back-to-back packets. Turn it off only to trade latency for fewer packets.
     public var tcpNoDelay: Bool = true
 
     /// Creates a configuration from a broker URL.
