@@ -16,8 +16,9 @@
 //      the broker's work of a custom-type Advertise (ADV:CoatyObject and ADV::<objectType>).
 //   2. Discover→Resolve round trip: one agent resolves Discover-by-objectId, another discovers
 //      sequentially with `.first(timeout:)`. Baseline: the C request/response round trip with
-//      the application-thread hand-off. Target p50 ratio ≤ 1.5. Against a broker with
-//      `set_tcp_nodelay true` (see `drive`), plus a short run against mosquitto's default.
+//      the application-thread hand-off. Target p50 ratio ≤ 1.5. Against mosquitto's default
+//      configuration, as users run it; a short run with the client's latency tuning switched off
+//      (`MQTTConfiguration.tcpNoDelay = false`) shows what Nagle's algorithm and delayed ACKs cost.
 //   3. Steady memory: the same Advertise flow for --memory-events events (default one million)
 //      with the default buffers (as an application runs it); each side samples its own VmRSS
 //      every 250 ms and reports start, peak, end and the slope after a 10 % warm-up. Drops in
@@ -62,23 +63,25 @@ func startManager(
     _ port: String,
     name: String,
     bufferCapacity: Int?,
-    metrics: CountingMetrics
+    metrics: CountingMetrics,
+    tcpNoDelay: Bool = true
 ) async throws -> CommunicationManager {
     let identity = Identity(name: name)
     let registry = CoatyObjectRegistry([Reading.self])
     let url = "mqtt://\(host):\(port)"
     let manager: CommunicationManager
-    if let bufferCapacity {
+    if bufferCapacity != nil || !tcpNoDelay {
         var configuration = try MQTTConfiguration(
             url: url,
             clientId: CoatyConnection.clientId(identityId: identity.objectId)
         )
-        configuration.messageBufferCapacity = bufferCapacity
+        if let bufferCapacity { configuration.messageBufferCapacity = bufferCapacity }
+        configuration.tcpNoDelay = tcpNoDelay
         manager = try CommunicationManager(
             transport: MQTTTransport(configuration: configuration, metricsFactory: metrics),
             identity: identity,
             registry: registry,
-            options: .init(observerBufferLimit: bufferCapacity),
+            options: bufferCapacity.map { .init(observerBufferLimit: $0) } ?? .init(),
             metricsFactory: metrics
         )
     } else {
@@ -179,14 +182,16 @@ func runAdvertiser(_ args: [String]) async throws {
     if stopSeconds > 1 { FileHandle.standardError.write(Data("advertiser: stop took \(stopSeconds) s\n".utf8)) }
 }
 
-/// `resolver HOST PORT`: answers every Discover by objectId with a reading of that id.
+/// `resolver HOST PORT [--nagle]`: answers every Discover by objectId with a reading of that id
+/// (`--nagle`: without TCP_NODELAY).
 func runResolver(_ args: [String]) async throws {
     let manager = try await startManager(
         args[0],
         args[1],
         name: "resolver",
         bufferCapacity: nil,
-        metrics: CountingMetrics()
+        metrics: CountingMetrics(),
+        tcpNoDelay: !args.contains("--nagle")
     )
     let discovers = try manager.observeDiscover()
     await discovers.subscribed()
@@ -199,8 +204,9 @@ func runResolver(_ args: [String]) async throws {
     }
 }
 
-/// `discoverer HOST PORT COUNT`: COUNT sequential Discover→Resolve round trips (after COUNT/10
-/// warm-up ones), each `publishDiscover(.objectId(id)).first(timeout:)`.
+/// `discoverer HOST PORT COUNT [--nagle]`: COUNT sequential Discover→Resolve round trips (after
+/// COUNT/10 warm-up ones), each `publishDiscover(.objectId(id)).first(timeout:)` (`--nagle`:
+/// without TCP_NODELAY).
 func runDiscoverer(_ args: [String]) async throws {
     let count = Int(args[2])!
     let manager = try await startManager(
@@ -208,7 +214,8 @@ func runDiscoverer(_ args: [String]) async throws {
         args[1],
         name: "discoverer",
         bufferCapacity: nil,
-        metrics: CountingMetrics()
+        metrics: CountingMetrics(),
+        tcpNoDelay: !args.contains("--nagle")
     )
     var samples: [UInt64] = []
     samples.reserveCapacity(count)
@@ -235,27 +242,26 @@ func drive(_ options: BenchmarkOptions) async throws {
     let ours = currentExecutable
     let size = try advertisePayloadSize()
     let (runs, roundTrips) = (options["--runs"], options["--round-trips"])
-    // mosquitto leaves Nagle's algorithm on by default: a client that gets two packets in a row
-    // (Coaty's UNSUBACK of the last request's response topic, then the SUBACK of the next one)
-    // sees the second one only after its delayed ACK (~40 ms). The round-trip scenario therefore
-    // runs against a broker with `set_tcp_nodelay true`, and a short run against the default shows
-    // the difference.
-    let (throughput, memory, nagle) = try await withBroker { broker in
+    // Everything runs against mosquitto's default configuration (Nagle's algorithm on at the
+    // broker, which holds the SUBACK of a request written right after the UNSUBACK of the last
+    // one until the client acknowledged the UNSUBACK). The CoatyKit client sets TCP_NODELAY and
+    // TCP_QUICKACK by default (`MQTTConfiguration.tcpNoDelay`); a short run with it switched off
+    // shows what the delayed ACK costs (~40 ms per round trip).
+    let (throughput, memory, roundTrip, nagle) = try await withBroker { broker in
         let port = String(broker.port)
         return (
             try measureThroughput(options, baseline: baseline, ours: ours, port: port, size: size),
             try measureMemory(events: options["--memory-events"], ours: ours, port: port),
+            try measureRoundTrips(runs: runs, count: roundTrips, baseline: baseline, ours: ours, port: port),
             try measureRoundTrips(
                 runs: 1,
                 count: options["--nagle-round-trips"],
                 baseline: baseline,
                 ours: ours,
-                port: port
+                port: port,
+                oursExtra: ["--nagle"]
             )
         )
-    }
-    let roundTrip = try await withBroker(additionalConfiguration: ["set_tcp_nodelay true"]) { broker in
-        try measureRoundTrips(runs: runs, count: roundTrips, baseline: baseline, ours: ours, port: String(broker.port))
     }
     let messages = options["--messages"]
     BenchmarkReport(
@@ -279,20 +285,20 @@ func drive(_ options: BenchmarkOptions) async throws {
                 baseline: median(throughput.baselineTwoTopics)
             ),
             BenchmarkRow(
-                "Discover→Resolve round trip p50 (µs; C: request/response with hand-off; broker set_tcp_nodelay true)",
+                "Discover→Resolve round trip p50 (µs; C: request/response with hand-off; mosquitto default config)",
                 better: .lower,
                 ours: median(roundTrip.ours.p50),
                 baseline: median(roundTrip.baseline.p50),
                 target: 1.5
             ),
             BenchmarkRow(
-                "Discover→Resolve round trip p99 (µs; broker set_tcp_nodelay true)",
+                "Discover→Resolve round trip p99 (µs; mosquitto default config)",
                 better: .lower,
                 ours: median(roundTrip.ours.p99),
                 baseline: median(roundTrip.baseline.p99)
             ),
             BenchmarkRow(
-                "Discover→Resolve round trip p50 (µs; mosquitto default, Nagle on; \(options["--nagle-round-trips"]) round trips)",
+                "Discover→Resolve round trip p50 (µs; client tcpNoDelay = false, Nagle on; \(options["--nagle-round-trips"]) round trips)",
                 better: .lower,
                 ours: median(nagle.ours.p50),
                 baseline: median(nagle.baseline.p50)
@@ -383,7 +389,8 @@ func measureRoundTrips(
     count: Int,
     baseline: URL,
     ours: URL,
-    port: String
+    port: String,
+    oursExtra: [String] = []
 ) throws -> (ours: RoundTripRuns, baseline: RoundTripRuns) {
     var result = (ours: RoundTripRuns(), baseline: RoundTripRuns())
     for _ in 0..<runs {
@@ -395,8 +402,8 @@ func measureRoundTrips(
         )
         result.ours.append(
             try runRoundTrips(
-                responder: Role(ours, ["resolver", host, port]),
-                requester: Role(ours, ["discoverer", host, port, String(count)]),
+                responder: Role(ours, ["resolver", host, port] + oursExtra),
+                requester: Role(ours, ["discoverer", host, port, String(count)] + oursExtra),
                 terminateResponder: true
             )
         )

@@ -8,6 +8,8 @@
 #include <errno.h>
 #include <mosquitto.h>
 #include <mqtt_protocol.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -17,7 +19,6 @@
 
 #define SHIM_TIMEOUT_CODE (-1000)
 #define SHIM_LOOP_TIMEOUT_MS 100
-#define SHIM_STOP_FLUSH_MS 1000
 
 struct CMosquittoShim_Client {
     struct mosquitto *mosq;
@@ -30,6 +31,8 @@ struct CMosquittoShim_Client {
     int connectTimeoutMs;
     int reconnectDelayMs;
     int maxReconnectDelayMs;
+    int stopFlushMs;
+    bool quickAck;
 
     // Queue state, guarded by queueLock; the dispatcher waits on queueCond.
     pthread_mutex_t queueLock;
@@ -62,6 +65,14 @@ struct CMosquittoShim_Client {
     // Tracked QoS 1/2 publish message ids, guarded by ackLock.
     pthread_mutex_t ackLock;
     uint8_t tracked[65536 / 8];
+
+    // QoS 0 accounting: publishes queued in libmosquitto (guarded by publishLock, so a settle never sees a publish
+    // half done) versus PUBLISH packets written to the socket (on_publish, loop thread). What is queued but never
+    // written when a connection ends (or the graceful stop's flush deadline passes) is counted in `unsent`.
+    pthread_mutex_t publishLock;
+    uint64_t qos0Queued;
+    atomic_uint_fast64_t qos0Written;
+    atomic_uint_fast64_t unsent;
 
     // The last error/warning line libmosquitto logged, guarded by errorLock.
     pthread_mutex_t errorLock;
@@ -198,7 +209,12 @@ static void onPublish(struct mosquitto *mosq, void *obj, int mid, int reasonCode
     bool wasTracked = (c->tracked[mid >> 3] >> (mid & 7)) & 1;
     c->tracked[mid >> 3] &= (uint8_t)~(1u << (mid & 7));
     pthread_mutex_unlock(&c->ackLock);
-    if (wasTracked) pushEvent(c, CMosquittoShim_EventPublished, reasonCode, mid, NULL);
+    if (wasTracked) {
+        pushEvent(c, CMosquittoShim_EventPublished, reasonCode, mid, NULL);
+    } else {
+        // libmosquitto calls on_publish for a QoS 0 message once its PUBLISH packet is written.
+        atomic_fetch_add(&c->qos0Written, 1);
+    }
 }
 
 static void onSubscribe(struct mosquitto *mosq, void *obj, int mid, int count, const int *granted,
@@ -252,6 +268,7 @@ static void destroyClient(CMosquittoShim_Client *c) {
     pthread_cond_destroy(&c->consumerCond);
     pthread_mutex_destroy(&c->ackLock);
     pthread_mutex_destroy(&c->errorLock);
+    pthread_mutex_destroy(&c->publishLock);
     free(c->ring);
     free(c->host);
     free(c);
@@ -289,6 +306,9 @@ CMosquittoShim_Client *CMosquittoShim_Client_create(const CMosquittoShim_Options
     pthread_mutex_init(&c->controlLock, NULL);
     pthread_mutex_init(&c->ackLock, NULL);
     pthread_mutex_init(&c->errorLock, NULL);
+    pthread_mutex_init(&c->publishLock, NULL);
+    atomic_init(&c->qos0Written, 0);
+    atomic_init(&c->unsent, 0);
     c->capacity = o->messageCapacity > 0 ? (size_t)o->messageCapacity : 1;
     c->ring = calloc(c->capacity, sizeof(CMosquittoShim_Message *));
     c->host = copyString(o->host);
@@ -298,6 +318,8 @@ CMosquittoShim_Client *CMosquittoShim_Client_create(const CMosquittoShim_Options
     c->reconnectDelayMs = o->reconnectDelayMilliseconds > 0 ? o->reconnectDelayMilliseconds : 1000;
     c->maxReconnectDelayMs = o->maxReconnectDelayMilliseconds >= c->reconnectDelayMs ? o->maxReconnectDelayMilliseconds
                                                                                       : c->reconnectDelayMs;
+    c->stopFlushMs = o->stopFlushMilliseconds >= 0 ? o->stopFlushMilliseconds : 0;
+    c->quickAck = o->tcpNoDelay;
     if (!c->ring || !c->host) {
         failCreate(c, MOSQ_ERR_NOMEM, "allocating the client", errorCode, errorText, errorTextSize);
         return NULL;
@@ -315,6 +337,12 @@ CMosquittoShim_Client *CMosquittoShim_Client_create(const CMosquittoShim_Options
     rc = mosquitto_int_option(c->mosq, MOSQ_OPT_PROTOCOL_VERSION, o->protocolV5 ? MQTT_PROTOCOL_V5 : MQTT_PROTOCOL_V311);
     if (rc) { failCreate(c, rc, "setting the protocol version", errorCode, errorText, errorTextSize); return NULL; }
 
+    if (o->tcpNoDelay) {
+        // Without it, a small packet written right after another (SUBSCRIBE then PUBLISH of a request) waits for
+        // the broker's delayed ACK (~40 ms on Linux) under Nagle's algorithm.
+        rc = mosquitto_int_option(c->mosq, MOSQ_OPT_TCP_NODELAY, 1);
+        if (rc) { failCreate(c, rc, "setting TCP_NODELAY", errorCode, errorText, errorTextSize); return NULL; }
+    }
     if (o->username || o->password) {
         rc = mosquitto_username_pw_set(c->mosq, o->username, o->password);
         if (rc) { failCreate(c, rc, "setting username/password", errorCode, errorText, errorTextSize); return NULL; }
@@ -339,7 +367,6 @@ CMosquittoShim_Client *CMosquittoShim_Client_create(const CMosquittoShim_Options
     mosquitto_publish_v5_callback_set(c->mosq, onPublish);
     mosquitto_subscribe_v5_callback_set(c->mosq, onSubscribe);
     mosquitto_unsubscribe_v5_callback_set(c->mosq, onUnsubscribe);
-    mosquitto_log_callback_set(c->mosq, onLog);
     return c;
 }
 
@@ -369,6 +396,35 @@ static void backoffSleep(CMosquittoShim_Client *c, int ms) {
     pthread_mutex_unlock(&c->controlLock);
 }
 
+/// Counts the QoS 0 publishes queued but never written as unsent (loop thread; the socket is closed or about to be,
+/// so what is still queued will be discarded by libmosquitto's next connect).
+static void settleUnsent(CMosquittoShim_Client *c) {
+    pthread_mutex_lock(&c->publishLock);
+    uint64_t written = atomic_load(&c->qos0Written);
+    if (c->qos0Queued > written) {
+        uint64_t lost = c->qos0Queued - written;
+        atomic_fetch_add(&c->unsent, lost);
+        atomic_fetch_add(&c->qos0Written, lost);
+    }
+    pthread_mutex_unlock(&c->publishLock);
+}
+
+/// Asks the kernel to acknowledge received data at once instead of delaying the ACK (Linux; the flag is not sticky,
+/// so it is renewed before every wait). A broker with Nagle's algorithm on (mosquitto's default) holds a small packet
+/// written right after another (the SUBACK after an UNSUBACK) until this client acknowledges the first one; with a
+/// delayed ACK that costs ~40 ms per Coaty request.
+static void renewQuickAck(CMosquittoShim_Client *c) {
+#ifdef TCP_QUICKACK
+    if (!c->quickAck) return;
+    int sock = mosquitto_socket(c->mosq);
+    if (sock < 0) return;
+    int one = 1;
+    (void)setsockopt(sock, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof(one));
+#else
+    (void)c;
+#endif
+}
+
 static void *loopMain(void *arg) {
     CMosquittoShim_Client *c = arg;
     int delay = c->reconnectDelayMs;
@@ -378,11 +434,17 @@ static void *loopMain(void *arg) {
         c->refusedThisAttempt = false;
         int savedErrno = 0;
         errno = 0;
+        // The log callback captures the cause of a failing attempt (e.g. "certificate verify failed"). It is removed
+        // once the session is up: with a callback set, libmosquitto formats a debug line (malloc + vsnprintf) for
+        // every packet sent and received.
+        mosquitto_log_callback_set(c->mosq, onLog);
+        bool logging = true;
         int rc = mosquitto_connect_async(c->mosq, c->host, c->port, c->keepAlive);
         if (rc == MOSQ_ERR_ERRNO) savedErrno = errno;
         if (rc == MOSQ_ERR_SUCCESS) {
             int64_t start = nowMs();
             for (;;) {
+                renewQuickAck(c);
                 errno = 0;
                 rc = mosquitto_loop(c->mosq, SHIM_LOOP_TIMEOUT_MS, 1);
                 if (rc != MOSQ_ERR_SUCCESS) {
@@ -390,6 +452,12 @@ static void *loopMain(void *arg) {
                     break;
                 }
                 if (stopRequested(c)) break;
+                if (logging && c->sessionUp) {
+                    mosquitto_log_callback_set(c->mosq, NULL);
+                    logging = false;
+                    char stale[8];
+                    takeLastError(c, stale, sizeof(stale));  // a later loss reports its own cause
+                }
                 if (!c->sessionUp && !c->refusedThisAttempt && nowMs() - start > c->connectTimeoutMs) {
                     rc = SHIM_TIMEOUT_CODE;
                     break;
@@ -398,6 +466,7 @@ static void *loopMain(void *arg) {
         }
         if (stopRequested(c)) break;
 
+        settleUnsent(c);
         takeLastError(c, detail, sizeof(detail));
         if (detail[0] == 0) {
             if (savedErrno) {
@@ -418,9 +487,10 @@ static void *loopMain(void *arg) {
         delay = delay * 2 > c->maxReconnectDelayMs ? c->maxReconnectDelayMs : delay * 2;
     }
 
-    // Graceful stop: queued packets go out first, then DISCONNECT (packets are sent in order).
+    // Graceful stop: every queued packet goes out first, then DISCONNECT (packets are sent in order, and
+    // libmosquitto closes the socket once DISCONNECT is written, which ends the loop), bounded by stopFlushMs.
     if (c->sessionUp && mosquitto_disconnect(c->mosq) == MOSQ_ERR_SUCCESS) {
-        int64_t deadline = nowMs() + SHIM_STOP_FLUSH_MS;
+        int64_t deadline = nowMs() + c->stopFlushMs;
         while (nowMs() < deadline) {
             if (mosquitto_loop(c->mosq, 50, 1) != MOSQ_ERR_SUCCESS) break;
         }
@@ -428,6 +498,7 @@ static void *loopMain(void *arg) {
         mosquitto_disconnect(c->mosq);
     }
     c->sessionUp = false;
+    settleUnsent(c);
 
     pthread_mutex_lock(&c->controlLock);
     c->loopRunning = false;
@@ -475,7 +546,13 @@ void CMosquittoShim_Client_stop(CMosquittoShim_Client *c) {
 
 int CMosquittoShim_Client_publish(CMosquittoShim_Client *c, int *mid, const char *topic, const void *payload,
                                   int payloadLength, int qos, bool retain) {
-    if (qos == 0) return mosquitto_publish_v5(c->mosq, mid, topic, payloadLength, payload, 0, retain, NULL);
+    if (qos == 0) {
+        pthread_mutex_lock(&c->publishLock);
+        int rc = mosquitto_publish_v5(c->mosq, mid, topic, payloadLength, payload, 0, retain, NULL);
+        if (rc == MOSQ_ERR_SUCCESS) c->qos0Queued += 1;
+        pthread_mutex_unlock(&c->publishLock);
+        return rc;
+    }
     int localMid = 0;
     // Holding ackLock while publishing means the acknowledgement callback cannot run before the mid is tracked.
     pthread_mutex_lock(&c->ackLock);
@@ -609,3 +686,5 @@ void CMosquittoShim_Client_discardMessages(CMosquittoShim_Client *c) {
 }
 
 uint64_t CMosquittoShim_Client_droppedCount(CMosquittoShim_Client *c) { return atomic_load(&c->dropped); }
+
+uint64_t CMosquittoShim_Client_unsentCount(CMosquittoShim_Client *c) { return atomic_load(&c->unsent); }

@@ -26,7 +26,8 @@ public final class MQTTClient: Sendable {
     /// - Parameters:
     ///   - configuration: The broker address, credentials, TLS, will and buffer settings.
     ///   - logger: Where connection changes, reconnect attempts and dropped messages are logged.
-    ///   - metricsFactory: The metrics backend for `coaty_mqtt_dropped_messages_total`; `nil` uses the global one.
+    ///   - metricsFactory: The metrics backend for `coaty_mqtt_dropped_messages_total` and
+    ///     `coaty_mqtt_unsent_messages_total`; `nil` uses the global one.
     public init(
         configuration: MQTTConfiguration,
         logger: Logger = Logger(label: "coaty.mqtt"),
@@ -52,8 +53,11 @@ public final class MQTTClient: Sendable {
 
     /// Flushes queued publications, sends DISCONNECT and stops reconnecting; ends ``messages``.
     ///
-    /// Never hangs: when the broker is down or a reconnect is under way it returns within about a second,
-    /// and after 3 s at most it abandons the network thread. The client may connect again afterwards.
+    /// While the connection is up, every publication libmosquitto has queued is written before DISCONNECT, for up to
+    /// ``MQTTConfiguration/disconnectFlushTimeout``; QoS 0 messages still unsent then (or lost with a connection
+    /// earlier) are counted in `coaty_mqtt_unsent_messages_total` and logged at warning level, never dropped silently.
+    /// Never hangs: when the broker is down or a reconnect is under way it returns within about a second, and
+    /// 3 s after the flush timeout at most it abandons the network thread. The client may connect again afterwards.
     public func disconnect() async { await core.disconnect() }
 
     /// Subscribes to a topic filter and waits for the broker's SUBACK.
@@ -85,8 +89,9 @@ public final class MQTTClient: Sendable {
 
     /// Publishes a message.
     ///
-    /// QoS 0 returns as soon as libmosquitto has queued the message (it is sent before a later `disconnect()`
-    /// completes); QoS 1 and 2 return when the broker acknowledged it.
+    /// QoS 0 returns as soon as libmosquitto has queued the message (it is written before a later `disconnect()`
+    /// completes, within ``MQTTConfiguration/disconnectFlushTimeout``); QoS 1 and 2 return when the broker
+    /// acknowledged it.
     /// - Parameters:
     ///   - topic: A topic name without wildcards.
     ///   - payload: The payload bytes (`[UInt8]`, `Data`, a slice, …).
@@ -123,6 +128,14 @@ public final class MQTTClient: Sendable {
     /// How many received messages were dropped because the consumer lagged more than
     /// ``MQTTConfiguration/messageBufferCapacity`` messages behind (since the client was created).
     public var droppedMessageCount: Int { core.droppedMessageCount }
+
+    /// How many QoS 0 publications were queued but never written to the broker (since the client was created):
+    /// lost with a broken connection, or still queued when ``disconnect()`` reached
+    /// ``MQTTConfiguration/disconnectFlushTimeout``. Also counted in `coaty_mqtt_unsent_messages_total`.
+    public var unsentMessageCount: Int {
+        guard case .success(let handle) = core.setup else { return 0 }
+        return Int(clamping: handle.unsentCount)
+    }
 
     /// The topic filters that are remembered and re-subscribed after a reconnect.
     public var subscriptions: [String: MQTTQoS] { core.state.withLock { $0.subscriptions } }
@@ -187,6 +200,7 @@ struct MessageChannel: ~Copyable {
 /// Drop accounting, touched by the dispatcher thread only (a Mutex keeps it Sendable).
 struct DropReport {
     var counted: UInt64 = 0
+    var unsentCounted: UInt64 = 0
     var logged: UInt64 = 0
     var lastLog: ContinuousClock.Instant?
 }
@@ -197,6 +211,7 @@ final class ClientCore: Sendable {
     let logger: Logger
     let setup: Result<MosquittoHandle, MQTTError>
     let droppedCounter: Counter
+    let unsentCounter: Counter
     let state = Mutex(ClientState())
     let channel = Mutex(MessageChannel())
     let dropReport = Mutex(DropReport())
@@ -205,27 +220,27 @@ final class ClientCore: Sendable {
     /// Mirrors `ClientState.running` for the lock-free QoS 0 publish path.
     let running = Atomic<Bool>(false)
 
-    static let stopTimeout: Duration = .seconds(3)
+    /// How long after the flush timeout `disconnect()` abandons a network thread that did not stop.
+    static let stopGrace: Duration = .seconds(3)
     static let dropLogInterval: Duration = .seconds(5)
     static let resubscribeChunk = 200
 
     init(configuration: MQTTConfiguration, logger: Logger, metricsFactory: (any MetricsFactory)?) {
         self.configuration = configuration
         let (seconds, attoseconds) = configuration.consumerWaitBeforeSuspending.components
-        blockingWaitMicroseconds = Int32(clamping: max(0, min(seconds, 1) * 1_000_000 + attoseconds / 1_000_000_000_000))
+        blockingWaitMicroseconds = Int32(
+            clamping: max(0, min(seconds, 1) * 1_000_000 + attoseconds / 1_000_000_000_000)
+        )
         var logger = logger
         logger[metadataKey: "mqtt.client_id"] = .string(configuration.clientId)
         self.logger = logger
         let dimensions = [("client_id", configuration.clientId)]
-        if let metricsFactory {
-            droppedCounter = Counter(
-                label: "coaty_mqtt_dropped_messages_total",
-                dimensions: dimensions,
-                factory: metricsFactory
-            )
-        } else {
-            droppedCounter = Counter(label: "coaty_mqtt_dropped_messages_total", dimensions: dimensions)
+        func counter(_ label: String) -> Counter {
+            if let metricsFactory { return Counter(label: label, dimensions: dimensions, factory: metricsFactory) }
+            return Counter(label: label, dimensions: dimensions)
         }
+        droppedCounter = counter("coaty_mqtt_dropped_messages_total")
+        unsentCounter = counter("coaty_mqtt_unsent_messages_total")
         do {
             setup = .success(try MosquittoHandle(configuration: configuration))
         } catch let error as MQTTError {
@@ -357,11 +372,11 @@ final class ClientCore: Sendable {
     private func stopSession() async {
         guard case .success(let handle) = setup else { return }
         handle.stop()
-        let deadline = ContinuousClock.now + Self.stopTimeout
+        let deadline = ContinuousClock.now + max(.zero, configuration.disconnectFlushTimeout) + Self.stopGrace
         while state.withLock({ $0.running }) {
             if ContinuousClock.now >= deadline {
                 logger.warning(
-                    "The MQTT network thread did not stop within 3 s; abandoning it",
+                    "The MQTT network thread did not stop in time; abandoning it",
                     metadata: ["mqtt.broker": .string(url)]
                 )
                 handle.closeDispatcher()
@@ -616,6 +631,7 @@ final class ClientCore: Sendable {
                 }
             }
             reportDrops(handle)
+            reportUnsent(handle)
             if stopped || mask & Int32(CMosquittoShim_WakeClosed) != 0 { return }
         }
     }
@@ -687,8 +703,10 @@ final class ClientCore: Sendable {
         state.setConnection(.reconnecting)
         logger.info(
             "Reconnect attempt failed; retrying with backoff",
-            metadata: ["mqtt.broker": .string(url), "mqtt.reason": .string(message),
-                       "mqtt.attempt": .stringConvertible(state.reconnectAttempts)]
+            metadata: [
+                "mqtt.broker": .string(url), "mqtt.reason": .string(message),
+                "mqtt.attempt": .stringConvertible(state.reconnectAttempts),
+            ]
         )
     }
 
@@ -704,8 +722,10 @@ final class ClientCore: Sendable {
                 } else {
                     logger.error(
                         "Re-subscribing failed",
-                        metadata: ["mqtt.broker": .string(url), "mqtt.filter": .string(chunk[0]),
-                                   "mqtt.reason": .string(MosquittoHandle.errorString(rc))]
+                        metadata: [
+                            "mqtt.broker": .string(url), "mqtt.filter": .string(chunk[0]),
+                            "mqtt.reason": .string(MosquittoHandle.errorString(rc)),
+                        ]
                     )
                 }
             }
@@ -730,7 +750,9 @@ final class ClientCore: Sendable {
         state.reconnectAttempts = 0
         logger.info(
             wasReconnect ? "Reconnected" : "Connected",
-            metadata: ["mqtt.broker": .string(url), "mqtt.subscriptions": .stringConvertible(state.subscriptions.count)]
+            metadata: [
+                "mqtt.broker": .string(url), "mqtt.subscriptions": .stringConvertible(state.subscriptions.count),
+            ]
         )
     }
 
@@ -816,6 +838,27 @@ final class ClientCore: Sendable {
                 ]
             )
         }
+    }
+
+    /// Counts and logs QoS 0 publications the network thread reported as never written.
+    private func reportUnsent(_ handle: MosquittoHandle) {
+        let total = handle.unsentCount
+        let delta: UInt64 = dropReport.withLock { report in
+            let delta = total - report.unsentCounted
+            report.unsentCounted = total
+            return delta
+        }
+        guard delta > 0 else { return }
+        unsentCounter.increment(by: delta)
+        logger.warning(
+            "QoS 0 publications were never sent: the connection ended or the disconnect flush timed out",
+            metadata: [
+                "mqtt.broker": .string(url),
+                "mqtt.unsent": .stringConvertible(delta),
+                "mqtt.unsent_total": .stringConvertible(total),
+                "mqtt.flush_timeout": .stringConvertible(configuration.disconnectFlushTimeout),
+            ]
+        )
     }
 
     // MARK: Error classification

@@ -4,6 +4,12 @@ public enum MQTTTopic {
     /// - Parameter topic: The topic name.
     /// - Throws: ``MQTTError`` with kind `.invalidTopic` naming the topic and the rule it breaks.
     public static func validateName(_ topic: String) throws {
+        // Fast path (every publish): a valid name in contiguous UTF-8, checked without per-byte iterator overhead.
+        let valid = topic.utf8.withContiguousStorageIfAvailable { bytes in
+            !bytes.isEmpty && bytes.count <= 65_535
+                && !bytes.contains { $0 == 0 || $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "#") }
+        }
+        if valid == true { return }
         var count = 0
         for byte in topic.utf8 {
             switch byte {

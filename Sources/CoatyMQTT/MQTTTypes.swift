@@ -108,6 +108,21 @@ public struct MQTTConfiguration: Sendable {
     /// closely (request/response round trips, streams), which roughly halves the latency on a busy machine. It holds
     /// one cooperative thread for at most this long per empty buffer.
     public var consumerWaitBeforeSuspending: Duration = .microseconds(500)
+    /// How long ``MQTTClient/disconnect()`` may spend writing the publications libmosquitto still has queued before
+    /// it sends DISCONNECT (default 10 s).
+    ///
+    /// While the connection is up, `disconnect()` waits until every queued message is written to the socket, however
+    /// long the backlog, but never longer than this (e.g. when the broker stopped reading). Messages still unsent then
+    /// are counted in `coaty_mqtt_unsent_messages_total` and logged at warning level.
+    public var disconnectFlushTimeout: Duration = .seconds(10)
+    /// Whether the socket is tuned for latency (default `true`): `TCP_NODELAY` (no Nagle's algorithm for what this
+    /// client writes) and, on Linux, `TCP_QUICKACK` renewed before every wait (received data is acknowledged at once).
+    ///
+    /// mosquitto keeps Nagle's algorithm on by default, so it holds a small packet written right after another one
+    /// (a SUBACK right after an UNSUBACK, as in Coaty's request/response pattern) until the client acknowledged the
+    /// first; with the kernel's delayed ACK that costs about 40 ms per round trip, and a client with Nagle pays the
+    /// same for its own back-to-back packets. Turn it off only to trade latency for fewer packets.
+    public var tcpNoDelay: Bool = true
 
     /// Creates a configuration from a broker URL.
     ///
@@ -122,7 +137,10 @@ public struct MQTTConfiguration: Sendable {
     /// - Throws: ``MQTTError`` with kind `.invalidConfiguration` when the URL or client id is malformed.
     public init(url: String, clientId: String) throws {
         guard !clientId.isEmpty, clientId.utf8.count <= 65_535, !clientId.utf8.contains(0) else {
-            throw MQTTError(.invalidConfiguration, "Invalid MQTT client id \"\(clientId)\": use 1…65535 bytes without NUL.")
+            throw MQTTError(
+                .invalidConfiguration,
+                "Invalid MQTT client id \"\(clientId)\": use 1…65535 bytes without NUL."
+            )
         }
         self.clientId = clientId
         let parsed = try Self.parse(url)

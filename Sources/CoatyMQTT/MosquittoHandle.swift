@@ -1,11 +1,11 @@
 import CMosquittoShim
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// The version of the linked libmosquitto, e.g. `2000011` for 2.0.11 (major × 1 000 000 + minor × 1000 + revision).
@@ -70,6 +70,8 @@ final class MosquittoHandle: @unchecked Sendable {
         options.reconnectDelayMilliseconds = Self.milliseconds(configuration.reconnectDelay)
         options.maxReconnectDelayMilliseconds = Self.milliseconds(configuration.maxReconnectDelay)
         options.messageCapacity = Int32(clamping: max(1, configuration.messageBufferCapacity))
+        options.stopFlushMilliseconds = max(0, Self.milliseconds(configuration.disconnectFlushTimeout))
+        options.tcpNoDelay = configuration.tcpNoDelay
 
         var code: Int32 = 0
         var text = [CChar](repeating: 0, count: 256)
@@ -123,6 +125,9 @@ final class MosquittoHandle: @unchecked Sendable {
 
     var droppedCount: UInt64 { CMosquittoShim_Client_droppedCount(pointer) }
 
+    /// QoS 0 publications queued but never written (lost with a connection, or at the disconnect flush deadline).
+    var unsentCount: UInt64 { CMosquittoShim_Client_unsentCount(pointer) }
+
     func discardMessages() { CMosquittoShim_Client_discardMessages(pointer) }
 
     /// Takes up to `maximumBatch` queued messages, converting each into an ``MQTTMessage`` and freeing the C copy.
@@ -158,7 +163,10 @@ final class MosquittoHandle: @unchecked Sendable {
                     as: UTF8.self
                 )
                 let payload = [UInt8](
-                    UnsafeBufferPointer(start: CMosquittoShim_Message_payload(message), count: Int(header.payloadLength))
+                    UnsafeBufferPointer(
+                        start: CMosquittoShim_Message_payload(message),
+                        count: Int(header.payloadLength)
+                    )
                 )
                 messages.append(
                     MQTTMessage(

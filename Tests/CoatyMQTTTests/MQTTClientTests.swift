@@ -4,7 +4,7 @@ import Logging
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// End-to-end tests against a real mosquitto started by each test on a free loopback port with a pinned config.
@@ -282,6 +282,66 @@ struct MQTTClientTests {
         #expect(next.map(\.topic) == ["flood/last"])
     }
 
+    @Test func disconnectFlushesALargeQoS0Burst() async throws {
+        let broker = try await MosquittoBroker.start()
+        let sent = 100_000
+        let metrics = RecordingMetrics()
+        let subscriber = try await connectedClient(broker.url, "burst-sub") { $0.messageBufferCapacity = sent }
+        try await subscriber.subscribe("burst/#")
+        let counting = Task {
+            var count = 0
+            for await message in subscriber.messages {
+                if message.topic == "burst/end" { break }
+                count += 1
+            }
+            return count
+        }
+        var configuration = try MQTTConfiguration(url: broker.url, clientId: uniqueClientId("burst-pub"))
+        configuration.disconnectFlushTimeout = .seconds(60)
+        let publisher = MQTTClient(configuration: configuration, metricsFactory: metrics)
+        try await withTimeout(15, "connect") { try await publisher.connect() }
+        let payload = [UInt8](repeating: 0x5A, count: 200)
+        for _ in 0..<sent { try await publisher.publish("burst/data", payload: payload) }
+        try await publisher.publish("burst/end", payload: [1])
+        // At once: most of the burst is still queued in libmosquitto here.
+        try await withTimeout(90, "disconnect() flushing the burst") { await publisher.disconnect() }
+        #expect(publisher.unsentMessageCount == 0)
+        let received = try await withTimeout(60, "the burst to arrive") { await counting.value }
+        #expect(received == sent)
+        #expect(subscriber.droppedMessageCount == 0)
+        #expect(metrics.counterValue("coaty_mqtt_unsent_messages_total") == 0)
+        await subscriber.disconnect()
+    }
+
+    @Test func disconnectFlushTimeoutCountsAndLogsUnsentMessages() async throws {
+        let broker = try await MosquittoBroker.start()
+        let metrics = RecordingMetrics()
+        let logs = RecordingLogHandler.Storage()
+        var configuration = try MQTTConfiguration(url: broker.url, clientId: uniqueClientId("stalled"))
+        configuration.disconnectFlushTimeout = .milliseconds(300)
+        let client = MQTTClient(
+            configuration: configuration,
+            logger: Logger(label: "test.stalled") { _ in RecordingLogHandler(storage: logs) },
+            metricsFactory: metrics
+        )
+        try await withTimeout(15, "connect") { try await client.connect() }
+        let pid = try #require(broker.processIdentifier)
+        // A broker that stops reading: the socket buffers fill up and the rest stays queued in libmosquitto.
+        #expect(Glibc.kill(pid, SIGSTOP) == 0)
+        defer { _ = Glibc.kill(pid, SIGCONT) }
+        let payload = [UInt8](repeating: 0x42, count: 4096)
+        for _ in 0..<10_000 { try await client.publish("stalled/data", payload: payload) }
+        try await withTimeout(20, "disconnect() with a stalled broker") { await client.disconnect() }
+        #expect(client.connectionState == .disconnected)
+        let unsent = client.unsentMessageCount
+        #expect(unsent > 0)
+        #expect(unsent <= 10_000)
+        try await eventually(10, "the unsent-messages counter") {
+            metrics.counterValue("coaty_mqtt_unsent_messages_total") == Int64(unsent)
+        }
+        #expect(logs.contains(.warning, "never sent"))
+    }
+
     @Test func authentication() async throws {
         let directory = try TemporaryDirectory()
         let passwordFile = directory.path + "/passwords"
@@ -343,20 +403,29 @@ struct TestPKI {
     init(directory: String) throws {
         func path(_ name: String) -> String { directory + "/" + name }
         for name in ["ca", "other-ca"] {
-            try run("openssl", [
-                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-                "-keyout", path("\(name).key"), "-out", path("\(name).crt"), "-subj", "/CN=CoatyMQTT Test \(name)",
-            ])
+            try run(
+                "openssl",
+                [
+                    "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                    "-keyout", path("\(name).key"), "-out", path("\(name).crt"), "-subj", "/CN=CoatyMQTT Test \(name)",
+                ]
+            )
         }
-        try run("openssl", [
-            "req", "-newkey", "rsa:2048", "-nodes", "-keyout", path("server.key"), "-out", path("server.csr"),
-            "-subj", "/CN=127.0.0.1",
-        ])
+        try run(
+            "openssl",
+            [
+                "req", "-newkey", "rsa:2048", "-nodes", "-keyout", path("server.key"), "-out", path("server.csr"),
+                "-subj", "/CN=127.0.0.1",
+            ]
+        )
         try "subjectAltName=IP:127.0.0.1\n".write(toFile: path("san.ext"), atomically: true, encoding: .utf8)
-        try run("openssl", [
-            "x509", "-req", "-in", path("server.csr"), "-CA", path("ca.crt"), "-CAkey", path("ca.key"),
-            "-CAcreateserial", "-out", path("server.crt"), "-days", "2", "-extfile", path("san.ext"),
-        ])
+        try run(
+            "openssl",
+            [
+                "x509", "-req", "-in", path("server.csr"), "-CA", path("ca.crt"), "-CAkey", path("ca.key"),
+                "-CAcreateserial", "-out", path("server.crt"), "-days", "2", "-extfile", path("san.ext"),
+            ]
+        )
         caFile = path("ca.crt")
         serverCertificate = path("server.crt")
         serverKey = path("server.key")

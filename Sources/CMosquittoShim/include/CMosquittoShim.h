@@ -101,6 +101,8 @@ typedef struct CMosquittoShim_Options {
     int32_t reconnectDelayMilliseconds;
     int32_t maxReconnectDelayMilliseconds;
     int32_t messageCapacity;
+    int32_t stopFlushMilliseconds;  // how long a graceful stop may take to write what is queued
+    bool tcpNoDelay;                // set TCP_NODELAY on the socket (disable Nagle's algorithm)
 } CMosquittoShim_Options;
 
 typedef struct CMosquittoShim_Client CMosquittoShim_Client;
@@ -116,7 +118,8 @@ void CMosquittoShim_Client_release(CMosquittoShim_Client *client);
 /// Returns MOSQ_ERR_SUCCESS, or an error when a loop is already running or the thread cannot start.
 int CMosquittoShim_Client_start(CMosquittoShim_Client *client);
 
-/// Asks the loop thread to flush, send DISCONNECT and end; never blocks. A Stopped event follows.
+/// Asks the loop thread to flush (up to stopFlushMilliseconds), send DISCONNECT and end; never blocks.
+/// A Stopped event follows; QoS 0 messages still unsent then are counted (CMosquittoShim_Client_unsentCount).
 void CMosquittoShim_Client_stop(CMosquittoShim_Client *client);
 
 /// Publishes. For QoS 1/2 the acknowledgement is reported as a Published event for *mid.
@@ -166,5 +169,8 @@ void CMosquittoShim_Client_discardMessages(CMosquittoShim_Client *client);
 
 /// The number of incoming messages dropped because the ring was full (monotonic).
 uint64_t CMosquittoShim_Client_droppedCount(CMosquittoShim_Client *client);
+/// The number of QoS 0 publications queued but never written to the socket (monotonic): lost with a connection,
+/// or still queued when the graceful stop's flush time ran out. Updated before the ConnectionLost / Stopped event.
+uint64_t CMosquittoShim_Client_unsentCount(CMosquittoShim_Client *client);
 
 #endif
