@@ -626,9 +626,8 @@ CMosquittoShim_Event *CMosquittoShim_Client_popEvent(CMosquittoShim_Client *c) {
     return event;
 }
 
-size_t CMosquittoShim_Client_takeMessages(CMosquittoShim_Client *c, CMosquittoShim_Message **out, size_t max,
-                                          bool arm) {
-    pthread_mutex_lock(&c->queueLock);
+/// Moves up to `max` queued messages to `out` (queueLock held); taking any disarms the wake-up.
+static size_t dequeueLocked(CMosquittoShim_Client *c, CMosquittoShim_Message **out, size_t max) {
     size_t n = c->count < max ? c->count : max;
     for (size_t i = 0; i < n; i++) {
         out[i] = c->ring[c->head];
@@ -636,11 +635,15 @@ size_t CMosquittoShim_Client_takeMessages(CMosquittoShim_Client *c, CMosquittoSh
         c->head = (c->head + 1) % c->capacity;
     }
     c->count -= n;
-    if (n > 0) {
-        c->armed = false;
-    } else if (arm) {
-        c->armed = true;
-    }
+    if (n > 0) c->armed = false;
+    return n;
+}
+
+size_t CMosquittoShim_Client_takeMessages(CMosquittoShim_Client *c, CMosquittoShim_Message **out, size_t max,
+                                          bool arm) {
+    pthread_mutex_lock(&c->queueLock);
+    size_t n = dequeueLocked(c, out, max);
+    if (n == 0 && arm) c->armed = true;
     pthread_mutex_unlock(&c->queueLock);
     return n;
 }
@@ -662,14 +665,7 @@ size_t CMosquittoShim_Client_takeMessagesWaiting(CMosquittoShim_Client *c, CMosq
         }
         c->consumerBlocked = false;
     }
-    size_t n = c->count < max ? c->count : max;
-    for (size_t i = 0; i < n; i++) {
-        out[i] = c->ring[c->head];
-        c->ring[c->head] = NULL;
-        c->head = (c->head + 1) % c->capacity;
-    }
-    c->count -= n;
-    if (n > 0) c->armed = false;
+    size_t n = dequeueLocked(c, out, max);
     pthread_mutex_unlock(&c->queueLock);
     return n;
 }
@@ -688,3 +684,11 @@ void CMosquittoShim_Client_discardMessages(CMosquittoShim_Client *c) {
 uint64_t CMosquittoShim_Client_droppedCount(CMosquittoShim_Client *c) { return atomic_load(&c->dropped); }
 
 uint64_t CMosquittoShim_Client_unsentCount(CMosquittoShim_Client *c) { return atomic_load(&c->unsent); }
+
+uint64_t CMosquittoShim_Client_outstandingPublishes(CMosquittoShim_Client *c) {
+    pthread_mutex_lock(&c->publishLock);
+    uint64_t written = atomic_load(&c->qos0Written);
+    uint64_t outstanding = c->qos0Queued > written ? c->qos0Queued - written : 0;
+    pthread_mutex_unlock(&c->publishLock);
+    return outstanding;
+}

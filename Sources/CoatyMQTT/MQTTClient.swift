@@ -90,8 +90,9 @@ public final class MQTTClient: Sendable {
     /// Publishes a message.
     ///
     /// QoS 0 returns as soon as libmosquitto has queued the message (it is written before a later `disconnect()`
-    /// completes, within ``MQTTConfiguration/disconnectFlushTimeout``); QoS 1 and 2 return when the broker
-    /// acknowledged it.
+    /// completes, within ``MQTTConfiguration/disconnectFlushTimeout``) — unless more than
+    /// ``MQTTConfiguration/maxOutstandingPublishes`` are queued unwritten: then it waits until half of them are
+    /// written, so a fast publisher's memory stays bounded. QoS 1 and 2 return when the broker acknowledged it.
     /// - Parameters:
     ///   - topic: A topic name without wildcards.
     ///   - payload: The payload bytes (`[UInt8]`, `Data`, a slice, …).
@@ -135,6 +136,13 @@ public final class MQTTClient: Sendable {
     public var unsentMessageCount: Int {
         guard case .success(let handle) = core.setup else { return 0 }
         return Int(clamping: handle.unsentCount)
+    }
+
+    /// How many QoS 0 publications are queued in the client but not yet written to the socket (see
+    /// ``MQTTConfiguration/maxOutstandingPublishes``).
+    public var outstandingPublishCount: Int {
+        guard case .success(let handle) = core.setup else { return 0 }
+        return Int(clamping: handle.outstandingPublishes)
     }
 
     /// The topic filters that are remembered and re-subscribed after a reconnect.
@@ -502,6 +510,10 @@ final class ClientCore: Sendable {
                 }
                 ?? Array(payload).withUnsafeBytes { publishNow(handle, topic, $0, qos, retain).0 }
             if rc != MosquittoCode.success { throw publishError(rc, topic: topic, size: payload.count) }
+            let limit = configuration.maxOutstandingPublishes
+            if limit > 0, handle.outstandingPublishes > UInt64(limit) {
+                await waitForWrites(handle, downTo: UInt64(limit / 2))
+            }
             return
         }
         let bytes = Array(payload)
@@ -511,6 +523,14 @@ final class ClientCore: Sendable {
             guard rc == MosquittoCode.success else { throw publishError(rc, topic: topic, size: bytes.count) }
             state.publishMids[mid] = token
             return false
+        }
+    }
+
+    /// Back-pressure for QoS 0: waits while more than `target` publications are queued but unwritten, and the
+    /// loop runs (a lost connection settles the queue; cancellation ends the wait).
+    private func waitForWrites(_ handle: MosquittoHandle, downTo target: UInt64) async {
+        while handle.outstandingPublishes > target, running.load(ordering: .acquiring), !Task.isCancelled {
+            try? await Task.sleep(for: .microseconds(200))
         }
     }
 

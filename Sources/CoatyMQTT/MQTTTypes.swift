@@ -115,6 +115,10 @@ public struct MQTTConfiguration: Sendable {
     /// long the backlog, but never longer than this (e.g. when the broker stopped reading). Messages still unsent then
     /// are counted in `coaty_mqtt_unsent_messages_total` and logged at warning level.
     public var disconnectFlushTimeout: Duration = .seconds(10)
+    /// How many QoS 0 publications may wait in the client, queued but not yet written to the socket, before
+    /// `publish` suspends until half of them are written (back-pressure; default 10 000). Zero disables the limit:
+    /// a publisher that outpaces the network then makes the queue, and the process's memory, grow without bound.
+    public var maxOutstandingPublishes: Int = 10_000
     /// Whether the socket is tuned for latency (default `true`): `TCP_NODELAY` (no Nagle's algorithm for what this
     /// client writes) and, on Linux, `TCP_QUICKACK` renewed before every wait (received data is acknowledged at once).
     ///

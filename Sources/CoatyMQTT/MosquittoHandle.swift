@@ -128,6 +128,9 @@ final class MosquittoHandle: @unchecked Sendable {
     /// QoS 0 publications queued but never written (lost with a connection, or at the disconnect flush deadline).
     var unsentCount: UInt64 { CMosquittoShim_Client_unsentCount(pointer) }
 
+    /// QoS 0 publishes queued but not yet written to the socket.
+    var outstandingPublishes: UInt64 { CMosquittoShim_Client_outstandingPublishes(pointer) }
+
     func discardMessages() { CMosquittoShim_Client_discardMessages(pointer) }
 
     /// Takes up to `maximumBatch` queued messages, converting each into an ``MQTTMessage`` and freeing the C copy.

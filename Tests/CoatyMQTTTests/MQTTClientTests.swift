@@ -298,6 +298,7 @@ struct MQTTClientTests {
         }
         var configuration = try MQTTConfiguration(url: broker.url, clientId: uniqueClientId("burst-pub"))
         configuration.disconnectFlushTimeout = .seconds(60)
+        configuration.maxOutstandingPublishes = 0  // no back-pressure: the whole burst may wait in the queue
         let publisher = MQTTClient(configuration: configuration, metricsFactory: metrics)
         try await withTimeout(15, "connect") { try await publisher.connect() }
         let payload = [UInt8](repeating: 0x5A, count: 200)
@@ -311,6 +312,42 @@ struct MQTTClientTests {
         #expect(subscriber.droppedMessageCount == 0)
         #expect(metrics.counterValue("coaty_mqtt_unsent_messages_total") == 0)
         await subscriber.disconnect()
+    }
+
+    @Test func qos0BackPressureBoundsTheQueueAndLosesNothing() async throws {
+        let broker = try await MosquittoBroker.start()
+        let sent = 100_000
+        let limit = 1_000
+        let subscriber = try await connectedClient(broker.url, "bp-sub") { $0.messageBufferCapacity = sent }
+        try await subscriber.subscribe("bp/#")
+        let counting = Task {
+            var count = 0
+            for await message in subscriber.messages {
+                if message.topic == "bp/end" { break }
+                count += 1
+            }
+            return count
+        }
+        var configuration = try MQTTConfiguration(url: broker.url, clientId: uniqueClientId("bp-pub"))
+        configuration.maxOutstandingPublishes = limit
+        let publisher = MQTTClient(configuration: configuration)
+        try await withTimeout(15, "connect") { try await publisher.connect() }
+        let payload = [UInt8](repeating: 0x42, count: 300)
+        var peak = 0
+        for _ in 0..<sent {
+            try await publisher.publish("bp/data", payload: payload)
+            peak = max(peak, publisher.outstandingPublishCount)
+        }
+        try await publisher.publish("bp/end", payload: [1])
+        // After each publish returns, at most `limit` wait in the queue (writes only lower it).
+        #expect(peak <= limit)
+        #expect(peak > 0, "the publisher outpaced the network at least once")
+        await publisher.disconnect()
+        let received = try await withTimeout(60, "the messages to arrive") { await counting.value }
+        #expect(received == sent)
+        #expect(publisher.unsentMessageCount == 0)
+        await subscriber.disconnect()
+        await broker.stop()
     }
 
     @Test func disconnectFlushTimeoutCountsAndLogsUnsentMessages() async throws {

@@ -173,4 +173,7 @@ uint64_t CMosquittoShim_Client_droppedCount(CMosquittoShim_Client *client);
 /// or still queued when the graceful stop's flush time ran out. Updated before the ConnectionLost / Stopped event.
 uint64_t CMosquittoShim_Client_unsentCount(CMosquittoShim_Client *client);
 
+/// QoS 0 publishes queued in libmosquitto whose PUBLISH packet is not written yet (for back-pressure).
+uint64_t CMosquittoShim_Client_outstandingPublishes(CMosquittoShim_Client *client);
+
 #endif
