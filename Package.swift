@@ -199,7 +199,8 @@ let package = Package(
         // MARK: Test support
         .target(
             name: "CoatyStoreTestSupport",
-            dependencies: ["CoatyStore", "CoatyCore"],
+            // CoatyMQTT for MosquittoBroker.freeLoopbackPort (the PostgreSQL test server's port).
+            dependencies: ["CoatyStore", "CoatyCore", "CoatyMQTT"],
             path: "Tests/CoatyStoreTestSupport",
             swiftSettings: swiftSettings
         ),

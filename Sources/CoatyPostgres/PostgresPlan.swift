@@ -84,17 +84,11 @@ struct PostgresPlan {
         self.sql = sql
         self.isExact = isExact
         if isExact, let filter = query.filter {
-            if let ordering = filter.orderByProperties, !ordering.isEmpty {
-                self.isExact = false
+            if let paging = filter.exactSQLPaging {
+                if let take = paging.take { limitClause += " LIMIT \(take)" }
+                if paging.skip > 0 { limitClause += " OFFSET \(paging.skip)" }
             } else {
-                let skip = max(filter.skip ?? 0, 0)
-                let take = filter.take ?? 0
-                if take < 0 {
-                    self.isExact = false
-                } else {
-                    if take > 0 { limitClause += " LIMIT \(take)" }
-                    if skip > 0 { limitClause += " OFFSET \(skip)" }
-                }
+                self.isExact = false
             }
         }
     }
@@ -183,7 +177,8 @@ struct PostgresPlan {
                     : "coalesce(\(promoted) = ANY(\(sql.bind(strings))), false)"
             }
             if strings.count == 1 { return "coalesce(\(value) = to_jsonb(\(sql.bind(strings[0]))::text), false)" }
-            return "coalesce(jsonb_typeof(\(value)) = 'string' AND (\(value) #>> '{}') = ANY(\(sql.bind(strings))), false)"
+            return
+                "coalesce(jsonb_typeof(\(value)) = 'string' AND (\(value) #>> '{}') = ANY(\(sql.bind(strings))), false)"
         }
         func strings(_ operand: JSONValue?) -> [String]? {
             guard case .array(let values)? = operand else { return nil }
@@ -206,7 +201,9 @@ struct PostgresPlan {
                 guard elements.allSatisfy({ if case .object = $0 { false } else { isContainmentTree($0) } }) else {
                     return nil
                 }
-                let byIndex = JSONValue.object(JSONObject(elements.enumerated().map { (String($0.offset), $0.element) }))
+                let byIndex = JSONValue.object(
+                    JSONObject(elements.enumerated().map { (String($0.offset), $0.element) })
+                )
                 return """
                     coalesce(CASE jsonb_typeof(\(value)) WHEN 'object' THEN \(value) @> \(sql.bindJSON(byIndex)) \
                     ELSE \(value) @> \(sql.bindJSON(operand)) END, false)

@@ -64,16 +64,12 @@ struct SQLPlan {
         self.arguments = arguments
         self.isExact = isExact
         if isExact, let filter = query.filter {
-            if let ordering = filter.orderByProperties, !ordering.isEmpty {
-                self.isExact = false
-            } else {
-                let skip = max(filter.skip ?? 0, 0)
-                let take = filter.take ?? 0
-                if take < 0 {
-                    self.isExact = false
-                } else if take > 0 || skip > 0 {
-                    limitClause = " LIMIT \(take > 0 ? take : -1) OFFSET \(skip)"
+            if let paging = filter.exactSQLPaging {
+                if paging.take != nil || paging.skip > 0 {
+                    limitClause = " LIMIT \(paging.take ?? -1) OFFSET \(paging.skip)"
                 }
+            } else {
+                self.isExact = false
             }
         }
     }

@@ -96,6 +96,20 @@ public struct StoreQuery: Sendable, Hashable {
     }
 }
 
+extension ObjectFilter {
+    /// The rows to skip and take when a backend's SQL selects exactly the filter's matches and
+    /// may page them itself; `take` is `nil` for no limit.
+    ///
+    /// `nil` when paging must be left to ``CoatyCore/ObjectMatcher``: the filter orders its
+    /// results (SQL's collation is not Coaty's), or its `take` is negative.
+    public var exactSQLPaging: (skip: Int, take: Int?)? {
+        if let ordering = orderByProperties, !ordering.isEmpty { return nil }
+        let take = self.take ?? 0
+        if take < 0 { return nil }
+        return (max(skip ?? 0, 0), take > 0 ? take : nil)
+    }
+}
+
 /// How a write treats an existing row at the same index.
 public enum StoreWriteMode: Sendable, Hashable {
     /// Insert, or replace the existing row (the row keeps its position in insertion order).

@@ -1,3 +1,4 @@
+import CoatyMQTT
 import Foundation
 import Synchronization
 
@@ -72,7 +73,7 @@ public final class PostgresTestServer: Sendable {
         for _ in 0..<3 {
             let server = PostgresTestServer(
                 directory: directory,
-                port: try freeLoopbackPort(),
+                port: try MosquittoBroker.freeLoopbackPort(),
                 binaries: binaries,
                 asPostgresUser: asPostgresUser
             )
@@ -171,28 +172,5 @@ public final class PostgresTestServer: Sendable {
                 description: "\(words.joined(separator: " ")) failed with status \(status): \(output)"
             )
         }
-    }
-
-    /// A port on 127.0.0.1 that was free a moment ago.
-    private static func freeLoopbackPort() throws -> Int {
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard socket >= 0 else { throw Failure(description: "socket() failed: errno \(errno)") }
-        defer { close(socket) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard bound == 0 else { throw Failure(description: "bind() failed: errno \(errno)") }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let named = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socket, $0, &length) }
-        }
-        guard named == 0 else { throw Failure(description: "getsockname() failed: errno \(errno)") }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }
