@@ -314,8 +314,9 @@ func drive(_ options: BenchmarkOptions) async throws {
             "throughput: every one of the \(messages) events arrived and decoded into a Reading in every run (checked:"
                 + " count and the sum of sequence numbers); a custom-type Advertise is two MQTT publications"
                 + " (ADV:CoatyObject and ADV::\(Reading.objectType)), the observer subscribes to one.",
-            "round trip: each Discover subscribes a fresh response topic, waits for the SUBACK, publishes, and"
-                + " unsubscribes after the Resolve (Coaty's request protocol); the C baseline publishes and waits.",
+            "round trip: each Discover subscribes a fresh response topic, publishes right behind the SUBSCRIBE"
+                + " (no wait for the SUBACK), and unsubscribes after the Resolve (Coaty's request protocol); the C"
+                + " baseline publishes on a fixed topic and waits.",
         ]
     ).print(json: options.json)
 }

@@ -36,6 +36,7 @@ public final class MQTTTransport: CoatyTransport {
         var nextToken = 0
         var observers: [Int: AsyncStream<TransportConnectionState>.Continuation] = [:]
         var forwarder: Task<Void, Never>?
+        var messageHandler: (@Sendable (TransportMessage) -> Void)?
 
         mutating func set(_ connection: TransportConnectionState) {
             guard self.connection != connection else { return }
@@ -86,6 +87,38 @@ public final class MQTTTransport: CoatyTransport {
 
     /// The received messages, continuous across client replacements; one consumer.
     public var messages: Messages { Messages(transport: self) }
+
+    /// Delivers every received message to `handler` on the MQTT client's dispatcher thread, in
+    /// order, instead of through ``messages`` (also for the clients that replace the current one
+    /// when the will changes).
+    ///
+    /// - Parameter handler: receives each message; must return promptly and never block.
+    /// - Returns: `true`.
+    public func deliverMessages(to handler: @escaping @Sendable (TransportMessage) -> Void) -> Bool {
+        let client = state.withLock { state in
+            state.messageHandler = handler
+            return state.client
+        }
+        client?.setMessageHandler(Self.batchHandler(handler))
+        return true
+    }
+
+    static func batchHandler(
+        _ handler: @escaping @Sendable (TransportMessage) -> Void
+    ) -> @Sendable ([MQTTMessage]) -> Void {
+        { batch in
+            for message in batch {
+                handler(
+                    TransportMessage(
+                        topic: message.topic,
+                        payload: message.payload,
+                        qos: TransportQoS(rawValue: UInt8(message.qos.rawValue)) ?? .atMostOnce,
+                        retain: message.retain
+                    )
+                )
+            }
+        }
+    }
 
     /// The received messages of an ``MQTTTransport``.
     public struct Messages: AsyncSequence, Sendable {
@@ -163,7 +196,9 @@ public final class MQTTTransport: CoatyTransport {
                 retain: $0.retain
             )
         }
-        return MQTTClient(configuration: configuration, logger: logger, metricsFactory: metricsFactory)
+        let client = MQTTClient(configuration: configuration, logger: logger, metricsFactory: metricsFactory)
+        if let handler = state.withLock({ $0.messageHandler }) { client.setMessageHandler(Self.batchHandler(handler)) }
+        return client
     }
 
     /// Forwards a client's states while it is the current client and no replacement is under way.
@@ -276,6 +311,23 @@ public final class MQTTTransport: CoatyTransport {
     /// - Throws: ``TransportError/notConnected`` before the first connection,
     ///   ``TransportError/invalidTopic(_:_:)``, ``TransportError/subscriptionRejected(filter:)``.
     public func subscribe(_ filter: String, qos: TransportQoS) async throws {
+        try await subscribe(filter, qos: qos) {}
+    }
+
+    /// Subscribes a filter like ``subscribe(_:qos:)``, calling `whenSent` once the SUBSCRIBE is
+    /// queued on the live connection (before the SUBACK), or after the SUBACK when the connection
+    /// was down.
+    ///
+    /// - Parameters:
+    ///   - filter: the MQTT topic filter.
+    ///   - qos: the maximum QoS.
+    ///   - whenSent: called at most once.
+    /// - Throws: see ``subscribe(_:qos:)``.
+    public func subscribe(
+        _ filter: String,
+        qos: TransportQoS,
+        whenSent: @escaping @Sendable () -> Void
+    ) async throws {
         do {
             try MQTTTopicFilter.validate(filter)
         } catch {
@@ -285,7 +337,11 @@ public final class MQTTTransport: CoatyTransport {
             throw TransportError.notConnected
         }
         do {
-            try await client.subscribe(filter, qos: MQTTQoS(rawValue: Int(qos.rawValue)) ?? .atMostOnce)
+            try await client.subscribe(
+                filter,
+                qos: MQTTQoS(rawValue: Int(qos.rawValue)) ?? .atMostOnce,
+                whenSent: whenSent
+            )
         } catch {
             throw Self.transportError(error, topic: filter)
         }

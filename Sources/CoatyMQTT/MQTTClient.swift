@@ -80,6 +80,27 @@ public final class MQTTClient: Sendable {
         try await core.subscribe(filters)
     }
 
+    /// Subscribes to a topic filter, calls `whenSent` as soon as the SUBSCRIBE is queued on the live connection, and
+    /// then waits for the broker's SUBACK.
+    ///
+    /// Use it to publish a request whose responses arrive on `topicFilter` without waiting a round trip for the
+    /// SUBACK: a publication made after `whenSent` is called is written after the SUBSCRIBE, and an MQTT broker
+    /// handles one connection's packets in order, so the subscription is in place before the request is seen. When
+    /// the connection is down, the filter is subscribed on the next connection and `whenSent` is called after the
+    /// SUBACK. It is not called when subscribing fails before the SUBSCRIBE is queued.
+    /// - Parameters:
+    ///   - topicFilter: A topic filter (`+` and `#` allowed as whole levels).
+    ///   - qos: The maximum QoS of delivered messages.
+    ///   - whenSent: Called at most once, from the calling task, without locks held.
+    /// - Throws: See ``subscribe(_:qos:)``.
+    public func subscribe(
+        _ topicFilter: String,
+        qos: MQTTQoS = .atMostOnce,
+        whenSent: @escaping @Sendable () -> Void
+    ) async throws {
+        try await core.subscribe([(topicFilter, qos)], whenSent: whenSent)
+    }
+
     /// Unsubscribes from a topic filter, forgets it for reconnects, and waits for the UNSUBACK.
     /// - Parameter topicFilter: A filter passed to ``subscribe(_:qos:)`` before.
     /// - Throws: ``MQTTError`` of kind `.invalidTopic`; `CancellationError` when cancelled.
@@ -118,6 +139,22 @@ public final class MQTTClient: Sendable {
 
     /// The received messages (one consumer); see ``MQTTMessages``.
     public var messages: MQTTMessages { MQTTMessages(core: core) }
+
+    /// Delivers received messages to `handler` instead of through ``messages``: in batches, in the order the
+    /// broker sent them, called on the client's dispatcher thread (one call at a time).
+    ///
+    /// This saves the hand-off to a consuming task — a thread wake-up per batch — for a consumer whose work per
+    /// message is short and never blocks (decoding and handing events on, as a Coaty communication manager does).
+    /// The network thread keeps reading into the receive buffer meanwhile, so bursts are buffered and drops counted
+    /// as for ``messages`` (``MQTTConfiguration/messageBufferCapacity``); the handler does not slow the network
+    /// thread (which would make the broker drop QoS 0 messages it cannot send, uncounted). Set it before
+    /// ``connect()`` and do not iterate ``messages`` then; `nil` goes back to ``messages``. Messages received
+    /// before the session ends are still delivered.
+    /// - Parameter handler: Called with each batch of received messages; must return promptly.
+    public func setMessageHandler(_ handler: (@Sendable (_ batch: [MQTTMessage]) -> Void)?) {
+        let boxed = handler.map(MessageHandler.init)
+        core.messageHandler.withLock { $0 = boxed }
+    }
 
     /// A new sequence of connection states: the current one first, then every change.
     /// - Returns: A sequence any number of tasks may iterate (one sequence per consumer).
@@ -205,6 +242,15 @@ struct MessageChannel: ~Copyable {
     var closed = false
 }
 
+/// A message handler, boxed so that reading it under a lock does not re-wrap the closure.
+final class MessageHandler: Sendable {
+    let deliver: @Sendable ([MQTTMessage]) -> Void
+
+    init(_ deliver: @escaping @Sendable ([MQTTMessage]) -> Void) {
+        self.deliver = deliver
+    }
+}
+
 /// Drop accounting, touched by the dispatcher thread only (a Mutex keeps it Sendable).
 struct DropReport {
     var counted: UInt64 = 0
@@ -223,6 +269,8 @@ final class ClientCore: Sendable {
     let state = Mutex(ClientState())
     let channel = Mutex(MessageChannel())
     let dropReport = Mutex(DropReport())
+    /// Set by `MQTTClient.setMessageHandler(_:)`: the dispatcher thread delivers batches to it.
+    let messageHandler = Mutex<MessageHandler?>(nil)
     /// `MQTTConfiguration.consumerWaitBeforeSuspending` in microseconds.
     let blockingWaitMicroseconds: Int32
     /// Mirrors `ClientState.running` for the lock-free QoS 0 publish path.
@@ -288,7 +336,12 @@ final class ClientCore: Sendable {
 
     /// Suspends until the token registered by `register` is resolved; `register` returns `true` when it is
     /// already done. Cancellation resumes with `CancellationError`.
-    private func suspend(_ register: (inout ClientState, UInt64) throws -> Bool) async throws {
+    /// `afterRegister` runs once `register` has run and the state lock is released (before the suspension), e.g. to
+    /// announce that a packet is queued.
+    private func suspend(
+        _ register: (inout ClientState, UInt64) throws -> Bool,
+        afterRegister: () -> Void = {}
+    ) async throws {
         let token = state.withLock { $0.makeToken() }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
@@ -302,6 +355,7 @@ final class ClientCore: Sendable {
                         return .failure(error)
                     }
                 }
+                afterRegister()
                 if let immediate { continuation.resume(with: immediate) }
             }
         } onCancel: {
@@ -429,48 +483,60 @@ final class ClientCore: Sendable {
 
     // MARK: Subscribe / unsubscribe / publish
 
-    func subscribe(_ filters: [(String, MQTTQoS)]) async throws {
+    /// `whenSent` is called once the SUBSCRIBE packets are queued on a live connection (then at once, before the
+    /// SUBACK), or else after the SUBACK; not when subscribing fails before the SUBSCRIBE is queued.
+    func subscribe(_ filters: [(String, MQTTQoS)], whenSent: (@Sendable () -> Void)? = nil) async throws {
         let handle = try requireHandle()
-        guard !filters.isEmpty else { return }
-        for (filter, _) in filters { try MQTTTopic.validateFilter(filter) }
-        try await suspend { state, token in
-            guard state.running else {
-                throw notConnected("subscribe to \"\(filters[0].0)\"\(filters.count > 1 ? " and more" : "")")
-            }
-            var added: [String] = []
-            for (filter, qos) in filters where state.subscriptions.updateValue(qos, forKey: filter) == nil {
-                added.append(filter)
-            }
-            guard state.transportUp else {
-                // The resubscribe after the next CONNACK includes these filters.
-                state.awaitingConnected.insert(token)
-                return false
-            }
-            var mids: [Int32] = []
-            for (qos, group) in Self.groupByQoS(filters) {
-                for start in stride(from: 0, to: group.count, by: Self.resubscribeChunk) {
-                    let chunk = Array(group[start..<min(start + Self.resubscribeChunk, group.count)])
-                    let (rc, mid) = handle.subscribe(chunk, qos: qos)
-                    if rc == MosquittoCode.noConnection {
-                        for mid in mids { state.subscribeMids[mid] = nil }
-                        state.awaitingConnected.insert(token)
-                        return false
-                    }
-                    guard rc == MosquittoCode.success else {
-                        for mid in mids { state.subscribeMids[mid] = nil }
-                        for filter in added { state.subscriptions[filter] = nil }
-                        throw MQTTError(
-                            .protocolError,
-                            "Cannot subscribe to \"\(chunk[0])\" on \(url): \(MosquittoHandle.errorString(rc))."
-                        )
-                    }
-                    mids.append(mid)
-                    state.subscribeMids[mid] = (token, chunk)
-                }
-            }
-            state.ackGroups[token] = mids.count
-            return false
+        guard !filters.isEmpty else {
+            whenSent?()
+            return
         }
+        for (filter, _) in filters { try MQTTTopic.validateFilter(filter) }
+        // Set inside the locked registration, read right after it (same task, before suspending).
+        var queued = false
+        try await suspend(
+            { state, token in
+                guard state.running else {
+                    throw notConnected("subscribe to \"\(filters[0].0)\"\(filters.count > 1 ? " and more" : "")")
+                }
+                var added: [String] = []
+                for (filter, qos) in filters where state.subscriptions.updateValue(qos, forKey: filter) == nil {
+                    added.append(filter)
+                }
+                guard state.transportUp else {
+                    // The resubscribe after the next CONNACK includes these filters.
+                    state.awaitingConnected.insert(token)
+                    return false
+                }
+                var mids: [Int32] = []
+                for (qos, group) in Self.groupByQoS(filters) {
+                    for start in stride(from: 0, to: group.count, by: Self.resubscribeChunk) {
+                        let chunk = Array(group[start..<min(start + Self.resubscribeChunk, group.count)])
+                        let (rc, mid) = handle.subscribe(chunk, qos: qos)
+                        if rc == MosquittoCode.noConnection {
+                            for mid in mids { state.subscribeMids[mid] = nil }
+                            state.awaitingConnected.insert(token)
+                            return false
+                        }
+                        guard rc == MosquittoCode.success else {
+                            for mid in mids { state.subscribeMids[mid] = nil }
+                            for filter in added { state.subscriptions[filter] = nil }
+                            throw MQTTError(
+                                .protocolError,
+                                "Cannot subscribe to \"\(chunk[0])\" on \(url): \(MosquittoHandle.errorString(rc))."
+                            )
+                        }
+                        mids.append(mid)
+                        state.subscribeMids[mid] = (token, chunk)
+                    }
+                }
+                state.ackGroups[token] = mids.count
+                queued = true
+                return false
+            },
+            afterRegister: { if queued { whenSent?() } }
+        )
+        if !queued { whenSent?() }
     }
 
     private static func groupByQoS(_ filters: [(String, MQTTQoS)]) -> [(MQTTQoS, [String])] {
@@ -640,9 +706,11 @@ final class ClientCore: Sendable {
 
     /// The dispatcher thread: serves message consumers, applies events, reports drops; ends with the session.
     private func runDispatcher(_ handle: MosquittoHandle) {
+        // A handler gets what is already queued, and the first empty take arms the wake-up.
+        deliverToHandler(handle)
         while true {
             let mask = handle.wait(timeoutMilliseconds: 1000)
-            if mask & Int32(CMosquittoShim_WakeMessages) != 0 { serveMessageWaiter(handle) }
+            if mask & Int32(CMosquittoShim_WakeMessages) != 0, !deliverToHandler(handle) { serveMessageWaiter(handle) }
             var stopped = false
             if mask & Int32(CMosquittoShim_WakeEvents) != 0 {
                 while let event = handle.popEvent() {
@@ -652,7 +720,22 @@ final class ClientCore: Sendable {
             }
             reportDrops(handle)
             reportUnsent(handle)
-            if stopped || mask & Int32(CMosquittoShim_WakeClosed) != 0 { return }
+            if stopped || mask & Int32(CMosquittoShim_WakeClosed) != 0 {
+                deliverToHandler(handle)  // what arrived before the end
+                return
+            }
+        }
+    }
+
+    /// Hands every queued message to the message handler, if one is set, until the queue is empty (which arms the
+    /// wake-up for the next message); returns whether a handler is set.
+    @discardableResult
+    private func deliverToHandler(_ handle: MosquittoHandle) -> Bool {
+        guard let handler = messageHandler.withLock({ $0 }) else { return false }
+        while true {
+            let batch = handle.takeMessages(arm: true)
+            if batch.isEmpty { return true }
+            handler.deliver(batch)
         }
     }
 

@@ -156,6 +156,18 @@ public protocol CoatyTransport: Sendable {
     /// Every message received on any subscription, in delivery order; consume it from one task.
     var messages: Messages { get }
 
+    /// Asks the transport to call `handler` with every received message, in delivery order, on a
+    /// thread of its own, instead of yielding them from ``messages``; returns whether it will.
+    ///
+    /// A transport that can do this saves the consumer a task and a thread hand-off per message.
+    /// `handler` is called one message at a time, must return promptly and never block. Call it
+    /// before ``connect(will:)``; a later call replaces the handler. The default implementation
+    /// returns `false`: the caller consumes ``messages``.
+    ///
+    /// - Parameter handler: receives each message.
+    /// - Returns: `true` when the transport delivers to `handler` from now on.
+    func deliverMessages(to handler: @escaping @Sendable (TransportMessage) -> Void) -> Bool
+
     /// The current connection state (a snapshot).
     var connectionState: TransportConnectionState { get }
 
@@ -206,6 +218,22 @@ public protocol CoatyTransport: Sendable {
     ///   cancelled while waiting.
     func subscribe(_ filter: String, qos: TransportQoS) async throws
 
+    /// Subscribes like ``subscribe(_:qos:)``, and calls `whenSent` as soon as a publication made
+    /// afterwards is guaranteed to reach the broker after the subscription request.
+    ///
+    /// Requests use it to publish without waiting a round trip for the acknowledgement of their
+    /// response topic. With MQTT that point is reached once the SUBSCRIBE packet is queued on a live
+    /// connection, since a broker handles one connection's packets in order. The default
+    /// implementation calls `whenSent` after ``subscribe(_:qos:)`` returned.
+    ///
+    /// - Parameters:
+    ///   - filter: an MQTT topic filter.
+    ///   - qos: the maximum quality of service to receive with.
+    ///   - whenSent: called at most once, without locks held; not called when subscribing fails
+    ///     before the request is sent.
+    /// - Throws: see ``subscribe(_:qos:)``.
+    func subscribe(_ filter: String, qos: TransportQoS, whenSent: @escaping @Sendable () -> Void) async throws
+
     /// Removes a subscription (also from the remembered set) and returns when the broker has
     /// acknowledged it. After it returns no further message is delivered for that filter (other
     /// subscriptions may still match).
@@ -233,6 +261,30 @@ public protocol CoatyTransport: Sendable {
 }
 
 extension CoatyTransport {
+    /// Does not deliver to a handler: the caller consumes ``CoatyTransport/messages``.
+    ///
+    /// - Parameter handler: ignored.
+    /// - Returns: `false`.
+    public func deliverMessages(to handler: @escaping @Sendable (TransportMessage) -> Void) -> Bool {
+        false
+    }
+
+    /// Subscribes with ``subscribe(_:qos:)`` and then calls `whenSent`.
+    ///
+    /// - Parameters:
+    ///   - filter: an MQTT topic filter.
+    ///   - qos: the maximum quality of service to receive with.
+    ///   - whenSent: called once the subscription is acknowledged.
+    /// - Throws: see ``CoatyTransport/subscribe(_:qos:)``.
+    public func subscribe(
+        _ filter: String,
+        qos: TransportQoS,
+        whenSent: @escaping @Sendable () -> Void
+    ) async throws {
+        try await subscribe(filter, qos: qos)
+        whenSent()
+    }
+
     /// Subscribes to a topic filter with QoS 0, the Coaty default.
     ///
     /// - Parameter filter: an MQTT topic filter.

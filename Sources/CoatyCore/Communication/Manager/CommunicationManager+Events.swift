@@ -596,19 +596,20 @@ extension CommunicationManager {
             if case .dropped = continuation.yield(response) { counters.observerOverflow() }
             if finish { continuation.finish() }
         }
-        let timer = LockedBox<Task<Void, Never>?>(nil)
+        let timer = LockedBox<Int?>(nil)
+        let timers = requestTimers
         let routes = Array(zip(ids, filters))
         let releaser = ReleaseOnce { [weak self] in
-            timer.mutex.withLock { $0?.cancel() }
+            if let token = timer.mutex.withLock({ $0 }) { timers.cancel(token) }
             for (id, filter) in routes {
                 self?.release(filter) { state in state.responseRoutes[id] = nil }
             }
         }
         continuation.onTermination = { _ in releaser.release() }
         for (id, filter) in routes {
-            retain(filter) { state in state.responseRoutes[id] = sink }
+            retain(filter, immediately: true) { state in state.responseRoutes[id] = sink }
         }
-        for filter in filters { await awaitEstablished(filter) }
+        for filter in filters { await awaitSent(filter) }
         do throws(CommunicationError) {
             for (request, id) in zip(sequence.requests, ids) {
                 let topic = try topic(request.event, correlationId: id)
@@ -618,11 +619,8 @@ extension CommunicationManager {
             continuation.finish(throwing: error)
         }
         if let timeout = sequence.timeout {
-            let task = Task {
-                try? await Task.sleep(for: timeout)
-                continuation.finish()
-            }
-            timer.mutex.withLock { $0 = task }
+            let token = timers.schedule(after: timeout) { continuation.finish() }
+            timer.mutex.withLock { $0 = token }
         }
         return (stream, RequestRun(releaser: releaser))
     }

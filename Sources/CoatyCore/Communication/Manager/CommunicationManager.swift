@@ -154,6 +154,8 @@ public final class CommunicationManager: Sendable {
     let state: Mutex<ManagerState>
     let counters: Counters
     let identityJSON: AnyCoatyObject
+    /// The response timeouts of requests.
+    let requestTimers = RequestTimers()
 
     /// Creates a manager; nothing happens until ``start()``.
     ///
@@ -306,6 +308,9 @@ public final class CommunicationManager: Sendable {
         guard begin else { return }
         let watcher = Task { [self] in await watchConnection() }
         state.withLock { $0.watcher = watcher }
+        // Decoding and routing on the transport's own thread when it offers that (one thread
+        // hand-off less per message); otherwise a dispatcher task consumes `messages`.
+        let delivered = transport.deliverMessages { [weak self] message in self?.handle(message) }
         do {
             try await transport.connect(will: will)
         } catch {
@@ -317,9 +322,11 @@ public final class CommunicationManager: Sendable {
             if let error = error as? TransportError { throw CommunicationError.transport(error) }
             throw error
         }
-        let transport = self.transport
-        let dispatcher = Task { [self] in await self.dispatch(messagesOf: transport) }
-        state.withLock { $0.dispatcher = dispatcher }
+        if !delivered {
+            let transport = self.transport
+            let dispatcher = Task { [self] in await self.dispatch(messagesOf: transport) }
+            state.withLock { $0.dispatcher = dispatcher }
+        }
         for await communicationState in communicationStates() where communicationState == .online {
             break
         }
@@ -517,12 +524,15 @@ public final class CommunicationManager: Sendable {
     // MARK: Subscriptions (reference counted per topic filter)
 
     /// Adds one reference to `filter` and registers the route in the same critical section.
-    func retain(_ filter: String, register: (inout ManagerState) -> Void) {
+    ///
+    /// With `immediately`, the subscription change starts on the calling task and runs until it
+    /// first suspends (for a request: until its SUBSCRIBE is queued), instead of in a new task.
+    func retain(_ filter: String, immediately: Bool = false, register: (inout ManagerState) -> Void) {
         state.withLock { state in
             state.refCounts[filter, default: 0] += 1
             register(&state)
         }
-        spawnReconcile(filter)
+        spawnReconcile(filter, immediately: immediately)
     }
 
     /// Drops one reference to `filter` and unregisters the route.
@@ -540,14 +550,14 @@ public final class CommunicationManager: Sendable {
         spawnReconcile(filter)
     }
 
-    private func spawnReconcile(_ filter: String) {
+    private func spawnReconcile(_ filter: String, immediately: Bool = false) {
         let start = state.withLock { state -> Bool in
             guard state.started else { return false }
             state.pendingReconciles += 1
             return true
         }
         guard start else { return }
-        Task { [self] in
+        let work: @Sendable () async -> Void = { [self] in
             await reconcile(filter)
             let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
                 state.pendingReconciles -= 1
@@ -556,6 +566,11 @@ public final class CommunicationManager: Sendable {
                 return state.settleWaiters
             }
             for waiter in waiters { waiter.resume() }
+        }
+        if immediately {
+            Task.immediate { await work() }
+        } else {
+            Task { await work() }
         }
     }
 
@@ -580,7 +595,10 @@ public final class CommunicationManager: Sendable {
             var succeeded = true
             do {
                 switch action {
-                case .subscribe: try await transport.subscribe(filter, qos: .atMostOnce)
+                case .subscribe:
+                    try await transport.subscribe(filter, qos: .atMostOnce) { [weak self] in
+                        self?.subscriptionSent(filter)
+                    }
                 case .unsubscribe: try await transport.unsubscribe(filter)
                 }
             } catch {
@@ -589,6 +607,7 @@ public final class CommunicationManager: Sendable {
             }
             let again = state.withLock { state -> Bool in
                 state.busy.remove(filter)
+                state.sent.remove(filter)
                 if succeeded {
                     if action == .subscribe {
                         state.established.insert(filter)
@@ -618,6 +637,43 @@ public final class CommunicationManager: Sendable {
         }
         // A subscription that was busy when asked may just have finished: check once more.
         await reconcile(filter)
+    }
+
+    /// The transport queued the SUBSCRIBE of `filter` ahead of any later publication.
+    private func subscriptionSent(_ filter: String) {
+        state.withLock { state in
+            guard state.busy.contains(filter), state.refCounts[filter] != nil else { return }
+            state.sent.insert(filter)
+            guard let waiters = state.sentWaiters.removeValue(forKey: filter) else { return }
+            for waiter in waiters { waiter.resume() }
+        }
+    }
+
+    /// Waits until a publication made next reaches the broker after the subscription of `filter`
+    /// (its SUBSCRIBE is queued on the connection, or it is acknowledged), or `filter` is no longer
+    /// wanted, or the manager cannot subscribe now (not started).
+    ///
+    /// A request publishes right after this instead of waiting a round trip for the SUBACK of its
+    /// response topic: a broker handles one connection's packets in order.
+    func awaitSent(_ filter: String) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let resumeNow = state.withLock { state -> Bool in
+                if state.sent.contains(filter) || state.established.contains(filter) || state.refCounts[filter] == nil
+                    || !state.started
+                {
+                    return true
+                }
+                state.sentWaiters[filter, default: []].append(continuation)
+                return false
+            }
+            if resumeNow { continuation.resume() }
+        }
+        let settled = state.withLock { state in
+            state.sent.contains(filter) || state.established.contains(filter) || state.refCounts[filter] == nil
+                || !state.started
+        }
+        // A subscription that failed or was busy when asked: try (and wait for) it once more.
+        if !settled { await reconcile(filter) }
     }
 
     /// Waits until every subscription change requested so far has reached the broker (e.g. the
@@ -787,6 +843,9 @@ struct ManagerState {
     /// Filters with a subscribe/unsubscribe in flight.
     var busy: Set<String> = []
     var establishWaiters: [String: [CheckedContinuation<Void, Never>]] = [:]
+    /// Filters whose SUBSCRIBE the transport has queued, not yet acknowledged.
+    var sent: Set<String> = []
+    var sentWaiters: [String: [CheckedContinuation<Void, Never>]] = [:]
     var pendingReconciles = 0
     var settleWaiters: [CheckedContinuation<Void, Never>] = []
 
@@ -805,8 +864,8 @@ struct ManagerState {
     }
 
     mutating func resumeWaiters(for filter: String) {
-        guard let waiters = establishWaiters.removeValue(forKey: filter) else { return }
-        for waiter in waiters { waiter.resume() }
+        for waiter in establishWaiters.removeValue(forKey: filter) ?? [] { waiter.resume() }
+        for waiter in sentWaiters.removeValue(forKey: filter) ?? [] { waiter.resume() }
     }
 }
 

@@ -3,8 +3,9 @@ import Synchronization
 /// The responses to a two-way request (Discover, Query, Update, Call), as an `AsyncSequence`.
 ///
 /// Nothing is sent until iteration starts: the first `next()` subscribes the response topic of
-/// a fresh correlation id, waits for the broker's acknowledgement, then publishes the request
-/// (deferred while offline). Responses that do not answer the request as the protocol requires
+/// a fresh correlation id and publishes the request right behind the SUBSCRIBE (deferred while
+/// offline) — without waiting a round trip for the broker's acknowledgement, since a broker
+/// handles one connection's packets in order. Responses that do not answer the request as the protocol requires
 /// are dropped and counted (``CommunicationStatistics/invalidResponses``). The iteration ends
 /// after ``limit`` responses or when ``timeout`` elapses (Coaty itself has neither: without
 /// them it runs until the task is cancelled); the response subscription ends with it.
