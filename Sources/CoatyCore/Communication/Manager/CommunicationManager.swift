@@ -156,6 +156,9 @@ public final class CommunicationManager: Sendable {
     let identityJSON: AnyCoatyObject
     /// The response timeouts of requests.
     let requestTimers = RequestTimers()
+    /// Topic names of one-way events published before (they depend only on the event: the
+    /// namespace and source id are fixed), so a stream of Advertises builds each name once.
+    let topicNames = Mutex<[CoatyTopic.Event: String]>([:])
 
     /// Creates a manager; nothing happens until ``start()``.
     ///
@@ -506,9 +509,19 @@ public final class CommunicationManager: Sendable {
             filters ?? CoatyTopic.TypeFilter.publishing(objectType: object.objectType, coreType: object.coreType)
         var messages: [TransportMessage] = []
         for filter in filters {
-            messages.append(TransportMessage(topic: try topic(.advertise(filter)).name, payload: payload))
+            messages.append(TransportMessage(topic: try topicName(.advertise(filter)), payload: payload))
         }
         return messages
+    }
+
+    /// The topic name of a one-way event of this agent, built once per event (up to 1024 kept).
+    func topicName(_ event: CoatyTopic.Event) throws(CommunicationError) -> String {
+        if let name = topicNames.withLock({ $0[event] }) { return name }
+        let name = try topic(event).name
+        topicNames.withLock { names in
+            if names.count < 1024 { names[event] = name }
+        }
+        return name
     }
 
     /// Publishes a response in the own namespace with the request's correlation id.
