@@ -196,9 +196,7 @@ public final class MQTTTransport: CoatyTransport {
                 retain: $0.retain
             )
         }
-        let client = MQTTClient(configuration: configuration, logger: logger, metricsFactory: metricsFactory)
-        if let handler = state.withLock({ $0.messageHandler }) { client.setMessageHandler(Self.batchHandler(handler)) }
-        return client
+        return MQTTClient(configuration: configuration, logger: logger, metricsFactory: metricsFactory)
     }
 
     /// Forwards a client's states while it is the current client and no replacement is under way.
@@ -254,15 +252,18 @@ public final class MQTTTransport: CoatyTransport {
     /// Creates and connects a new client with `will`, disconnecting the previous one cleanly.
     private func replaceClient(will: TransportMessage?) async throws {
         let client = makeClient(will: will)
-        let (old, generation, filters) = state.withLock { state in
+        // The handler is read where the client is stored: `deliverMessages(to:)` either comes
+        // before (and is read here) or sees this client.
+        let (old, generation, filters, handler) = state.withLock { state in
             let old = state.client
             state.replacing = old != nil
             state.generation += 1
             state.client = client
             state.forwarder?.cancel()
             if old != nil { state.set(.reconnecting) }
-            return (old, state.generation, state.filters)
+            return (old, state.generation, state.filters, state.messageHandler)
         }
+        if let handler { client.setMessageHandler(Self.batchHandler(handler)) }
         if let old { await old.disconnect() }
         let forwarder = forward(client, generation: generation)
         state.withLock { $0.forwarder = forwarder }

@@ -714,16 +714,15 @@ final class ClientCore: Sendable {
             var stopped = false
             if mask & Int32(CMosquittoShim_WakeEvents) != 0 {
                 while let event = handle.popEvent() {
+                    // What arrived before the end goes to a handler before disconnect() can return.
+                    if event.kind == .stopped { deliverToHandler(handle) }
                     apply(event, handle)
                     if event.kind == .stopped { stopped = true }
                 }
             }
             reportDrops(handle)
             reportUnsent(handle)
-            if stopped || mask & Int32(CMosquittoShim_WakeClosed) != 0 {
-                deliverToHandler(handle)  // what arrived before the end
-                return
-            }
+            if stopped || mask & Int32(CMosquittoShim_WakeClosed) != 0 { return }
         }
     }
 

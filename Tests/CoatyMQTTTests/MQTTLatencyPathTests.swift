@@ -114,4 +114,36 @@ struct MQTTLatencyPathTests {
         await client.disconnect()
         #expect(received.all.count == count)
     }
+
+    /// The handler is never called after `disconnect()` returned (the messages received before the end are handed
+    /// over first), and never twice at once, also when the client connects again right away.
+    @Test func messageHandlerEndsWithTheSession() async throws {
+        let broker = try await MosquittoBroker.start()
+        let configuration = try MQTTConfiguration(url: broker.url, clientId: uniqueClientId("handler-end"))
+        let client = MQTTClient(configuration: configuration)
+        let calls = Log<Int>()
+        let inFlight = Atomic<Int>(0)
+        let overlaps = Atomic<Int>(0)
+        client.setMessageHandler { batch in
+            if inFlight.add(1, ordering: .sequentiallyConsistent).newValue > 1 {
+                overlaps.add(1, ordering: .sequentiallyConsistent)
+            }
+            Thread.sleep(forTimeInterval: 0.005)  // widen any overlap, and keep messages waiting
+            calls.append(batch.count)
+            inFlight.subtract(1, ordering: .sequentiallyConsistent)
+        }
+        for round in 0..<3 {
+            try await withTimeout(15, "connect") { try await client.connect() }
+            try await client.subscribe("end/#")
+            let before = calls.all.count
+            for index in 0..<2_000 { try await client.publish("end/\(round)", payload: Array("\(index)".utf8)) }
+            // Disconnect while the handler is busy and more messages wait in the receive buffer.
+            try await eventually(10, "the first messages of round \(round)") { calls.all.count > before }
+            await client.disconnect()
+            let atReturn = calls.all.count
+            try await Task.sleep(for: .milliseconds(150))
+            #expect(calls.all.count == atReturn, "the handler was called after disconnect() returned")
+        }
+        #expect(overlaps.load(ordering: .sequentiallyConsistent) == 0)
+    }
 }

@@ -596,11 +596,17 @@ extension CommunicationManager {
             if case .dropped = continuation.yield(response) { counters.observerOverflow() }
             if finish { continuation.finish() }
         }
-        let timer = LockedBox<Int?>(nil)
+        // The timeout's token, and whether the request was already released (it can end on the
+        // dispatcher thread before its timeout is scheduled).
+        let timer = LockedBox<(released: Bool, token: Int?)>((false, nil))
         let timers = requestTimers
         let routes = Array(zip(ids, filters))
         let releaser = ReleaseOnce { [weak self] in
-            if let token = timer.mutex.withLock({ $0 }) { timers.cancel(token) }
+            let token = timer.mutex.withLock { timer -> Int? in
+                timer.released = true
+                return timer.token
+            }
+            if let token { timers.cancel(token) }
             for (id, filter) in routes {
                 self?.release(filter) { state in state.responseRoutes[id] = nil }
             }
@@ -620,7 +626,11 @@ extension CommunicationManager {
         }
         if let timeout = sequence.timeout {
             let token = timers.schedule(after: timeout) { continuation.finish() }
-            timer.mutex.withLock { $0 = token }
+            let released = timer.mutex.withLock { timer -> Bool in
+                timer.token = token
+                return timer.released
+            }
+            if released { timers.cancel(token) }
         }
         return (stream, RequestRun(releaser: releaser))
     }

@@ -580,11 +580,13 @@ public final class CommunicationManager: Sendable {
             }
             for waiter in waiters { waiter.resume() }
         }
-        if immediately {
-            Task.immediate { await work() }
-        } else {
-            Task { await work() }
-        }
+        #if compiler(>=6.2)
+            if immediately, #available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *) {
+                Task.immediate { await work() }
+                return
+            }
+        #endif
+        Task { await work() }
     }
 
     /// Brings the transport's subscription of `filter` in line with its reference count. Only one

@@ -37,7 +37,8 @@ final class RequestTimers: Sendable {
             if let current = state.sleeperDeadline, current <= deadline { return token }
             state.sleeper?.cancel()
             state.sleeperDeadline = deadline
-            state.sleeper = Task { [weak self] in await self?.sleep(until: deadline) }
+            // Detached at a fixed priority: not at the priority of whichever request came first.
+            state.sleeper = Task.detached(priority: .high) { [weak self] in await self?.sleep(until: deadline) }
             return token
         }
     }
