@@ -349,6 +349,46 @@ public final class MQTTTransport: CoatyTransport {
         state.withLock { $0.filters[filter] = qos }
     }
 
+    /// The topic filters this transport subscribes after every (re)connection, with their QoS.
+    public var subscribedFilters: [String: TransportQoS] { state.withLock { $0.filters } }
+
+    /// Subscribes without waiting when the current client is connected: queues the SUBSCRIBE
+    /// ahead of later publications and remembers the filter (also for client replacements).
+    ///
+    /// - Parameters:
+    ///   - filter: the MQTT topic filter.
+    ///   - qos: the maximum QoS.
+    ///   - acknowledged: the outcome, on the MQTT client's dispatcher thread.
+    /// - Returns: whether the SUBSCRIBE is queued; `false` while not connected.
+    public func subscribeNow(
+        _ filter: String,
+        qos: TransportQoS,
+        acknowledged: @escaping @Sendable ((any Error)?) -> Void
+    ) -> Bool {
+        guard let client = state.withLock({ $0.connection == .connected ? $0.client : nil }) else { return false }
+        let mqttQoS = MQTTQoS(rawValue: Int(qos.rawValue)) ?? .atMostOnce
+        guard client.subscribeNow(filter, qos: mqttQoS, acknowledged: acknowledged) else { return false }
+        state.withLock { $0.filters[filter] = qos }
+        return true
+    }
+
+    /// Forgets a filter and queues its UNSUBSCRIBE without waiting.
+    ///
+    /// - Parameters:
+    ///   - filter: the filter.
+    ///   - acknowledged: the outcome.
+    public func unsubscribeNow(_ filter: String, acknowledged: @escaping @Sendable ((any Error)?) -> Void) {
+        let client = state.withLock { state in
+            state.filters[filter] = nil
+            return state.client
+        }
+        guard let client else {
+            acknowledged(nil)
+            return
+        }
+        client.unsubscribeNow(filter, acknowledged: acknowledged)
+    }
+
     /// Unsubscribes a filter and forgets it.
     ///
     /// - Parameter filter: the filter.

@@ -108,6 +108,39 @@ public final class MQTTClient: Sendable {
         try await core.unsubscribe(topicFilter)
     }
 
+    /// Subscribes to a topic filter without waiting: queues the SUBSCRIBE on the live connection and returns `true`,
+    /// or returns `false` (doing nothing) when the connection is down or the filter is invalid.
+    ///
+    /// A publication made after it returned reaches the broker after the SUBSCRIBE (see
+    /// ``subscribe(_:qos:whenSent:)``). The filter is remembered for reconnects like any subscription.
+    /// `acknowledged` is called once, on the client's dispatcher thread, with `nil` when the broker acknowledged it
+    /// (also by the re-subscription after a reconnect) or with the error (refused, or the session ended); it must
+    /// return promptly. Nothing awaits the acknowledgement, so no task wakes for it.
+    /// - Parameters:
+    ///   - topicFilter: A topic filter.
+    ///   - qos: The maximum QoS of delivered messages.
+    ///   - acknowledged: The outcome, called at most once when `true` is returned, never otherwise.
+    /// - Returns: Whether the SUBSCRIBE is queued.
+    public func subscribeNow(
+        _ topicFilter: String,
+        qos: MQTTQoS = .atMostOnce,
+        acknowledged: @escaping @Sendable ((any Error)?) -> Void
+    ) -> Bool {
+        core.subscribeNow(topicFilter, qos: qos, acknowledged: acknowledged)
+    }
+
+    /// Unsubscribes from a topic filter without waiting: forgets it for reconnects and, when connected, queues the
+    /// UNSUBSCRIBE.
+    ///
+    /// `acknowledged` is called once: with `nil` at once when there is nothing to send, or on the dispatcher thread
+    /// when the UNSUBACK came (or the connection was lost, which ends the subscription too).
+    /// - Parameters:
+    ///   - topicFilter: A filter passed to a subscribe method before.
+    ///   - acknowledged: The outcome; must return promptly.
+    public func unsubscribeNow(_ topicFilter: String, acknowledged: @escaping @Sendable ((any Error)?) -> Void) {
+        core.unsubscribeNow(topicFilter, acknowledged: acknowledged)
+    }
+
     /// Publishes a message.
     ///
     /// QoS 0 returns as soon as libmosquitto has queued the message (it is written before a later `disconnect()`
@@ -201,6 +234,8 @@ struct ClientState: ~Copyable {
     var transportUp = false
     var nextToken: UInt64 = 0
     var waiters: [UInt64: CheckedContinuation<Void, any Error>] = [:]
+    /// Completion callbacks of operations that nobody awaits (`subscribeNow`, `unsubscribeNow`).
+    var callbacks: [UInt64: @Sendable ((any Error)?) -> Void] = [:]
     var publishMids: [Int32: UInt64] = [:]
     var subscribeMids: [Int32: (token: UInt64, filters: [String])] = [:]
     var ackGroups: [UInt64: Int] = [:]
@@ -228,11 +263,23 @@ struct Resumptions {
     var list: [(CheckedContinuation<Void, any Error>, Result<Void, any Error>)] = []
 
     mutating func resolve(_ token: UInt64, _ result: Result<Void, any Error>, in state: inout ClientState) {
-        if let continuation = state.waiters.removeValue(forKey: token) { list.append((continuation, result)) }
+        if let continuation = state.waiters.removeValue(forKey: token) {
+            list.append((continuation, result))
+        } else if let callback = state.callbacks.removeValue(forKey: token) {
+            calls.append((callback, result))
+        }
     }
+
+    var calls: [(@Sendable ((any Error)?) -> Void, Result<Void, any Error>)] = []
 
     func resume() {
         for (continuation, result) in list { continuation.resume(with: result) }
+        for (callback, result) in calls {
+            switch result {
+            case .success: callback(nil)
+            case .failure(let error): callback(error)
+            }
+        }
     }
 }
 
@@ -468,7 +515,9 @@ final class ClientCore: Sendable {
                 state.initialResult = .failure(error)
             }
             state.initialPhase = false
-            for token in Array(state.waiters.keys) { resumptions.resolve(token, .failure(error), in: &state) }
+            for token in Array(state.waiters.keys) + Array(state.callbacks.keys) {
+                resumptions.resolve(token, .failure(error), in: &state)
+            }
             state.publishMids = [:]
             state.subscribeMids = [:]
             state.unsubscribeMids = [:]
@@ -563,6 +612,44 @@ final class ClientCore: Sendable {
             state.unsubscribeMids[mid] = token
             return false
         }
+    }
+
+    /// Queues a SUBSCRIBE on the live connection without waiting; see `MQTTClient.subscribeNow`.
+    func subscribeNow(
+        _ filter: String,
+        qos: MQTTQoS,
+        acknowledged: @escaping @Sendable ((any Error)?) -> Void
+    ) -> Bool {
+        guard case .success(let handle) = setup, (try? MQTTTopic.validateFilter(filter)) != nil else { return false }
+        return state.withLock { state in
+            guard state.running, state.transportUp else { return false }
+            let (rc, mid) = handle.subscribe([filter], qos: qos)
+            guard rc == MosquittoCode.success else { return false }
+            let token = state.makeToken()
+            state.subscriptions[filter] = qos
+            state.subscribeMids[mid] = (token, [filter])
+            state.ackGroups[token] = 1
+            state.callbacks[token] = acknowledged
+            return true
+        }
+    }
+
+    /// Forgets a filter and queues its UNSUBSCRIBE without waiting; see `MQTTClient.unsubscribeNow`.
+    func unsubscribeNow(_ filter: String, acknowledged: @escaping @Sendable ((any Error)?) -> Void) {
+        var done = true
+        if case .success(let handle) = setup, (try? MQTTTopic.validateFilter(filter)) != nil {
+            state.withLock { state in
+                state.subscriptions[filter] = nil
+                guard state.running, state.transportUp else { return }
+                let (rc, mid) = handle.unsubscribe(filter)
+                guard rc == MosquittoCode.success else { return }
+                let token = state.makeToken()
+                state.unsubscribeMids[mid] = token
+                state.callbacks[token] = acknowledged
+                done = false
+            }
+        }
+        if done { acknowledged(nil) }
     }
 
     func publish(_ topic: String, payload: some Collection<UInt8>, qos: MQTTQoS, retain: Bool) async throws {

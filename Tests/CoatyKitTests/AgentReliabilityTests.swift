@@ -153,6 +153,15 @@ struct AgentReliabilityTests {
         }
         #expect(results.count == 1000)
         #expect(results.allSatisfy { $0.value == .int($0.key) })
+        // Every response topic was subscribed right behind its Call and is unsubscribed again.
+        let transport = try #require(requester.transport as? MQTTTransport)
+        let deadline = ContinuousClock.now + .seconds(10)
+        while transport.subscribedFilters.keys.contains(where: { $0.contains("/RTN/") }),
+            ContinuousClock.now < deadline
+        {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(!transport.subscribedFilters.keys.contains { $0.contains("/RTN/") })
         answering.cancel()
         await requester.stop()
         await responder.stop()

@@ -80,6 +80,8 @@ struct MQTTLatencyPathTests {
         }
         await broker.stop()
         try await waitForState(client, .reconnecting)
+        #expect(!client.subscribeNow("outage/now") { _ in Issue.record("no callback after a refusal") })
+        #expect(client.subscriptions["outage/now"] == nil)
         let order = Log<String>()
         let subscribing = Task {
             try await client.subscribe("outage/sent", qos: .atMostOnce) { order.append("sent") }
@@ -90,6 +92,34 @@ struct MQTTLatencyPathTests {
         try await broker.start()
         try await withTimeout(20, "the subscription after the reconnect") { try await subscribing.value }
         #expect(order.all == ["sent", "acknowledged"])
+    }
+
+    /// `subscribeNow` queues the SUBSCRIBE at once (a publication right behind it is delivered) and reports the
+    /// SUBACK through its callback, with no task awaiting it; `unsubscribeNow` ends delivery at once (a publication
+    /// right behind it is not delivered) and reports the UNSUBACK.
+    @Test func subscribeNowAndUnsubscribeNow() async throws {
+        let broker = try await MosquittoBroker.start()
+        let client = try await connectedClient(broker.url)
+        let acks = Log<String>()
+        let rounds = 20
+        let receiving = Task { try await receive(client, until: { $0.topic == "now/end" }, within: 20) }
+        for round in 0..<rounds {
+            let topic = "now/\(round)"
+            #expect(client.subscribeNow(topic) { error in acks.append(error == nil ? "subscribed" : "\(error!)") })
+            #expect(client.subscriptions[topic] == .atMostOnce)
+            try await client.publish(topic, payload: [UInt8(round)])
+            client.unsubscribeNow(topic) { error in acks.append(error == nil ? "unsubscribed" : "\(error!)") }
+            #expect(client.subscriptions[topic] == nil)
+            try await client.publish(topic, payload: [255])
+        }
+        #expect(client.subscribeNow("now/end") { _ in })
+        try await client.publish("now/end", payload: [0])
+        let received = try await receiving.value
+        #expect(received.map(\.topic) == (0..<rounds).map { "now/\($0)" } + ["now/end"])
+        #expect(!received.contains { $0.payload == [255] })
+        try await eventually(10, "every acknowledgement") { acks.all.count == 2 * rounds }
+        #expect(acks.all.filter { $0 == "subscribed" }.count == rounds)
+        #expect(acks.all.filter { $0 == "unsubscribed" }.count == rounds)
     }
 
     /// With a handler, every message arrives there once and in order (none through `messages`), also those

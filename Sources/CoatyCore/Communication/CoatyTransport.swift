@@ -156,6 +156,38 @@ public protocol CoatyTransport: Sendable {
     /// Every message received on any subscription, in delivery order; consume it from one task.
     var messages: Messages { get }
 
+    /// Subscribes without waiting, when the transport can: queues the subscription request ahead
+    /// of any later publication and returns `true`, or returns `false` and does nothing (not
+    /// connected, or not supported) — then the caller uses ``subscribe(_:qos:)``.
+    ///
+    /// The filter is remembered for reconnects like any subscription. `acknowledged` is called
+    /// at most once (only after `true`), from a transport thread, with `nil` on success or the
+    /// error; it must return promptly. Requests use it for their response topics: nothing
+    /// awaits the acknowledgement, so no task wakes for it. The default implementation returns
+    /// `false`.
+    ///
+    /// - Parameters:
+    ///   - filter: an MQTT topic filter.
+    ///   - qos: the maximum quality of service to receive with.
+    ///   - acknowledged: the outcome.
+    /// - Returns: whether the subscription request is queued.
+    func subscribeNow(
+        _ filter: String,
+        qos: TransportQoS,
+        acknowledged: @escaping @Sendable ((any Error)?) -> Void
+    ) -> Bool
+
+    /// Removes a subscription made with ``subscribeNow(_:qos:acknowledged:)`` without waiting:
+    /// forgets the filter and, when connected, queues the unsubscription request.
+    ///
+    /// `acknowledged` is called once, possibly before this returns, with `nil` or the error.
+    /// The default implementation unsubscribes with ``unsubscribe(_:)`` in a new task.
+    ///
+    /// - Parameters:
+    ///   - filter: the filter.
+    ///   - acknowledged: the outcome; must return promptly.
+    func unsubscribeNow(_ filter: String, acknowledged: @escaping @Sendable ((any Error)?) -> Void)
+
     /// Asks the transport to call `handler` with every received message, in delivery order, on a
     /// thread of its own, instead of yielding them from ``messages``; returns whether it will.
     ///
@@ -261,6 +293,37 @@ public protocol CoatyTransport: Sendable {
 }
 
 extension CoatyTransport {
+    /// Does not subscribe without waiting.
+    ///
+    /// - Parameters:
+    ///   - filter: ignored.
+    ///   - qos: ignored.
+    ///   - acknowledged: never called.
+    /// - Returns: `false`.
+    public func subscribeNow(
+        _ filter: String,
+        qos: TransportQoS,
+        acknowledged: @escaping @Sendable ((any Error)?) -> Void
+    ) -> Bool {
+        false
+    }
+
+    /// Unsubscribes with ``CoatyTransport/unsubscribe(_:)`` in a new task.
+    ///
+    /// - Parameters:
+    ///   - filter: the filter.
+    ///   - acknowledged: the outcome.
+    public func unsubscribeNow(_ filter: String, acknowledged: @escaping @Sendable ((any Error)?) -> Void) {
+        Task {
+            do {
+                try await unsubscribe(filter)
+                acknowledged(nil)
+            } catch {
+                acknowledged(error)
+            }
+        }
+    }
+
     /// Does not deliver to a handler: the caller consumes ``CoatyTransport/messages``.
     ///
     /// - Parameter handler: ignored.

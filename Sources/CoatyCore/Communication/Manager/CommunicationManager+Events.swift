@@ -1,3 +1,4 @@
+import Logging
 import Synchronization
 
 /// A mutex in a class, for state shared by escaping closures.
@@ -607,15 +608,13 @@ extension CommunicationManager {
                 return timer.token
             }
             if let token { timers.cancel(token) }
-            for (id, filter) in routes {
-                self?.release(filter) { state in state.responseRoutes[id] = nil }
-            }
+            for (id, filter) in routes { self?.releaseResponseRoute(id: id, filter: filter) }
         }
         continuation.onTermination = { _ in releaser.release() }
-        for (id, filter) in routes {
+        for (id, filter) in routes where !subscribeResponseNow(id: id, filter: filter, sink: sink) {
             retain(filter, immediately: true) { state in state.responseRoutes[id] = sink }
+            await awaitSent(filter)
         }
-        for filter in filters { await awaitSent(filter) }
         do throws(CommunicationError) {
             for (request, id) in zip(sequence.requests, ids) {
                 let topic = try topic(request.event, correlationId: id)
@@ -633,5 +632,45 @@ extension CommunicationManager {
             if released { timers.cancel(token) }
         }
         return (stream, RequestRun(releaser: releaser))
+    }
+
+    /// Routes responses of `id` and subscribes their topic without waiting
+    /// (``CoatyTransport/subscribeNow(_:qos:acknowledged:)``): no reference counting (the filter
+    /// is unique to the request) and no task awaits the acknowledgement. Returns `false` when the
+    /// transport cannot (offline, or not supported); the caller then subscribes the counted way.
+    func subscribeResponseNow(id: CoatyUUID, filter: String, sink: @escaping EventSink) -> Bool {
+        let started = state.withLock { state -> Bool in
+            guard state.started else { return false }
+            state.responseRoutes[id] = sink
+            state.directResponseFilters.insert(filter)
+            return true
+        }
+        guard started else { return false }
+        let logger = self.logger
+        let queued = transport.subscribeNow(filter, qos: .atMostOnce) { error in
+            guard let error else { return }
+            logger.debug("Response subscription failed", metadata: ["filter": "\(filter)", "error": "\(error)"])
+        }
+        if !queued {
+            state.withLock { state in
+                state.responseRoutes[id] = nil
+                state.directResponseFilters.remove(filter)
+            }
+        }
+        return queued
+    }
+
+    /// Ends the routing of a request's responses and its response subscription.
+    func releaseResponseRoute(id: CoatyUUID, filter: String) {
+        let direct = state.withLock { state -> Bool in
+            guard state.directResponseFilters.remove(filter) != nil else { return false }
+            state.responseRoutes[id] = nil
+            return true
+        }
+        if direct {
+            transport.unsubscribeNow(filter) { _ in }
+        } else {
+            release(filter) { state in state.responseRoutes[id] = nil }
+        }
     }
 }

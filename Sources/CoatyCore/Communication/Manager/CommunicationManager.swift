@@ -766,6 +766,10 @@ public final class CommunicationManager: Sendable {
             for filter in state.established where MQTTTopicFilter.matches(topic: message.topic, filter: filter) {
                 copies += 1
             }
+            for filter in state.directResponseFilters
+            where MQTTTopicFilter.matches(topic: message.topic, filter: filter) {
+                copies += 1
+            }
             if copies > 1 { state.expectedCopies[key] = copies - 1 }
             return false
         }
@@ -860,6 +864,8 @@ struct ManagerState {
     var establishWaiters: [String: [CheckedContinuation<Void, Never>]] = [:]
     /// Filters whose SUBSCRIBE the transport has queued, not yet acknowledged.
     var sent: Set<String> = []
+    /// Response topic filters subscribed with `subscribeNow` (not reference counted).
+    var directResponseFilters: Set<String> = []
     var sentWaiters: [String: [CheckedContinuation<Void, Never>]] = [:]
     var pendingReconciles = 0
     var settleWaiters: [CheckedContinuation<Void, Never>] = []

@@ -5,7 +5,8 @@ import Synchronization
 /// Nothing is sent until iteration starts: the first `next()` subscribes the response topic of
 /// a fresh correlation id and publishes the request right behind the SUBSCRIBE (deferred while
 /// offline) — without waiting a round trip for the broker's acknowledgement, since a broker
-/// handles one connection's packets in order. Responses that do not answer the request as the protocol requires
+/// handles one connection's packets in order. When the iteration ends, the response topic is
+/// unsubscribed the same way, without a task waiting for it. Responses that do not answer the request as the protocol requires
 /// are dropped and counted (``CommunicationStatistics/invalidResponses``). The iteration ends
 /// after ``limit`` responses or when ``timeout`` elapses (Coaty itself has neither: without
 /// them it runs until the task is cancelled); the response subscription ends with it.
