@@ -312,23 +312,6 @@ public final class MQTTTransport: CoatyTransport {
     /// - Throws: ``TransportError/notConnected`` before the first connection,
     ///   ``TransportError/invalidTopic(_:_:)``, ``TransportError/subscriptionRejected(filter:)``.
     public func subscribe(_ filter: String, qos: TransportQoS) async throws {
-        try await subscribe(filter, qos: qos) {}
-    }
-
-    /// Subscribes a filter like ``subscribe(_:qos:)``, calling `whenSent` once the SUBSCRIBE is
-    /// queued on the live connection (before the SUBACK), or after the SUBACK when the connection
-    /// was down.
-    ///
-    /// - Parameters:
-    ///   - filter: the MQTT topic filter.
-    ///   - qos: the maximum QoS.
-    ///   - whenSent: called at most once.
-    /// - Throws: see ``subscribe(_:qos:)``.
-    public func subscribe(
-        _ filter: String,
-        qos: TransportQoS,
-        whenSent: @escaping @Sendable () -> Void
-    ) async throws {
         do {
             try MQTTTopicFilter.validate(filter)
         } catch {
@@ -338,11 +321,7 @@ public final class MQTTTransport: CoatyTransport {
             throw TransportError.notConnected
         }
         do {
-            try await client.subscribe(
-                filter,
-                qos: MQTTQoS(rawValue: Int(qos.rawValue)) ?? .atMostOnce,
-                whenSent: whenSent
-            )
+            try await client.subscribe(filter, qos: MQTTQoS(rawValue: Int(qos.rawValue)) ?? .atMostOnce)
         } catch {
             throw Self.transportError(error, topic: filter)
         }

@@ -80,27 +80,6 @@ public final class MQTTClient: Sendable {
         try await core.subscribe(filters)
     }
 
-    /// Subscribes to a topic filter, calls `whenSent` as soon as the SUBSCRIBE is queued on the live connection, and
-    /// then waits for the broker's SUBACK.
-    ///
-    /// Use it to publish a request whose responses arrive on `topicFilter` without waiting a round trip for the
-    /// SUBACK: a publication made after `whenSent` is called is written after the SUBSCRIBE, and an MQTT broker
-    /// handles one connection's packets in order, so the subscription is in place before the request is seen. When
-    /// the connection is down, the filter is subscribed on the next connection and `whenSent` is called after the
-    /// SUBACK. It is not called when subscribing fails before the SUBSCRIBE is queued.
-    /// - Parameters:
-    ///   - topicFilter: A topic filter (`+` and `#` allowed as whole levels).
-    ///   - qos: The maximum QoS of delivered messages.
-    ///   - whenSent: Called at most once, from the calling task, without locks held.
-    /// - Throws: See ``subscribe(_:qos:)``.
-    public func subscribe(
-        _ topicFilter: String,
-        qos: MQTTQoS = .atMostOnce,
-        whenSent: @escaping @Sendable () -> Void
-    ) async throws {
-        try await core.subscribe([(topicFilter, qos)], whenSent: whenSent)
-    }
-
     /// Unsubscribes from a topic filter, forgets it for reconnects, and waits for the UNSUBACK.
     /// - Parameter topicFilter: A filter passed to ``subscribe(_:qos:)`` before.
     /// - Throws: ``MQTTError`` of kind `.invalidTopic`; `CancellationError` when cancelled.
@@ -111,8 +90,10 @@ public final class MQTTClient: Sendable {
     /// Subscribes to a topic filter without waiting: queues the SUBSCRIBE on the live connection and returns `true`,
     /// or returns `false` (doing nothing) when the connection is down or the filter is invalid.
     ///
-    /// A publication made after it returned reaches the broker after the SUBSCRIBE (see
-    /// ``subscribe(_:qos:whenSent:)``). The filter is remembered for reconnects like any subscription.
+    /// A publication made after it returned is written after the SUBSCRIBE, and an MQTT broker handles one
+    /// connection's packets in order, so the subscription is in place before the publication is seen: a request
+    /// published right after subscribing its response topic this way cannot miss its responses, and needs no
+    /// SUBACK round trip. The filter is remembered for reconnects like any subscription.
     /// `acknowledged` is called once, on the client's dispatcher thread, with `nil` when the broker acknowledged it
     /// (also by the re-subscription after a reconnect) or with the error (refused, or the session ended); it must
     /// return promptly. Nothing awaits the acknowledgement, so no task wakes for it.
@@ -383,12 +364,7 @@ final class ClientCore: Sendable {
 
     /// Suspends until the token registered by `register` is resolved; `register` returns `true` when it is
     /// already done. Cancellation resumes with `CancellationError`.
-    /// `afterRegister` runs once `register` has run and the state lock is released (before the suspension), e.g. to
-    /// announce that a packet is queued.
-    private func suspend(
-        _ register: (inout ClientState, UInt64) throws -> Bool,
-        afterRegister: () -> Void = {}
-    ) async throws {
+    private func suspend(_ register: (inout ClientState, UInt64) throws -> Bool) async throws {
         let token = state.withLock { $0.makeToken() }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
@@ -402,7 +378,6 @@ final class ClientCore: Sendable {
                         return .failure(error)
                     }
                 }
-                afterRegister()
                 if let immediate { continuation.resume(with: immediate) }
             }
         } onCancel: {
@@ -532,60 +507,48 @@ final class ClientCore: Sendable {
 
     // MARK: Subscribe / unsubscribe / publish
 
-    /// `whenSent` is called once the SUBSCRIBE packets are queued on a live connection (then at once, before the
-    /// SUBACK), or else after the SUBACK; not when subscribing fails before the SUBSCRIBE is queued.
-    func subscribe(_ filters: [(String, MQTTQoS)], whenSent: (@Sendable () -> Void)? = nil) async throws {
+    func subscribe(_ filters: [(String, MQTTQoS)]) async throws {
         let handle = try requireHandle()
-        guard !filters.isEmpty else {
-            whenSent?()
-            return
-        }
+        guard !filters.isEmpty else { return }
         for (filter, _) in filters { try MQTTTopic.validateFilter(filter) }
-        // Set inside the locked registration, read right after it (same task, before suspending).
-        var queued = false
-        try await suspend(
-            { state, token in
-                guard state.running else {
-                    throw notConnected("subscribe to \"\(filters[0].0)\"\(filters.count > 1 ? " and more" : "")")
-                }
-                var added: [String] = []
-                for (filter, qos) in filters where state.subscriptions.updateValue(qos, forKey: filter) == nil {
-                    added.append(filter)
-                }
-                guard state.transportUp else {
-                    // The resubscribe after the next CONNACK includes these filters.
-                    state.awaitingConnected.insert(token)
-                    return false
-                }
-                var mids: [Int32] = []
-                for (qos, group) in Self.groupByQoS(filters) {
-                    for start in stride(from: 0, to: group.count, by: Self.resubscribeChunk) {
-                        let chunk = Array(group[start..<min(start + Self.resubscribeChunk, group.count)])
-                        let (rc, mid) = handle.subscribe(chunk, qos: qos)
-                        if rc == MosquittoCode.noConnection {
-                            for mid in mids { state.subscribeMids[mid] = nil }
-                            state.awaitingConnected.insert(token)
-                            return false
-                        }
-                        guard rc == MosquittoCode.success else {
-                            for mid in mids { state.subscribeMids[mid] = nil }
-                            for filter in added { state.subscriptions[filter] = nil }
-                            throw MQTTError(
-                                .protocolError,
-                                "Cannot subscribe to \"\(chunk[0])\" on \(url): \(MosquittoHandle.errorString(rc))."
-                            )
-                        }
-                        mids.append(mid)
-                        state.subscribeMids[mid] = (token, chunk)
-                    }
-                }
-                state.ackGroups[token] = mids.count
-                queued = true
+        try await suspend { state, token in
+            guard state.running else {
+                throw notConnected("subscribe to \"\(filters[0].0)\"\(filters.count > 1 ? " and more" : "")")
+            }
+            var added: [String] = []
+            for (filter, qos) in filters where state.subscriptions.updateValue(qos, forKey: filter) == nil {
+                added.append(filter)
+            }
+            guard state.transportUp else {
+                // The resubscribe after the next CONNACK includes these filters.
+                state.awaitingConnected.insert(token)
                 return false
-            },
-            afterRegister: { if queued { whenSent?() } }
-        )
-        if !queued { whenSent?() }
+            }
+            var mids: [Int32] = []
+            for (qos, group) in Self.groupByQoS(filters) {
+                for start in stride(from: 0, to: group.count, by: Self.resubscribeChunk) {
+                    let chunk = Array(group[start..<min(start + Self.resubscribeChunk, group.count)])
+                    let (rc, mid) = handle.subscribe(chunk, qos: qos)
+                    if rc == MosquittoCode.noConnection {
+                        for mid in mids { state.subscribeMids[mid] = nil }
+                        state.awaitingConnected.insert(token)
+                        return false
+                    }
+                    guard rc == MosquittoCode.success else {
+                        for mid in mids { state.subscribeMids[mid] = nil }
+                        for filter in added { state.subscriptions[filter] = nil }
+                        throw MQTTError(
+                            .protocolError,
+                            "Cannot subscribe to \"\(chunk[0])\" on \(url): \(MosquittoHandle.errorString(rc))."
+                        )
+                    }
+                    mids.append(mid)
+                    state.subscribeMids[mid] = (token, chunk)
+                }
+            }
+            state.ackGroups[token] = mids.count
+            return false
+        }
     }
 
     private static func groupByQoS(_ filters: [(String, MQTTQoS)]) -> [(MQTTQoS, [String])] {

@@ -12,67 +12,31 @@ final class Log<Item: Sendable>: Sendable {
     var all: [Item] { items.withLock { $0 } }
 }
 
-/// The request path without a SUBACK round trip (`subscribe(_:qos:whenSent:)`) and delivery to a message handler
-/// on the dispatcher thread (`setMessageHandler(_:)`), against a real mosquitto.
+/// The request path without SUBACK/UNSUBACK round trips (`subscribeNow`, `unsubscribeNow`) and delivery to a
+/// message handler on the dispatcher thread (`setMessageHandler(_:)`), against a real mosquitto.
 @Suite(.serialized, .enabled(if: BrokerAvailability.shouldRun, BrokerAvailability.skipMessage))
 struct MQTTLatencyPathTests {
-    /// A publication made as soon as `whenSent` is called reaches the new subscription: the SUBSCRIBE is queued
-    /// ahead of it. If `whenSent` came before the packet was queued, the broker would see the PUBLISH first and
-    /// drop it (no subscriber yet), and the receive below would time out.
-    @Test func publicationRightAfterWhenSentReachesTheNewSubscription() async throws {
-        let broker = try await MosquittoBroker.start()
-        let client = try await connectedClient(broker.url)
-        let rounds = 50
-        let receiving = Task { try await receive(client, count: rounds, within: 20) }
-        for round in 0..<rounds {
-            let topic = "sent/\(round)"
-            let order = Log<String>()
-            let (sent, signal) = AsyncStream<Void>.makeStream()
-            let subscribing = Task {
-                try await client.subscribe(topic, qos: .atMostOnce) {
-                    order.append("sent")
-                    signal.yield()
-                    signal.finish()
-                }
-                order.append("acknowledged")
-            }
-            for await _ in sent { break }
-            try await client.publish(topic, payload: Array("\(round)".utf8))
-            try await subscribing.value
-            #expect(order.all == ["sent", "acknowledged"])
-        }
-        let received = try await receiving.value
-        #expect(received.map(\.topic) == (0..<rounds).map { "sent/\($0)" })
-    }
-
-    /// `whenSent` does not wait for the broker: with the broker frozen (SIGSTOP) it is called while the SUBACK
-    /// cannot come, and the subscription completes once the broker runs again.
-    @Test func whenSentComesBeforeTheAcknowledgement() async throws {
+    /// `subscribeNow` does not wait for the broker: with the broker frozen (SIGSTOP) it returns `true` while no
+    /// SUBACK can come, and the acknowledgement arrives through the callback once the broker runs again.
+    @Test func subscribeNowReturnsBeforeTheAcknowledgement() async throws {
         let broker = try await MosquittoBroker.start()
         let client = try await connectedClient(broker.url)
         let pid = try #require(broker.processIdentifier)
-        let order = Log<String>()
+        let acks = Log<String>()
         #expect(kill(pid, SIGSTOP) == 0)
-        let subscribing = Task {
-            try await client.subscribe("frozen/sent", qos: .atMostOnce) { order.append("sent") }
-            order.append("acknowledged")
-        }
-        do {
-            try await eventually(10, "whenSent") { order.all == ["sent"] }
-            try await Task.sleep(for: .milliseconds(100))
-            #expect(order.all == ["sent"], "no SUBACK from a frozen broker")
-        } catch {
-            kill(pid, SIGCONT)
-            throw error
-        }
+        let queued = client.subscribeNow("frozen/now") { error in acks.append(error == nil ? "acknowledged" : "error") }
+        try? await Task.sleep(for: .milliseconds(150))
+        let beforeContinuing = acks.all
         #expect(kill(pid, SIGCONT) == 0)
-        try await withTimeout(10, "the SUBACK") { try await subscribing.value }
-        #expect(order.all == ["sent", "acknowledged"])
+        #expect(queued)
+        #expect(beforeContinuing.isEmpty, "no SUBACK from a frozen broker")
+        try await eventually(10, "the SUBACK") { !acks.all.isEmpty }
+        #expect(acks.all == ["acknowledged"])
     }
 
-    /// While the connection is down the SUBSCRIBE cannot be queued: `whenSent` comes after the SUBACK of the
-    /// re-subscription, once the broker is back.
-    @Test func whenSentDuringAnOutageComesWithTheAcknowledgement() async throws {
+    /// While the connection is down nothing can be queued: `subscribeNow` refuses (and remembers nothing) until
+    /// the client is connected again.
+    @Test func subscribeNowRefusesDuringAnOutage() async throws {
         let broker = try await MosquittoBroker.start()
         let client = try await connectedClient(broker.url) {
             $0.reconnectDelay = .milliseconds(100)
@@ -82,16 +46,12 @@ struct MQTTLatencyPathTests {
         try await waitForState(client, .reconnecting)
         #expect(!client.subscribeNow("outage/now") { _ in Issue.record("no callback after a refusal") })
         #expect(client.subscriptions["outage/now"] == nil)
-        let order = Log<String>()
-        let subscribing = Task {
-            try await client.subscribe("outage/sent", qos: .atMostOnce) { order.append("sent") }
-            order.append("acknowledged")
-        }
-        try await Task.sleep(for: .milliseconds(200))
-        #expect(order.all.isEmpty, "nothing can be sent while the broker is down")
         try await broker.start()
-        try await withTimeout(20, "the subscription after the reconnect") { try await subscribing.value }
-        #expect(order.all == ["sent", "acknowledged"])
+        try await waitForState(client, .connected)
+        let acks = Log<Bool>()
+        #expect(client.subscribeNow("outage/now") { error in acks.append(error == nil) })
+        try await eventually(10, "the SUBACK after the reconnect") { !acks.all.isEmpty }
+        #expect(acks.all == [true])
     }
 
     /// `subscribeNow` queues the SUBSCRIBE at once (a publication right behind it is delivered) and reports the

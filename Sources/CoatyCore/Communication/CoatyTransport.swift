@@ -250,22 +250,6 @@ public protocol CoatyTransport: Sendable {
     ///   cancelled while waiting.
     func subscribe(_ filter: String, qos: TransportQoS) async throws
 
-    /// Subscribes like ``subscribe(_:qos:)``, and calls `whenSent` as soon as a publication made
-    /// afterwards is guaranteed to reach the broker after the subscription request.
-    ///
-    /// Requests use it to publish without waiting a round trip for the acknowledgement of their
-    /// response topic. With MQTT that point is reached once the SUBSCRIBE packet is queued on a live
-    /// connection, since a broker handles one connection's packets in order. The default
-    /// implementation calls `whenSent` after ``subscribe(_:qos:)`` returned.
-    ///
-    /// - Parameters:
-    ///   - filter: an MQTT topic filter.
-    ///   - qos: the maximum quality of service to receive with.
-    ///   - whenSent: called at most once, without locks held; not called when subscribing fails
-    ///     before the request is sent.
-    /// - Throws: see ``subscribe(_:qos:)``.
-    func subscribe(_ filter: String, qos: TransportQoS, whenSent: @escaping @Sendable () -> Void) async throws
-
     /// Removes a subscription (also from the remembered set) and returns when the broker has
     /// acknowledged it. After it returns no further message is delivered for that filter (other
     /// subscriptions may still match).
@@ -330,22 +314,6 @@ extension CoatyTransport {
     /// - Returns: `false`.
     public func deliverMessages(to handler: @escaping @Sendable (TransportMessage) -> Void) -> Bool {
         false
-    }
-
-    /// Subscribes with ``subscribe(_:qos:)`` and then calls `whenSent`.
-    ///
-    /// - Parameters:
-    ///   - filter: an MQTT topic filter.
-    ///   - qos: the maximum quality of service to receive with.
-    ///   - whenSent: called once the subscription is acknowledged.
-    /// - Throws: see ``CoatyTransport/subscribe(_:qos:)``.
-    public func subscribe(
-        _ filter: String,
-        qos: TransportQoS,
-        whenSent: @escaping @Sendable () -> Void
-    ) async throws {
-        try await subscribe(filter, qos: qos)
-        whenSent()
     }
 
     /// Subscribes to a topic filter with QoS 0, the Coaty default.

@@ -613,7 +613,7 @@ extension CommunicationManager {
         continuation.onTermination = { _ in releaser.release() }
         for (id, filter) in routes where !subscribeResponseNow(id: id, filter: filter, sink: sink) {
             retain(filter, immediately: true) { state in state.responseRoutes[id] = sink }
-            await awaitSent(filter)
+            await awaitEstablished(filter)
         }
         do throws(CommunicationError) {
             for (request, id) in zip(sequence.requests, ids) {

@@ -610,10 +610,7 @@ public final class CommunicationManager: Sendable {
             var succeeded = true
             do {
                 switch action {
-                case .subscribe:
-                    try await transport.subscribe(filter, qos: .atMostOnce) { [weak self] in
-                        self?.subscriptionSent(filter)
-                    }
+                case .subscribe: try await transport.subscribe(filter, qos: .atMostOnce)
                 case .unsubscribe: try await transport.unsubscribe(filter)
                 }
             } catch {
@@ -622,7 +619,6 @@ public final class CommunicationManager: Sendable {
             }
             let again = state.withLock { state -> Bool in
                 state.busy.remove(filter)
-                state.sent.remove(filter)
                 if succeeded {
                     if action == .subscribe {
                         state.established.insert(filter)
@@ -652,43 +648,6 @@ public final class CommunicationManager: Sendable {
         }
         // A subscription that was busy when asked may just have finished: check once more.
         await reconcile(filter)
-    }
-
-    /// The transport queued the SUBSCRIBE of `filter` ahead of any later publication.
-    private func subscriptionSent(_ filter: String) {
-        state.withLock { state in
-            guard state.busy.contains(filter), state.refCounts[filter] != nil else { return }
-            state.sent.insert(filter)
-            guard let waiters = state.sentWaiters.removeValue(forKey: filter) else { return }
-            for waiter in waiters { waiter.resume() }
-        }
-    }
-
-    /// Waits until a publication made next reaches the broker after the subscription of `filter`
-    /// (its SUBSCRIBE is queued on the connection, or it is acknowledged), or `filter` is no longer
-    /// wanted, or the manager cannot subscribe now (not started).
-    ///
-    /// A request publishes right after this instead of waiting a round trip for the SUBACK of its
-    /// response topic: a broker handles one connection's packets in order.
-    func awaitSent(_ filter: String) async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let resumeNow = state.withLock { state -> Bool in
-                if state.sent.contains(filter) || state.established.contains(filter) || state.refCounts[filter] == nil
-                    || !state.started
-                {
-                    return true
-                }
-                state.sentWaiters[filter, default: []].append(continuation)
-                return false
-            }
-            if resumeNow { continuation.resume() }
-        }
-        let settled = state.withLock { state in
-            state.sent.contains(filter) || state.established.contains(filter) || state.refCounts[filter] == nil
-                || !state.started
-        }
-        // A subscription that failed or was busy when asked: try (and wait for) it once more.
-        if !settled { await reconcile(filter) }
     }
 
     /// Waits until every subscription change requested so far has reached the broker (e.g. the
@@ -862,11 +821,8 @@ struct ManagerState {
     /// Filters with a subscribe/unsubscribe in flight.
     var busy: Set<String> = []
     var establishWaiters: [String: [CheckedContinuation<Void, Never>]] = [:]
-    /// Filters whose SUBSCRIBE the transport has queued, not yet acknowledged.
-    var sent: Set<String> = []
     /// Response topic filters subscribed with `subscribeNow` (not reference counted).
     var directResponseFilters: Set<String> = []
-    var sentWaiters: [String: [CheckedContinuation<Void, Never>]] = [:]
     var pendingReconciles = 0
     var settleWaiters: [CheckedContinuation<Void, Never>] = []
 
@@ -886,7 +842,6 @@ struct ManagerState {
 
     mutating func resumeWaiters(for filter: String) {
         for waiter in establishWaiters.removeValue(forKey: filter) ?? [] { waiter.resume() }
-        for waiter in sentWaiters.removeValue(forKey: filter) ?? [] { waiter.resume() }
     }
 }
 
