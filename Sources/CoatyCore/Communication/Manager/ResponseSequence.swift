@@ -3,10 +3,11 @@ import Synchronization
 /// The responses to a two-way request (Discover, Query, Update, Call), as an `AsyncSequence`.
 ///
 /// Nothing is sent until iteration starts: the first `next()` subscribes the response topic of
-/// a fresh correlation id and publishes the request right behind the SUBSCRIBE (deferred while
-/// offline) — without waiting a round trip for the broker's acknowledgement, since a broker
-/// handles one connection's packets in order. When the iteration ends, the response topic is
-/// unsubscribed the same way, without a task waiting for it. Responses that do not answer the request as the protocol requires
+/// a fresh correlation id and publishes the request (deferred while offline). Over a transport
+/// that supports ``CoatyTransport/subscribeNow(_:qos:acknowledged:)`` (MQTT), the request goes out
+/// right behind the SUBSCRIBE, without waiting a round trip for the broker's acknowledgement —
+/// a broker handles one connection's packets in order — and the response topic is unsubscribed
+/// the same way when the iteration ends; otherwise the request waits for the acknowledgement. Responses that do not answer the request as the protocol requires
 /// are dropped and counted (``CommunicationStatistics/invalidResponses``). The iteration ends
 /// after ``limit`` responses or when ``timeout`` elapses (Coaty itself has neither: without
 /// them it runs until the task is cancelled); the response subscription ends with it.
