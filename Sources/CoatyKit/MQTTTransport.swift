@@ -108,14 +108,7 @@ public final class MQTTTransport: CoatyTransport {
     ) -> @Sendable ([MQTTMessage]) -> Void {
         { batch in
             for message in batch {
-                handler(
-                    TransportMessage(
-                        topic: message.topic,
-                        payload: message.payload,
-                        qos: TransportQoS(rawValue: UInt8(message.qos.rawValue)) ?? .atMostOnce,
-                        retain: message.retain
-                    )
-                )
+                handler(TransportMessage(message))
             }
         }
     }
@@ -145,14 +138,7 @@ public final class MQTTTransport: CoatyTransport {
                         self.generation = generation
                         base = client.messages.makeAsyncIterator()
                     }
-                    if let message = await base?.next() {
-                        return TransportMessage(
-                            topic: message.topic,
-                            payload: message.payload,
-                            qos: TransportQoS(rawValue: UInt8(message.qos.rawValue)) ?? .atMostOnce,
-                            retain: message.retain
-                        )
-                    }
+                    if let message = await base?.next() { return TransportMessage(message) }
                     // The client's messages ended: continue on a replacement client, if any.
                     let replaced = transport.state.withLock { $0.generation != generation || $0.replacing }
                     if !replaced { return nil }
@@ -189,12 +175,7 @@ public final class MQTTTransport: CoatyTransport {
     private func makeClient(will: TransportMessage?) -> MQTTClient {
         var configuration = self.configuration
         configuration.will = will.map {
-            MQTTMessage(
-                topic: $0.topic,
-                payload: $0.payload,
-                qos: MQTTQoS(rawValue: Int($0.qos.rawValue)) ?? .atMostOnce,
-                retain: $0.retain
-            )
+            MQTTMessage(topic: $0.topic, payload: $0.payload, qos: MQTTQoS($0.qos), retain: $0.retain)
         }
         return MQTTClient(configuration: configuration, logger: logger, metricsFactory: metricsFactory)
     }
@@ -271,7 +252,7 @@ public final class MQTTTransport: CoatyTransport {
             try await client.connect()
             if !filters.isEmpty {
                 try await client.subscribe(
-                    filters.map { ($0.key, MQTTQoS(rawValue: Int($0.value.rawValue)) ?? .atMostOnce) }
+                    filters.map { ($0.key, MQTTQoS($0.value)) }
                 )
             }
         } catch {
@@ -321,7 +302,7 @@ public final class MQTTTransport: CoatyTransport {
             throw TransportError.notConnected
         }
         do {
-            try await client.subscribe(filter, qos: MQTTQoS(rawValue: Int(qos.rawValue)) ?? .atMostOnce)
+            try await client.subscribe(filter, qos: MQTTQoS(qos))
         } catch {
             throw Self.transportError(error, topic: filter)
         }
@@ -345,8 +326,7 @@ public final class MQTTTransport: CoatyTransport {
         acknowledged: @escaping @Sendable ((any Error)?) -> Void
     ) -> Bool {
         guard let client = state.withLock({ $0.connection == .connected ? $0.client : nil }) else { return false }
-        let mqttQoS = MQTTQoS(rawValue: Int(qos.rawValue)) ?? .atMostOnce
-        guard client.subscribeNow(filter, qos: mqttQoS, acknowledged: acknowledged) else { return false }
+        guard client.subscribeNow(filter, qos: MQTTQoS(qos), acknowledged: acknowledged) else { return false }
         state.withLock { $0.filters[filter] = qos }
         return true
     }
@@ -401,7 +381,7 @@ public final class MQTTTransport: CoatyTransport {
             try await client.publish(
                 message.topic,
                 payload: message.payload,
-                qos: MQTTQoS(rawValue: Int(message.qos.rawValue)) ?? .atMostOnce,
+                qos: MQTTQoS(message.qos),
                 retain: message.retain
             )
         } catch {
@@ -478,6 +458,25 @@ extension CommunicationManager {
             options: options,
             logger: logger,
             metricsFactory: metricsFactory
+        )
+    }
+}
+
+extension MQTTQoS {
+    /// The MQTT client's level for a transport QoS (the same three levels).
+    init(_ qos: TransportQoS) {
+        self = MQTTQoS(rawValue: Int(qos.rawValue)) ?? .atMostOnce
+    }
+}
+
+extension TransportMessage {
+    /// A received MQTT message as a transport message.
+    init(_ message: MQTTMessage) {
+        self.init(
+            topic: message.topic,
+            payload: message.payload,
+            qos: TransportQoS(rawValue: UInt8(message.qos.rawValue)) ?? .atMostOnce,
+            retain: message.retain
         )
     }
 }

@@ -561,20 +561,29 @@ final class ClientCore: Sendable {
     func unsubscribe(_ filter: String) async throws {
         let handle = try requireHandle()
         try MQTTTopic.validateFilter(filter)
-        try await suspend { state, token in
-            state.subscriptions[filter] = nil
-            guard state.running, state.transportUp else { return true }
-            let (rc, mid) = handle.unsubscribe(filter)
-            if rc == MosquittoCode.noConnection { return true }
-            guard rc == MosquittoCode.success else {
-                throw MQTTError(
-                    .protocolError,
-                    "Cannot unsubscribe from \"\(filter)\" on \(url): \(MosquittoHandle.errorString(rc))."
-                )
-            }
-            state.unsubscribeMids[mid] = token
-            return false
+        try await suspend { state, token in try !queueUnsubscribe(filter, token: token, handle, &state) }
+    }
+
+    /// Forgets `filter` for reconnects and, while the connection is up, queues its UNSUBSCRIBE under `token`.
+    /// Returns whether an UNSUBACK will resolve `token` (`false`: there was nothing to send).
+    private func queueUnsubscribe(
+        _ filter: String,
+        token: UInt64,
+        _ handle: MosquittoHandle,
+        _ state: inout ClientState
+    ) throws(MQTTError) -> Bool {
+        state.subscriptions[filter] = nil
+        guard state.running, state.transportUp else { return false }
+        let (rc, mid) = handle.unsubscribe(filter)
+        if rc == MosquittoCode.noConnection { return false }
+        guard rc == MosquittoCode.success else {
+            throw MQTTError(
+                .protocolError,
+                "Cannot unsubscribe from \"\(filter)\" on \(url): \(MosquittoHandle.errorString(rc))."
+            )
         }
+        state.unsubscribeMids[mid] = token
+        return true
     }
 
     /// Queues a SUBSCRIBE on the live connection without waiting; see `MQTTClient.subscribeNow`.
@@ -599,20 +608,21 @@ final class ClientCore: Sendable {
 
     /// Forgets a filter and queues its UNSUBSCRIBE without waiting; see `MQTTClient.unsubscribeNow`.
     func unsubscribeNow(_ filter: String, acknowledged: @escaping @Sendable ((any Error)?) -> Void) {
-        var done = true
-        if case .success(let handle) = setup, (try? MQTTTopic.validateFilter(filter)) != nil {
-            state.withLock { state in
-                state.subscriptions[filter] = nil
-                guard state.running, state.transportUp else { return }
-                let (rc, mid) = handle.unsubscribe(filter)
-                guard rc == MosquittoCode.success else { return }
+        let pending = Result { () throws -> Bool in
+            let handle = try requireHandle()
+            try MQTTTopic.validateFilter(filter)
+            return try state.withLock { state throws(MQTTError) -> Bool in
                 let token = state.makeToken()
-                state.unsubscribeMids[mid] = token
+                guard try queueUnsubscribe(filter, token: token, handle, &state) else { return false }
                 state.callbacks[token] = acknowledged
-                done = false
+                return true
             }
         }
-        if done { acknowledged(nil) }
+        switch pending {
+        case .success(true): return  // the UNSUBACK (or the end of the session) calls back
+        case .success(false): acknowledged(nil)
+        case .failure(let error): acknowledged(error)
+        }
     }
 
     func publish(_ topic: String, payload: some Collection<UInt8>, qos: MQTTQoS, retain: Bool) async throws {

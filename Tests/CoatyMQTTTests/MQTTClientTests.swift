@@ -124,13 +124,7 @@ struct MQTTClientTests {
     }
 
     @Test func subscribeDuringOutageCompletesAfterReconnect() async throws {
-        let broker = try await MosquittoBroker.start()
-        let client = try await connectedClient(broker.url) {
-            $0.reconnectDelay = .milliseconds(100)
-            $0.maxReconnectDelay = .milliseconds(200)
-        }
-        await broker.stop()
-        try await waitForState(client, .reconnecting)
+        let (broker, client) = try await clientInOutage()
         let subscribing = Task { try await client.subscribe("outage/x") }
         try await broker.start()
         try await withTimeout(15, "subscribe after reconnect") { try await subscribing.value }

@@ -37,13 +37,7 @@ struct MQTTLatencyPathTests {
     /// While the connection is down nothing can be queued: `subscribeNow` refuses (and remembers nothing) until
     /// the client is connected again.
     @Test func subscribeNowRefusesDuringAnOutage() async throws {
-        let broker = try await MosquittoBroker.start()
-        let client = try await connectedClient(broker.url) {
-            $0.reconnectDelay = .milliseconds(100)
-            $0.maxReconnectDelay = .milliseconds(200)
-        }
-        await broker.stop()
-        try await waitForState(client, .reconnecting)
+        let (broker, client) = try await clientInOutage()
         #expect(!client.subscribeNow("outage/now") { _ in Issue.record("no callback after a refusal") })
         #expect(client.subscriptions["outage/now"] == nil)
         try await broker.start()
@@ -80,6 +74,10 @@ struct MQTTLatencyPathTests {
         try await eventually(10, "every acknowledgement") { acks.all.count == 2 * rounds }
         #expect(acks.all.filter { $0 == "subscribed" }.count == rounds)
         #expect(acks.all.filter { $0 == "unsubscribed" }.count == rounds)
+        // An invalid filter is reported, not acknowledged.
+        let invalid = Log<Bool>()
+        client.unsubscribeNow("now/#/x") { error in invalid.append(error is MQTTError) }
+        #expect(invalid.all == [true])
     }
 
     /// With a handler, every message arrives there once and in order (none through `messages`), also those

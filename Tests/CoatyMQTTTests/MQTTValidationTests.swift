@@ -20,7 +20,9 @@ import Testing
         try MQTTTopic.validateName(topic)
     }
 
-    @Test(arguments: ["", "a/b+", "a/+b/c", "a/#/b", "a#", "#/a", "a/b#", "nul\u{0}", String(repeating: "x", count: 65_536)])
+    @Test(arguments: [
+        "", "a/b+", "a/+b/c", "a/#/b", "a#", "#/a", "a/b#", "nul\u{0}", String(repeating: "x", count: 65_536),
+    ])
     func invalidFiltersAreRejected(filter: String) async throws {
         #expect(throws: MQTTError.self) { try MQTTTopic.validateFilter(filter) }
         let client = MQTTClient(configuration: try MQTTConfiguration(url: "mqtt://127.0.0.1:1", clientId: "v"))
@@ -70,8 +72,10 @@ import Testing
         #expect(configuration.url == "mqtt://host:1")
     }
 
-    @Test(arguments: ["", "127.0.0.1:1883", "http://host:1", "mqtt://", "mqtt://host:0", "mqtt://host:70000",
-                      "mqtt://host:abc", "mqtt://host/path", "mqtt://[::1"])
+    @Test(arguments: [
+        "", "127.0.0.1:1883", "http://host:1", "mqtt://", "mqtt://host:0", "mqtt://host:70000",
+        "mqtt://host:abc", "mqtt://host/path", "mqtt://[::1",
+    ])
     func invalidURLs(url: String) {
         let error = #expect(throws: MQTTError.self) { try MQTTConfiguration(url: url, clientId: "c") }
         #expect(error?.kind == .invalidConfiguration)

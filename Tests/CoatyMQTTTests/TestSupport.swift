@@ -97,6 +97,19 @@ func connectedClient(
     return client
 }
 
+/// Starts a broker and a client that retries every 100–200 ms, then stops the broker and waits until the client
+/// is reconnecting: the start of an outage.
+func clientInOutage() async throws -> (broker: MosquittoBroker, client: MQTTClient) {
+    let broker = try await MosquittoBroker.start()
+    let client = try await connectedClient(broker.url) {
+        $0.reconnectDelay = .milliseconds(100)
+        $0.maxReconnectDelay = .milliseconds(200)
+    }
+    await broker.stop()
+    try await waitForState(client, .reconnecting)
+    return (broker, client)
+}
+
 /// Runs a command line tool, failing when it exits non-zero.
 @discardableResult
 func run(_ executable: String, _ arguments: [String], in directory: String? = nil) throws -> String {
@@ -124,7 +137,8 @@ final class TemporaryDirectory: Sendable {
     let path: String
 
     init() throws {
-        path = FileManager.default.temporaryDirectory
+        path =
+            FileManager.default.temporaryDirectory
             .appendingPathComponent("coaty-mqtt-test-\(UUID().uuidString.lowercased())").path
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     }
@@ -147,7 +161,9 @@ func probeExecutable() -> String? {
         directories.append(URL(fileURLWithPath: bundle.bundlePath).deletingLastPathComponent())
     }
     // Inside a macOS bundle: Contents/MacOS → up to the products directory.
-    directories += directories.map { $0.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent() }
+    directories += directories.map {
+        $0.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    }
     return directories.map { $0.appendingPathComponent("coaty-mqtt-probe").path }
         .first { FileManager.default.isExecutableFile(atPath: $0) }
 }

@@ -612,7 +612,7 @@ extension CommunicationManager {
         }
         continuation.onTermination = { _ in releaser.release() }
         for (id, filter) in routes where !subscribeResponseNow(id: id, filter: filter, sink: sink) {
-            retain(filter, immediately: true) { state in state.responseRoutes[id] = sink }
+            retain(filter) { state in state.responseRoutes[id] = sink }
             await awaitEstablished(filter)
         }
         do throws(CommunicationError) {

@@ -537,15 +537,12 @@ public final class CommunicationManager: Sendable {
     // MARK: Subscriptions (reference counted per topic filter)
 
     /// Adds one reference to `filter` and registers the route in the same critical section.
-    ///
-    /// With `immediately`, the subscription change starts on the calling task and runs until it
-    /// first suspends (for a request: until its SUBSCRIBE is queued), instead of in a new task.
-    func retain(_ filter: String, immediately: Bool = false, register: (inout ManagerState) -> Void) {
+    func retain(_ filter: String, register: (inout ManagerState) -> Void) {
         state.withLock { state in
             state.refCounts[filter, default: 0] += 1
             register(&state)
         }
-        spawnReconcile(filter, immediately: immediately)
+        spawnReconcile(filter)
     }
 
     /// Drops one reference to `filter` and unregisters the route.
@@ -563,14 +560,14 @@ public final class CommunicationManager: Sendable {
         spawnReconcile(filter)
     }
 
-    private func spawnReconcile(_ filter: String, immediately: Bool = false) {
+    private func spawnReconcile(_ filter: String) {
         let start = state.withLock { state -> Bool in
             guard state.started else { return false }
             state.pendingReconciles += 1
             return true
         }
         guard start else { return }
-        let work: @Sendable () async -> Void = { [self] in
+        Task { [self] in
             await reconcile(filter)
             let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
                 state.pendingReconciles -= 1
@@ -580,13 +577,6 @@ public final class CommunicationManager: Sendable {
             }
             for waiter in waiters { waiter.resume() }
         }
-        #if compiler(>=6.2)
-            if immediately, #available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *) {
-                Task.immediate { await work() }
-                return
-            }
-        #endif
-        Task { await work() }
     }
 
     /// Brings the transport's subscription of `filter` in line with its reference count. Only one
@@ -722,10 +712,7 @@ public final class CommunicationManager: Sendable {
             }
             guard !state.rawRoutes.isEmpty else { return false }
             var copies = 0
-            for filter in state.established where MQTTTopicFilter.matches(topic: message.topic, filter: filter) {
-                copies += 1
-            }
-            for filter in state.directResponseFilters
+            for filter in [state.established, state.directResponseFilters].joined()
             where MQTTTopicFilter.matches(topic: message.topic, filter: filter) {
                 copies += 1
             }
