@@ -128,15 +128,10 @@ struct PostgresPlan {
         }
     }
 
-    /// 2^53: numbers at or beyond it are left to the matcher (JavaScript compares them as doubles).
-    static let exactLimit = 9_007_199_254_740_992.0
-
+    /// The number to compare in SQL, or `nil` when the matcher must decide (`JSONValue.isExactSQLNumber`).
     static func smallNumber(_ value: JSONValue?) -> Double? {
-        switch value {
-        case .int(let i)?: return Swift.abs(Double(i)) < exactLimit ? Double(i) : nil
-        case .double(let d)?: return d.isFinite && Swift.abs(d) < exactLimit ? d : nil
-        default: return nil
-        }
+        guard let value, value.isExactSQLNumber else { return nil }
+        return value.doubleValue
     }
 
     /// Whether a string can be stored in `jsonb` (PostgreSQL rejects `\u0000`).
@@ -252,13 +247,7 @@ struct PostgresPlan {
             )
         case .lessThan, .lessThanOrEqual, .greaterThan, .greaterThanOrEqual:
             guard let number = smallNumber(expression.operand1) else { return .unrestricted }
-            let op =
-                switch expression.operator {
-                case .lessThan: "<"
-                case .lessThanOrEqual: "<="
-                case .greaterThan: ">"
-                default: ">="
-                }
+            let op = expression.operator.sqlComparison ?? ">="
             return .necessary(numeric("\(op) \(sql.bind(number))"))
         case .between, .notBetween:
             guard let a = smallNumber(expression.operand1), let b = smallNumber(expression.operand2) else {

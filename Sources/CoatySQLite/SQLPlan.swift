@@ -127,12 +127,15 @@ struct SQLPlan {
     }
 
     /// 2^53: numbers at or beyond it are left to the matcher (JavaScript compares them as doubles).
-    static let exactLimit = 9_007_199_254_740_992.0
+    static let exactLimit = JSONValue.exactSQLNumberLimit
 
+    /// The number to compare in SQL (an integer stays one), or `nil` when the matcher must decide
+    /// (`JSONValue.isExactSQLNumber`).
     static func smallNumber(_ value: JSONValue?) -> (any DatabaseValueConvertible)? {
+        guard let value, value.isExactSQLNumber else { return nil }
         switch value {
-        case .int(let i)?: return Swift.abs(Double(i)) < exactLimit ? i : nil
-        case .double(let d)?: return d.isFinite && Swift.abs(d) < exactLimit ? d : nil
+        case .int(let i): return i
+        case .double(let d): return d
         default: return nil
         }
     }
@@ -200,13 +203,7 @@ struct SQLPlan {
             return exact("\(type) IS NOT NULL AND NOT (\(included.text))", [jsonPath] + included.arguments)
         case .lessThan, .lessThanOrEqual, .greaterThan, .greaterThanOrEqual:
             guard let number = smallNumber(expression.operand1) else { return .unrestricted }
-            let op =
-                switch expression.operator {
-                case .lessThan: "<"
-                case .lessThanOrEqual: "<="
-                case .greaterThan: ">"
-                default: ">="
-                }
+            let op = expression.operator.sqlComparison ?? ">="
             return necessary(
                 "\(type) NOT IN ('integer', 'real') OR abs(\(value)) >= \(exactLimit) OR \(value) \(op) ?",
                 [jsonPath, jsonPath, jsonPath, number]

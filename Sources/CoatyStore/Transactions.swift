@@ -110,6 +110,36 @@ extension ObjectFilter {
     }
 }
 
+extension ObjectFilterOperator {
+    /// The SQL operator of a numeric comparison (`<`, `<=`, `>`, `>=`), or `nil` for any other
+    /// operator; for backends that push conditions into SQL.
+    public var sqlComparison: String? {
+        switch self {
+        case .lessThan: "<"
+        case .lessThanOrEqual: "<="
+        case .greaterThan: ">"
+        case .greaterThanOrEqual: ">="
+        default: nil
+        }
+    }
+}
+
+extension JSONValue {
+    /// 2^53: SQL compares numbers below this magnitude as JavaScript does; conditions on larger
+    /// ones are left to ``CoatyCore/ObjectMatcher`` (JavaScript compares them as doubles).
+    public static let exactSQLNumberLimit = 9_007_199_254_740_992.0
+
+    /// Whether this is a finite number below ``exactSQLNumberLimit`` in magnitude, so a backend
+    /// may compare it in SQL.
+    public var isExactSQLNumber: Bool {
+        switch self {
+        case .int(let i): Swift.abs(Double(i)) < Self.exactSQLNumberLimit
+        case .double(let d): d.isFinite && Swift.abs(d) < Self.exactSQLNumberLimit
+        default: false
+        }
+    }
+}
+
 /// How a write treats an existing row at the same index.
 public enum StoreWriteMode: Sendable, Hashable {
     /// Insert, or replace the existing row (the row keeps its position in insertion order).

@@ -17,4 +17,20 @@ struct SQLPagingTests {
         ordered.orderByProperties = []
         #expect(ordered.exactSQLPaging! == (0, 3))
     }
+
+    @Test("Numbers SQL may compare: finite and below 2^53 in magnitude; comparison operators")
+    func numbersAndComparisons() {
+        #expect(JSONValue.int(9_007_199_254_740_991).isExactSQLNumber)
+        #expect(!JSONValue.int(9_007_199_254_740_992).isExactSQLNumber)
+        #expect(!JSONValue.int(-9_007_199_254_740_992).isExactSQLNumber)
+        #expect(JSONValue.double(-21.5).isExactSQLNumber)
+        #expect(!JSONValue.double(.infinity).isExactSQLNumber)
+        #expect(!JSONValue.double(.nan).isExactSQLNumber)
+        #expect(!JSONValue.string("1").isExactSQLNumber)
+        let comparisons = ObjectFilterOperator.allCases.compactMap { op in op.sqlComparison.map { (op, $0) } }
+        #expect(comparisons.map(\.1) == ["<", "<=", ">", ">="])
+        #expect(
+            comparisons.map(\.0) == [.lessThan, .lessThanOrEqual, .greaterThan, .greaterThanOrEqual]
+        )
+    }
 }
