@@ -62,9 +62,10 @@ struct CMosquittoShim_Client {
     bool sessionUp;
     bool refusedThisAttempt;
 
-    // Tracked QoS 1/2 publish message ids, guarded by ackLock.
+    // Tracked QoS 1/2 publish message ids, and the message ids of quiet (un)subscriptions, guarded by ackLock.
     pthread_mutex_t ackLock;
     uint8_t tracked[65536 / 8];
+    uint8_t quiet[65536 / 8];
 
     // QoS 0 accounting: publishes queued in libmosquitto (guarded by publishLock, so a settle never sees a publish
     // half done) versus PUBLISH packets written to the socket (on_publish, loop thread). What is queued but never
@@ -118,7 +119,9 @@ static int64_t nowMs(void) {
 
 static char *copyString(const char *s) { return s ? strdup(s) : NULL; }
 
-static void pushEvent(CMosquittoShim_Client *c, int kind, int code, int mid, const char *detail) {
+/// Queues an event for the dispatcher; `wake` false leaves it for the dispatcher's next wake-up (a message, another
+/// event, or its periodic timeout) instead of waking it now.
+static void pushEventWaking(CMosquittoShim_Client *c, int kind, int code, int mid, const char *detail, bool wake) {
     CMosquittoShim_Event *event = calloc(1, sizeof(CMosquittoShim_Event));
     if (!event) return;  // out of memory: nothing sensible left to do
     event->kind = kind;
@@ -132,8 +135,23 @@ static void pushEvent(CMosquittoShim_Client *c, int kind, int code, int mid, con
         c->eventHead = event;
     }
     c->eventTail = event;
-    pthread_cond_signal(&c->queueCond);
     pthread_mutex_unlock(&c->queueLock);
+    // Signalled after unlocking, so the woken dispatcher does not block at once on the lock this thread holds.
+    if (wake) pthread_cond_signal(&c->queueCond);
+}
+
+static void pushEvent(CMosquittoShim_Client *c, int kind, int code, int mid, const char *detail) {
+    pushEventWaking(c, kind, code, mid, detail, true);
+}
+
+/// Whether `mid` belongs to a quiet (un)subscription (its acknowledgement does not wake the dispatcher); clears it.
+static bool takeQuiet(CMosquittoShim_Client *c, int mid) {
+    if (mid < 0 || mid > 65535) return false;
+    pthread_mutex_lock(&c->ackLock);
+    bool quiet = (c->quiet[mid >> 3] >> (mid & 7)) & 1;
+    c->quiet[mid >> 3] &= (uint8_t)~(1u << (mid & 7));
+    pthread_mutex_unlock(&c->ackLock);
+    return quiet;
 }
 
 static void takeLastError(CMosquittoShim_Client *c, char *out, size_t size) {
@@ -192,13 +210,17 @@ static void onMessage(struct mosquitto *mosq, void *obj, const struct mosquitto_
     }
     c->ring[(c->head + c->count) % c->capacity] = m;
     c->count += 1;
-    if (c->consumerBlocked) pthread_cond_signal(&c->consumerCond);
+    bool wakeConsumer = c->consumerBlocked;
+    bool wakeDispatcher = c->armed;
     if (c->armed) {
         c->armed = false;
         c->wakeMessages = true;
-        pthread_cond_signal(&c->queueCond);
     }
     pthread_mutex_unlock(&c->queueLock);
+    // Signalled after unlocking (the predicates are set under the lock), so the woken thread does not block at once
+    // on the lock this thread still holds: one futex wake per message instead of three.
+    if (wakeConsumer) pthread_cond_signal(&c->consumerCond);
+    if (wakeDispatcher) pthread_cond_signal(&c->queueCond);
 }
 
 static void onPublish(struct mosquitto *mosq, void *obj, int mid, int reasonCode, const mosquitto_property *props) {
@@ -228,12 +250,12 @@ static void onSubscribe(struct mosquitto *mosq, void *obj, int mid, int count, c
             break;
         }
     }
-    pushEvent(c, CMosquittoShim_EventSubscribed, firstRefused, mid, NULL);
+    pushEventWaking(c, CMosquittoShim_EventSubscribed, firstRefused, mid, NULL, !takeQuiet(c, mid));
 }
 
 static void onUnsubscribe(struct mosquitto *mosq, void *obj, int mid, const mosquitto_property *props) {
     (void)mosq; (void)props;
-    pushEvent(obj, CMosquittoShim_EventUnsubscribed, 0, mid, NULL);
+    pushEventWaking(obj, CMosquittoShim_EventUnsubscribed, 0, mid, NULL, !takeQuiet(obj, mid));
 }
 
 static void onLog(struct mosquitto *mosq, void *obj, int level, const char *line) {
@@ -565,13 +587,32 @@ int CMosquittoShim_Client_publish(CMosquittoShim_Client *c, int *mid, const char
     return rc;
 }
 
-int CMosquittoShim_Client_subscribe(CMosquittoShim_Client *c, int *mid, const char *const *filters, int count,
-                                    int qos) {
-    return mosquitto_subscribe_multiple(c->mosq, mid, count, (char *const *const)filters, qos, 0, NULL);
+/// Marks a quiet request's message id; called with ackLock held, so its acknowledgement cannot be handled first.
+static void markQuiet(CMosquittoShim_Client *c, int rc, int mid) {
+    if (rc == MOSQ_ERR_SUCCESS && mid >= 0 && mid <= 65535) c->quiet[mid >> 3] |= (uint8_t)(1u << (mid & 7));
 }
 
-int CMosquittoShim_Client_unsubscribe(CMosquittoShim_Client *c, int *mid, const char *filter) {
-    return mosquitto_unsubscribe(c->mosq, mid, filter);
+int CMosquittoShim_Client_subscribe(CMosquittoShim_Client *c, int *mid, const char *const *filters, int count,
+                                    int qos, bool quiet) {
+    if (!quiet) return mosquitto_subscribe_multiple(c->mosq, mid, count, (char *const *const)filters, qos, 0, NULL);
+    int localMid = 0;
+    pthread_mutex_lock(&c->ackLock);
+    int rc = mosquitto_subscribe_multiple(c->mosq, &localMid, count, (char *const *const)filters, qos, 0, NULL);
+    markQuiet(c, rc, localMid);
+    pthread_mutex_unlock(&c->ackLock);
+    if (mid) *mid = localMid;
+    return rc;
+}
+
+int CMosquittoShim_Client_unsubscribe(CMosquittoShim_Client *c, int *mid, const char *filter, bool quiet) {
+    if (!quiet) return mosquitto_unsubscribe(c->mosq, mid, filter);
+    int localMid = 0;
+    pthread_mutex_lock(&c->ackLock);
+    int rc = mosquitto_unsubscribe(c->mosq, &localMid, filter);
+    markQuiet(c, rc, localMid);
+    pthread_mutex_unlock(&c->ackLock);
+    if (mid) *mid = localMid;
+    return rc;
 }
 
 // MARK: - Dispatcher side

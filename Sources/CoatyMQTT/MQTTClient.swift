@@ -96,7 +96,9 @@ public final class MQTTClient: Sendable {
     /// SUBACK round trip. The filter is remembered for reconnects like any subscription.
     /// `acknowledged` is called once, on the client's dispatcher thread, with `nil` when the broker acknowledged it
     /// (also by the re-subscription after a reconnect) or with the error (refused, or the session ended); it must
-    /// return promptly. Nothing awaits the acknowledgement, so no task wakes for it.
+    /// return promptly. Nothing awaits the acknowledgement, so no task wakes for it, and the SUBACK does not wake the
+    /// dispatcher thread either: the callback runs at its next wake-up (the next message or event, at the latest about
+    /// a second later).
     /// - Parameters:
     ///   - topicFilter: A topic filter.
     ///   - qos: The maximum QoS of delivered messages.
@@ -114,7 +116,9 @@ public final class MQTTClient: Sendable {
     /// UNSUBSCRIBE.
     ///
     /// `acknowledged` is called once: with `nil` at once when there is nothing to send, or on the dispatcher thread
-    /// when the UNSUBACK came (or the connection was lost, which ends the subscription too).
+    /// after the UNSUBACK came (or the connection was lost, which ends the subscription too). As with
+    /// ``subscribeNow(_:qos:acknowledged:)``, the UNSUBACK does not wake the dispatcher thread on its own: the callback
+    /// runs at the dispatcher's next wake-up (at the latest about a second later).
     /// - Parameters:
     ///   - topicFilter: A filter passed to a subscribe method before.
     ///   - acknowledged: The outcome; must return promptly.
@@ -561,20 +565,22 @@ final class ClientCore: Sendable {
     func unsubscribe(_ filter: String) async throws {
         let handle = try requireHandle()
         try MQTTTopic.validateFilter(filter)
-        try await suspend { state, token in try !queueUnsubscribe(filter, token: token, handle, &state) }
+        try await suspend { state, token in try !queueUnsubscribe(filter, token: token, quiet: false, handle, &state) }
     }
 
     /// Forgets `filter` for reconnects and, while the connection is up, queues its UNSUBSCRIBE under `token`.
-    /// Returns whether an UNSUBACK will resolve `token` (`false`: there was nothing to send).
+    /// Returns whether an UNSUBACK will resolve `token` (`false`: there was nothing to send). A `quiet` UNSUBACK does
+    /// not wake the dispatcher on its own.
     private func queueUnsubscribe(
         _ filter: String,
         token: UInt64,
+        quiet: Bool,
         _ handle: MosquittoHandle,
         _ state: inout ClientState
     ) throws(MQTTError) -> Bool {
         state.subscriptions[filter] = nil
         guard state.running, state.transportUp else { return false }
-        let (rc, mid) = handle.unsubscribe(filter)
+        let (rc, mid) = handle.unsubscribe(filter, quiet: quiet)
         if rc == MosquittoCode.noConnection { return false }
         guard rc == MosquittoCode.success else {
             throw MQTTError(
@@ -595,7 +601,7 @@ final class ClientCore: Sendable {
         guard case .success(let handle) = setup, (try? MQTTTopic.validateFilter(filter)) != nil else { return false }
         return state.withLock { state in
             guard state.running, state.transportUp else { return false }
-            let (rc, mid) = handle.subscribe([filter], qos: qos)
+            let (rc, mid) = handle.subscribe([filter], qos: qos, quiet: true)
             guard rc == MosquittoCode.success else { return false }
             let token = state.makeToken()
             state.subscriptions[filter] = qos
@@ -613,7 +619,7 @@ final class ClientCore: Sendable {
             try MQTTTopic.validateFilter(filter)
             return try state.withLock { state throws(MQTTError) -> Bool in
                 let token = state.makeToken()
-                guard try queueUnsubscribe(filter, token: token, handle, &state) else { return false }
+                guard try queueUnsubscribe(filter, token: token, quiet: true, handle, &state) else { return false }
                 state.callbacks[token] = acknowledged
                 return true
             }

@@ -203,21 +203,29 @@ final class MosquittoHandle: @unchecked Sendable {
     }
 
     /// Subscribes to filters with one QoS in one SUBSCRIBE packet; returns the MOSQ_ERR_* code and the message id.
-    func subscribe(_ filters: [String], qos: MQTTQoS) -> (Int32, Int32) {
+    /// A `quiet` SUBACK does not wake the dispatcher on its own.
+    func subscribe(_ filters: [String], qos: MQTTQoS, quiet: Bool = false) -> (Int32, Int32) {
         var arena = CStringArena()
         defer { arena.free() }
         let pointers: [UnsafePointer<CChar>?] = filters.map { arena.copy($0) }
         var mid: Int32 = 0
         let rc = pointers.withUnsafeBufferPointer { buffer in
-            CMosquittoShim_Client_subscribe(pointer, &mid, buffer.baseAddress, Int32(buffer.count), Int32(qos.rawValue))
+            CMosquittoShim_Client_subscribe(
+                pointer,
+                &mid,
+                buffer.baseAddress,
+                Int32(buffer.count),
+                Int32(qos.rawValue),
+                quiet
+            )
         }
         return (rc, mid)
     }
 
     /// Unsubscribes from one filter; returns the MOSQ_ERR_* code and the message id.
-    func unsubscribe(_ filter: String) -> (Int32, Int32) {
+    func unsubscribe(_ filter: String, quiet: Bool = false) -> (Int32, Int32) {
         var mid: Int32 = 0
-        let rc = filter.withCString { CMosquittoShim_Client_unsubscribe(pointer, &mid, $0) }
+        let rc = filter.withCString { CMosquittoShim_Client_unsubscribe(pointer, &mid, $0, quiet) }
         return (rc, mid)
     }
 

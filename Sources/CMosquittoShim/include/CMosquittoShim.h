@@ -126,12 +126,14 @@ void CMosquittoShim_Client_stop(CMosquittoShim_Client *client);
 int CMosquittoShim_Client_publish(CMosquittoShim_Client *client, int *mid, const char *topic, const void *payload,
                                   int payloadLength, int qos, bool retain);
 
-/// Subscribes to `count` filters with one QoS in one SUBSCRIBE packet; the SUBACK is a Subscribed event.
+/// Subscribes to `count` filters with one QoS in one SUBSCRIBE packet; the SUBACK is a Subscribed event. A `quiet`
+/// SUBACK does not wake the dispatcher: its event waits for the next wake-up (a message, another event, or the
+/// dispatcher's wait timeout).
 int CMosquittoShim_Client_subscribe(CMosquittoShim_Client *client, int *mid, const char *const *filters, int count,
-                                    int qos);
+                                    int qos, bool quiet);
 
-/// Unsubscribes from one filter; the UNSUBACK is an Unsubscribed event.
-int CMosquittoShim_Client_unsubscribe(CMosquittoShim_Client *client, int *mid, const char *filter);
+/// Unsubscribes from one filter; the UNSUBACK is an Unsubscribed event (`quiet`: as for subscribe).
+int CMosquittoShim_Client_unsubscribe(CMosquittoShim_Client *client, int *mid, const char *filter, bool quiet);
 
 /// Wait results (bit mask) of CMosquittoShim_Client_wait.
 enum {
