@@ -36,7 +36,7 @@ public final class MQTTTransport: CoatyTransport {
         var nextToken = 0
         var observers: [Int: AsyncStream<TransportConnectionState>.Continuation] = [:]
         var forwarder: Task<Void, Never>?
-        var messageHandler: (@Sendable (TransportMessage) -> Void)?
+        var messageHandler: (@Sendable ([TransportMessage]) -> Void)?
 
         mutating func set(_ connection: TransportConnectionState) {
             guard self.connection != connection else { return }
@@ -89,12 +89,12 @@ public final class MQTTTransport: CoatyTransport {
     public var messages: Messages { Messages(transport: self) }
 
     /// Delivers every received message to `handler` on the MQTT client's dispatcher thread, in
-    /// order, instead of through ``messages`` (also for the clients that replace the current one
-    /// when the will changes).
+    /// order and in the batches the client took from its receive buffer, instead of through
+    /// ``messages`` (also for the clients that replace the current one when the will changes).
     ///
-    /// - Parameter handler: receives each message; must return promptly and never block.
+    /// - Parameter handler: receives each batch; must return promptly and never block.
     /// - Returns: `true`.
-    public func deliverMessages(to handler: @escaping @Sendable (TransportMessage) -> Void) -> Bool {
+    public func deliverMessages(to handler: @escaping @Sendable ([TransportMessage]) -> Void) -> Bool {
         let client = state.withLock { state in
             state.messageHandler = handler
             return state.client
@@ -104,13 +104,9 @@ public final class MQTTTransport: CoatyTransport {
     }
 
     static func batchHandler(
-        _ handler: @escaping @Sendable (TransportMessage) -> Void
+        _ handler: @escaping @Sendable ([TransportMessage]) -> Void
     ) -> @Sendable ([MQTTMessage]) -> Void {
-        { batch in
-            for message in batch {
-                handler(TransportMessage(message))
-            }
-        }
+        { batch in handler(batch.map(TransportMessage.init)) }
     }
 
     /// The received messages of an ``MQTTTransport``.

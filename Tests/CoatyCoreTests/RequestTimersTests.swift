@@ -11,12 +11,6 @@ struct RequestTimersTests {
         var all: [String] { names.withLock { $0 } }
     }
 
-    /// Polls until `condition` holds, for up to `seconds`.
-    func eventually(_ seconds: Double, _ condition: () -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(seconds)
-        while !condition(), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
-    }
-
     @Test func firesInDeadlineOrderWhateverTheSchedulingOrder() async throws {
         let timers = RequestTimers()
         let fired = Fired()

@@ -192,13 +192,14 @@ public protocol CoatyTransport: Sendable {
     /// thread of its own, instead of yielding them from ``messages``; returns whether it will.
     ///
     /// A transport that can do this saves the consumer a task and a thread hand-off per message.
-    /// `handler` is called one message at a time, must return promptly and never block. Call it
-    /// before ``connect(will:)``; a later call replaces the handler. The default implementation
-    /// returns `false`: the caller consumes ``messages``.
+    /// `handler` gets the messages in batches (what arrived together; never an empty batch), one
+    /// batch at a time, must return promptly and never block. Call it before ``connect(will:)``;
+    /// a later call replaces the handler. The default implementation returns `false`: the caller
+    /// consumes ``messages``.
     ///
-    /// - Parameter handler: receives each message.
+    /// - Parameter handler: receives each batch of messages.
     /// - Returns: `true` when the transport delivers to `handler` from now on.
-    func deliverMessages(to handler: @escaping @Sendable (TransportMessage) -> Void) -> Bool
+    func deliverMessages(to handler: @escaping @Sendable ([TransportMessage]) -> Void) -> Bool
 
     /// The current connection state (a snapshot).
     var connectionState: TransportConnectionState { get }
@@ -312,7 +313,7 @@ extension CoatyTransport {
     ///
     /// - Parameter handler: ignored.
     /// - Returns: `false`.
-    public func deliverMessages(to handler: @escaping @Sendable (TransportMessage) -> Void) -> Bool {
+    public func deliverMessages(to handler: @escaping @Sendable ([TransportMessage]) -> Void) -> Bool {
         false
     }
 

@@ -27,14 +27,6 @@ extension CommunicationManager {
         routeKey: String,
         transform: @escaping @Sendable (IncomingEvent) -> Element?
     ) -> EventObservation<Element> {
-        let (stream, continuation) = AsyncStream<Element>.makeStream(
-            bufferingPolicy: .bufferingNewest(max(1, options.observerBufferLimit))
-        )
-        let counters = self.counters
-        let sink: EventSink = { incoming in
-            guard let element = transform(incoming) else { return }
-            if case .dropped = continuation.yield(element) { counters.observerOverflow() }
-        }
         let token = state.withLock { $0.makeToken() }
         let releaser = ReleaseOnce { [weak self] in
             self?.release(filter) { state in
@@ -42,11 +34,26 @@ extension CommunicationManager {
                 if state.routes[routeKey]?.isEmpty == true { state.routes[routeKey] = nil }
             }
         }
-        continuation.onTermination = { _ in releaser.release() }
+        let buffer = makeBuffer(of: Element.self, releaser: releaser)
+        let sink: EventSink = { incoming in
+            guard let element = transform(incoming) else { return }
+            buffer.push(element)
+        }
         retain(filter) { state in state.routes[routeKey, default: [:]][token] = sink }
         return EventObservation(
-            stream: stream,
+            buffer: buffer,
             registration: ObservationRegistration(manager: self, filter: filter, releaser: releaser)
+        )
+    }
+
+    /// A new observation buffer, bounded and counted as ``Options/observerBufferLimit`` says.
+    private func makeBuffer<Element>(of: Element.Type, releaser: ReleaseOnce) -> ObservationBuffer<Element> {
+        let counters = self.counters
+        return ObservationBuffer(
+            limit: options.observerBufferLimit,
+            wakeups: wakeups,
+            overflow: { counters.observerOverflow() },
+            releaser: releaser
         )
     }
 
@@ -271,21 +278,15 @@ extension CommunicationManager {
         } catch {
             throw .invalidTopic(error)
         }
-        let (stream, continuation) = AsyncStream<RawEvent>.makeStream(
-            bufferingPolicy: .bufferingNewest(max(1, options.observerBufferLimit))
-        )
-        let counters = self.counters
-        let sink: RawSink = { event in
-            if case .dropped = continuation.yield(event) { counters.observerOverflow() }
-        }
         let token = state.withLock { $0.makeToken() }
         let releaser = ReleaseOnce { [weak self] in
             self?.release(topicFilter) { state in state.rawRoutes[token] = nil }
         }
-        continuation.onTermination = { _ in releaser.release() }
+        let buffer = makeBuffer(of: RawEvent.self, releaser: releaser)
+        let sink: RawSink = { event in buffer.push(event) }
         retain(topicFilter) { state in state.rawRoutes[token] = (topicFilter, sink) }
         return EventObservation(
-            stream: stream,
+            buffer: buffer,
             registration: ObservationRegistration(manager: self, filter: topicFilter, releaser: releaser)
         )
     }

@@ -159,6 +159,8 @@ public final class CommunicationManager: Sendable {
     /// Topic names of one-way events published before (they depend only on the event: the
     /// namespace and source id are fixed), so a stream of Advertises builds each name once.
     let topicNames = Mutex<[CoatyTopic.Event: String]>([:])
+    /// Observers to wake at the end of the batch of messages being routed.
+    let wakeups = ObservationWakeups()
 
     /// Creates a manager; nothing happens until ``start()``.
     ///
@@ -313,7 +315,7 @@ public final class CommunicationManager: Sendable {
         state.withLock { $0.watcher = watcher }
         // Decoding and routing on the transport's own thread when it offers that (one thread
         // hand-off less per message); otherwise a dispatcher task consumes `messages`.
-        let delivered = transport.deliverMessages { [weak self] message in self?.handle(message) }
+        let delivered = transport.deliverMessages { [weak self] batch in self?.handle(batch) }
         do {
             try await transport.connect(will: will)
         } catch {
@@ -662,11 +664,17 @@ public final class CommunicationManager: Sendable {
 
     private func dispatch(messagesOf transport: some CoatyTransport) async {
         for await message in transport.messages {
-            handle(message)
+            handle(CollectionOfOne(message))
         }
     }
 
-    func handle(_ message: TransportMessage) {
+    /// Routes a batch of received messages, then wakes the observers that got events, once each.
+    func handle(_ batch: some Sequence<TransportMessage>) {
+        for message in batch { handle(message) }
+        wakeups.flush()
+    }
+
+    private func handle(_ message: TransportMessage) {
         if options.brokerDeliversCopyPerSubscription, isExtraCopy(message) { return }
         switch CoatyTopic.classify(message.topic) {
         case .raw:

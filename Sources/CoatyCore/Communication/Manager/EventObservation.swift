@@ -1,3 +1,4 @@
+import DequeModule
 import Synchronization
 
 /// Runs a release action exactly once, from whichever owner lets go first.
@@ -49,12 +50,13 @@ final class ObservationRegistration: Sendable {
 /// An observation has one consumer: iterate it from one task (create another observation for a
 /// second consumer; they share the subscription). Events are buffered per observer up to ``CommunicationManager/Options/observerBufferLimit``;
 /// beyond it the oldest buffered event is dropped and counted
-/// (``CommunicationStatistics/observerOverflow``).
+/// (``CommunicationStatistics/observerOverflow``). A waiting consumer is woken once per batch of
+/// messages the transport delivers, not once per event, so a fast stream costs few task switches.
 public struct EventObservation<Element: Sendable>: AsyncSequence, Sendable {
     /// Never fails: invalid events are dropped and counted, not thrown.
     public typealias Failure = Never
 
-    let stream: AsyncStream<Element>
+    let buffer: ObservationBuffer<Element>
     let registration: ObservationRegistration
 
     /// Waits until the broker acknowledged the subscription of this observation (or returns at
@@ -69,24 +71,158 @@ public struct EventObservation<Element: Sendable>: AsyncSequence, Sendable {
     /// Creates the iterator.
     /// - Returns: an iterator that keeps the subscription alive.
     public func makeAsyncIterator() -> Iterator {
-        Iterator(base: stream.makeAsyncIterator(), registration: registration)
+        Iterator(buffer: buffer, registration: registration)
     }
 
     /// The iterator of an ``EventObservation``.
     public struct Iterator: AsyncIteratorProtocol {
-        var base: AsyncStream<Element>.Iterator
+        let buffer: ObservationBuffer<Element>
         let registration: ObservationRegistration
 
-        /// The next event, or `nil` when the observation ended (its task was cancelled, or the
-        /// manager finished it).
+        /// The next event, or `nil` when the observation ended (its task was cancelled).
         public mutating func next() async -> Element? {
-            await base.next()
+            await buffer.next(isolation: nil)
         }
 
         /// The next event, or `nil` when the observation ended.
         /// - Parameter actor: the caller's isolation.
         public mutating func next(isolation actor: isolated (any Actor)?) async -> Element? {
-            await base.next(isolation: actor)
+            await buffer.next(isolation: actor)
+        }
+    }
+}
+
+/// Consumer wake-ups owed at the end of the batch of messages being routed.
+///
+/// Routing a message only appends its event to the observers' buffers; the transport's batch
+/// ends with ``flush()``, which wakes each waiting consumer once, however many events it got.
+final class ObservationWakeups: Sendable {
+    private let pending = Mutex<[any ObservationWaking]>([])
+
+    func schedule(_ buffer: any ObservationWaking) {
+        pending.withLock { $0.append(buffer) }
+    }
+
+    /// Wakes the consumers that got events since the last flush.
+    func flush() {
+        let due = pending.withLock { pending -> [any ObservationWaking] in
+            guard !pending.isEmpty else { return [] }
+            defer { pending.removeAll(keepingCapacity: true) }
+            return pending
+        }
+        for buffer in due { buffer.wake() }
+    }
+}
+
+/// A buffer whose waiting consumer is woken by ``ObservationWakeups/flush()``.
+protocol ObservationWaking: AnyObject, Sendable {
+    func wake()
+}
+
+/// The bounded buffer between the routing of received events and an observation's consumer.
+///
+/// Like `AsyncStream` with `.bufferingNewest(limit)`, but a consumer waiting for an event is
+/// resumed by the next ``ObservationWakeups/flush()`` (the end of the transport's batch)
+/// instead of by every event, and it then takes the buffered events without suspending.
+final class ObservationBuffer<Element: Sendable>: ObservationWaking {
+    private struct State {
+        var items = Deque<Element>()
+        var waiter: UnsafeContinuation<Element?, Never>?
+        var wakeScheduled = false
+        var finished = false
+    }
+
+    private let state = Mutex(State())
+    private let limit: Int
+    private let wakeups: ObservationWakeups
+    private let overflow: @Sendable () -> Void
+    private let releaser: ReleaseOnce
+
+    /// - Parameters:
+    ///   - limit: the most events buffered; beyond it the oldest is dropped.
+    ///   - wakeups: where a waiting consumer's wake-up is scheduled.
+    ///   - overflow: called for every dropped event.
+    ///   - releaser: released when the observation ends (cancelled).
+    init(
+        limit: Int,
+        wakeups: ObservationWakeups,
+        overflow: @escaping @Sendable () -> Void,
+        releaser: ReleaseOnce
+    ) {
+        self.limit = max(1, limit)
+        self.wakeups = wakeups
+        self.overflow = overflow
+        self.releaser = releaser
+    }
+
+    /// Whether a consumer waits for an event (for tests).
+    var isConsumerWaiting: Bool { state.withLock { $0.waiter != nil } }
+
+    /// Buffers an event; a waiting consumer is woken by the next flush of `wakeups`.
+    func push(_ element: Element) {
+        let (dropped, schedule) = state.withLock { state -> (Bool, Bool) in
+            guard !state.finished else { return (false, false) }
+            var dropped = false
+            if state.items.count >= limit {
+                state.items.removeFirst()
+                dropped = true
+            }
+            state.items.append(element)
+            guard state.waiter != nil, !state.wakeScheduled else { return (dropped, false) }
+            state.wakeScheduled = true
+            return (dropped, true)
+        }
+        if dropped { overflow() }
+        if schedule { wakeups.schedule(self) }
+    }
+
+    func wake() {
+        let resumption = state.withLock { state -> (UnsafeContinuation<Element?, Never>, Element?)? in
+            state.wakeScheduled = false
+            guard let waiter = state.waiter else { return nil }
+            if let element = state.items.popFirst() {
+                state.waiter = nil
+                return (waiter, element)
+            }
+            guard state.finished else { return nil }
+            state.waiter = nil
+            return (waiter, nil)
+        }
+        if let (waiter, element) = resumption { waiter.resume(returning: element) }
+    }
+
+    /// Ends the observation: drops what is buffered, ends a waiting iteration, releases the route.
+    func finish() {
+        let waiter = state.withLock { state -> UnsafeContinuation<Element?, Never>? in
+            state.finished = true
+            state.items.removeAll()
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume(returning: nil)
+        releaser.release()
+    }
+
+    /// The next buffered event, waiting for one; `nil` once finished (or the task is cancelled).
+    func next(isolation actor: isolated (any Actor)?) async -> Element? {
+        let ready = state.withLock { state -> Element?? in
+            if let element = state.items.popFirst() { return .some(element) }
+            return state.finished ? .some(nil) : nil
+        }
+        if let ready { return ready }
+        return await withTaskCancellationHandler {
+            await withUnsafeContinuation(isolation: actor) { (continuation: UnsafeContinuation<Element?, Never>) in
+                let ready = state.withLock { state -> Element?? in
+                    if let element = state.items.popFirst() { return .some(element) }
+                    if state.finished { return .some(nil) }
+                    precondition(state.waiter == nil, "An EventObservation is iterated by two tasks at once")
+                    state.waiter = continuation
+                    return nil
+                }
+                if let ready { continuation.resume(returning: ready) }
+            }
+        } onCancel: {
+            finish()
         }
     }
 }

@@ -1,0 +1,86 @@
+import Synchronization
+import Testing
+
+@testable import CoatyCore
+
+/// The buffer behind every `EventObservation`: bounded, counted, and waking its consumer once per
+/// delivered batch of messages.
+struct ObservationBufferTests {
+    final class Record: Sendable {
+        let values = Mutex<[Int]>([])
+        let overflows = Mutex(0)
+        let released = Mutex(false)
+        var all: [Int] { values.withLock { $0 } }
+    }
+
+    func makeBuffer(limit: Int, record: Record, wakeups: ObservationWakeups = ObservationWakeups())
+        -> ObservationBuffer<Int>
+    {
+        ObservationBuffer(
+            limit: limit,
+            wakeups: wakeups,
+            overflow: { record.overflows.withLock { $0 += 1 } },
+            releaser: ReleaseOnce { record.released.withLock { $0 = true } }
+        )
+    }
+
+    @Test func aWaitingConsumerWakesAtTheFlushAndThenTakesTheWholeBatch() async throws {
+        let record = Record()
+        let wakeups = ObservationWakeups()
+        let buffer = makeBuffer(limit: 100, record: record, wakeups: wakeups)
+        let consumer = Task {
+            for _ in 0..<3 {
+                guard let value = await buffer.next(isolation: nil) else { return }
+                record.values.withLock { $0.append(value) }
+            }
+        }
+        try await eventually(5) { buffer.isConsumerWaiting }
+        #expect(buffer.isConsumerWaiting)
+        for value in 1...3 { buffer.push(value) }
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(record.all.isEmpty, "the consumer must not be woken before the batch ends")
+        wakeups.flush()
+        await consumer.value
+        #expect(record.all == [1, 2, 3])
+        #expect(record.overflows.withLock { $0 } == 0)
+    }
+
+    @Test func eventsBufferedWhileTheConsumerRunsNeedNoFlush() async {
+        let record = Record()
+        let buffer = makeBuffer(limit: 10, record: record)
+        buffer.push(7)
+        buffer.push(8)
+        #expect(await buffer.next(isolation: nil) == 7)
+        #expect(await buffer.next(isolation: nil) == 8)
+    }
+
+    @Test func beyondTheLimitTheOldestEventsAreDroppedAndCounted() async {
+        let record = Record()
+        let buffer = makeBuffer(limit: 2, record: record)
+        for value in 1...5 { buffer.push(value) }
+        #expect(record.overflows.withLock { $0 } == 3)
+        #expect(await buffer.next(isolation: nil) == 4)
+        #expect(await buffer.next(isolation: nil) == 5)
+    }
+
+    @Test func cancellingTheConsumerEndsTheIterationAndReleasesTheRoute() async throws {
+        let record = Record()
+        let buffer = makeBuffer(limit: 10, record: record)
+        let consumer = Task { await buffer.next(isolation: nil) }
+        try await eventually(5) { buffer.isConsumerWaiting }
+        consumer.cancel()
+        #expect(await consumer.value == nil)
+        #expect(record.released.withLock { $0 })
+        buffer.push(1)  // ignored once finished
+        #expect(await buffer.next(isolation: nil) == nil)
+    }
+
+    @Test func aFinishedBufferDropsWhatItHeld() async {
+        let record = Record()
+        let buffer = makeBuffer(limit: 10, record: record)
+        buffer.push(1)
+        buffer.finish()
+        #expect(await buffer.next(isolation: nil) == nil)
+        #expect(record.released.withLock { $0 })
+    }
+}
