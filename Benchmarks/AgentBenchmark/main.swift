@@ -182,8 +182,8 @@ func runAdvertiser(_ args: [String]) async throws {
     if stopSeconds > 1 { FileHandle.standardError.write(Data("advertiser: stop took \(stopSeconds) s\n".utf8)) }
 }
 
-/// `resolver HOST PORT [--nagle]`: answers every Discover by objectId with a reading of that id
-/// (`--nagle`: without TCP_NODELAY).
+/// `resolver HOST PORT [--nagle] [--executor]`: answers every Discover by objectId with a reading
+/// of that id (`--nagle`: without TCP_NODELAY; `--executor`: on the manager's delivery executor).
 func runResolver(_ args: [String]) async throws {
     let manager = try await startManager(
         args[0],
@@ -196,17 +196,19 @@ func runResolver(_ args: [String]) async throws {
     let discovers = try manager.observeDiscover()
     await discovers.subscribed()
     emit("ready")
-    var reading = Reading()
-    for await discover in discovers {
-        guard let objectId = discover.data.objectId else { continue }
-        reading.objectId = objectId
-        try await discover.resolve(object: reading)
+    try await withTaskExecutorPreference(args.contains("--executor") ? manager.deliveryExecutor : nil) {
+        var reading = Reading()
+        for await discover in discovers {
+            guard let objectId = discover.data.objectId else { continue }
+            reading.objectId = objectId
+            try await discover.resolve(object: reading)
+        }
     }
 }
 
-/// `discoverer HOST PORT COUNT [--nagle]`: COUNT sequential Discover→Resolve round trips (after
-/// COUNT/10 warm-up ones), each `publishDiscover(.objectId(id)).first(timeout:)` (`--nagle`:
-/// without TCP_NODELAY).
+/// `discoverer HOST PORT COUNT [--nagle] [--executor]`: COUNT sequential Discover→Resolve round
+/// trips (after COUNT/10 warm-up ones), each `publishDiscover(.objectId(id)).first(timeout:)`
+/// (`--nagle`: without TCP_NODELAY; `--executor`: on the manager's delivery executor).
 func runDiscoverer(_ args: [String]) async throws {
     let count = Int(args[2])!
     let manager = try await startManager(
@@ -217,17 +219,20 @@ func runDiscoverer(_ args: [String]) async throws {
         metrics: CountingMetrics(),
         tcpNoDelay: !args.contains("--nagle")
     )
-    var samples: [UInt64] = []
-    samples.reserveCapacity(count)
-    for i in -(count / 10)..<count {
-        let id = CoatyUUID()
-        let start = monotonicNanoseconds()
-        guard let resolve = try await manager.publishDiscover(.objectId(id)).first(timeout: .seconds(5)) else {
-            throw BenchmarkError("no Resolve within 5 s for Discover \(i)")
+    let samples = try await withTaskExecutorPreference(args.contains("--executor") ? manager.deliveryExecutor : nil) {
+        var samples: [UInt64] = []
+        samples.reserveCapacity(count)
+        for i in -(count / 10)..<count {
+            let id = CoatyUUID()
+            let start = monotonicNanoseconds()
+            guard let resolve = try await manager.publishDiscover(.objectId(id)).first(timeout: .seconds(5)) else {
+                throw BenchmarkError("no Resolve within 5 s for Discover \(i)")
+            }
+            let end = monotonicNanoseconds()
+            guard resolve.data.object?.objectId == id else { throw BenchmarkError("a Resolve for another object") }
+            if i >= 0 { samples.append(end - start) }
         }
-        let end = monotonicNanoseconds()
-        guard resolve.data.object?.objectId == id else { throw BenchmarkError("a Resolve for another object") }
-        if i >= 0 { samples.append(end - start) }
+        return samples
     }
     emit(LatencyPercentiles(nanoseconds: samples).json(count: count))
     await manager.stop()

@@ -46,6 +46,7 @@ struct CMosquittoShim_Client {
     pthread_cond_t consumerCond;
     bool wakeMessages;   // wake the dispatcher: a waiting consumer can be served
     bool wakeDrops;      // wake the dispatcher: drops happened
+    bool wakeJobs;       // wake the dispatcher: work queued for it (CMosquittoShim_Client_wakeDispatcher)
     bool dispatcherClosed;
     int64_t lastDropSignalMs;
     CMosquittoShim_Event *eventHead;
@@ -627,7 +628,7 @@ int CMosquittoShim_Client_wait(CMosquittoShim_Client *c, int timeoutMs) {
         deadline.tv_nsec -= 1000000000L;
     }
     pthread_mutex_lock(&c->queueLock);
-    while (!c->wakeMessages && !c->wakeDrops && !c->eventHead && !c->dispatcherClosed) {
+    while (!c->wakeMessages && !c->wakeDrops && !c->wakeJobs && !c->eventHead && !c->dispatcherClosed) {
         if (pthread_cond_timedwait(&c->queueCond, &c->queueLock, &deadline) == ETIMEDOUT) break;
     }
     int mask = 0;
@@ -635,10 +636,20 @@ int CMosquittoShim_Client_wait(CMosquittoShim_Client *c, int timeoutMs) {
     if (c->wakeDrops) mask |= CMosquittoShim_WakeDrops;
     if (c->eventHead) mask |= CMosquittoShim_WakeEvents;
     if (c->dispatcherClosed) mask |= CMosquittoShim_WakeClosed;
+    if (c->wakeJobs) mask |= CMosquittoShim_WakeJobs;
     c->wakeMessages = false;
     c->wakeDrops = false;
+    c->wakeJobs = false;
     pthread_mutex_unlock(&c->queueLock);
     return mask;
+}
+
+void CMosquittoShim_Client_wakeDispatcher(CMosquittoShim_Client *c) {
+    pthread_mutex_lock(&c->queueLock);
+    bool wasSet = c->wakeJobs;
+    c->wakeJobs = true;
+    pthread_mutex_unlock(&c->queueLock);
+    if (!wasSet) pthread_cond_signal(&c->queueCond);
 }
 
 void CMosquittoShim_Client_closeDispatcher(CMosquittoShim_Client *c) {

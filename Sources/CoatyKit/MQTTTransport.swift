@@ -25,6 +25,10 @@ public final class MQTTTransport: CoatyTransport {
     let logger: Logger
     let metricsFactory: (any MetricsFactory)?
     let state: Mutex<State>
+    /// Runs the tasks that prefer it on the current MQTT client's dispatcher thread, the thread
+    /// that decodes and routes received messages (see `MQTTDeliveryExecutor`); shared by every
+    /// client this transport creates.
+    public let executor = MQTTDeliveryExecutor()
 
     struct State {
         var client: MQTTClient?
@@ -102,6 +106,9 @@ public final class MQTTTransport: CoatyTransport {
         client?.setMessageHandler(Self.batchHandler(handler))
         return true
     }
+
+    /// The executor that runs tasks on the thread delivering messages: ``executor``.
+    public var deliveryExecutor: (any TaskExecutor)? { executor }
 
     static func batchHandler(
         _ handler: @escaping @Sendable ([TransportMessage]) -> Void
@@ -241,6 +248,7 @@ public final class MQTTTransport: CoatyTransport {
             return (old, state.generation, state.filters, state.messageHandler)
         }
         if let handler { client.setMessageHandler(Self.batchHandler(handler)) }
+        client.setDeliveryExecutor(executor)
         if let old { await old.disconnect() }
         let forwarder = forward(client, generation: generation)
         state.withLock { $0.forwarder = forwarder }

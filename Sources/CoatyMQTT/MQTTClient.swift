@@ -174,6 +174,14 @@ public final class MQTTClient: Sendable {
         core.messageHandler.withLock { $0 = boxed }
     }
 
+    /// Runs the tasks that prefer `executor` on this client's dispatcher thread while it is connected, right after
+    /// each batch handed to the message handler (see ``MQTTDeliveryExecutor``). Set it before ``connect()``; one
+    /// executor can serve the clients that follow each other in an application.
+    /// - Parameter executor: The executor, or `nil` to stop.
+    public func setDeliveryExecutor(_ executor: MQTTDeliveryExecutor?) {
+        core.deliveryExecutor.withLock { $0 = executor }
+    }
+
     /// A new sequence of connection states: the current one first, then every change.
     /// - Returns: A sequence any number of tasks may iterate (one sequence per consumer).
     public func connectionStates() -> MQTTConnectionStates { core.connectionStates() }
@@ -303,6 +311,8 @@ final class ClientCore: Sendable {
     let dropReport = Mutex(DropReport())
     /// Set by `MQTTClient.setMessageHandler(_:)`: the dispatcher thread delivers batches to it.
     let messageHandler = Mutex<MessageHandler?>(nil)
+    /// Set by `MQTTClient.setDeliveryExecutor(_:)`: the dispatcher thread runs its jobs.
+    let deliveryExecutor = Mutex<MQTTDeliveryExecutor?>(nil)
     /// `MQTTConfiguration.consumerWaitBeforeSuspending` in microseconds.
     let blockingWaitMicroseconds: Int32
     /// Mirrors `ClientState.running` for the lock-free QoS 0 publish path.
@@ -772,8 +782,12 @@ final class ClientCore: Sendable {
 
     /// The dispatcher thread: serves message consumers, applies events, reports drops; ends with the session.
     private func runDispatcher(_ handle: MosquittoHandle) {
+        let executor = deliveryExecutor.withLock { $0 }
+        let token = executor?.attach { handle.wakeDispatcher() }
+        defer { if let executor, let token { executor.detach(token) } }
         // A handler gets what is already queued, and the first empty take arms the wake-up.
         deliverToHandler(handle)
+        executor?.runJobs()
         while true {
             let mask = handle.wait(timeoutMilliseconds: 1000)
             if mask & Int32(CMosquittoShim_WakeMessages) != 0, !deliverToHandler(handle) { serveMessageWaiter(handle) }
@@ -786,6 +800,8 @@ final class ClientCore: Sendable {
                     if event.kind == .stopped { stopped = true }
                 }
             }
+            // Tasks resumed by the batch just delivered run now, on this thread (no hand-off).
+            executor?.runJobs()
             reportDrops(handle)
             reportUnsent(handle)
             if stopped || mask & Int32(CMosquittoShim_WakeClosed) != 0 { return }

@@ -113,6 +113,9 @@ final class MosquittoHandle: @unchecked Sendable {
     /// Blocks until something is ready; returns the wake mask.
     func wait(timeoutMilliseconds: Int32) -> Int32 { CMosquittoShim_Client_wait(pointer, timeoutMilliseconds) }
 
+    /// Makes the dispatcher's `wait` return (with CMosquittoShim_WakeJobs).
+    func wakeDispatcher() { CMosquittoShim_Client_wakeDispatcher(pointer) }
+
     func popEvent() -> ShimEvent? {
         guard let event = CMosquittoShim_Client_popEvent(pointer) else { return nil }
         defer { CMosquittoShim_Event_free(event) }

@@ -110,6 +110,50 @@ struct MQTTAgentIntegrationTests {
         #expect(event.objectIds == [identity.objectId])
         await observer.stop()
     }
+
+    @Test("Responder and requester on the delivery executor, across a client replacement")
+    func deliveryExecutor() async throws {
+        let broker = try await MosquittoBroker.start()
+        defer { Task { await broker.stop() } }
+        let identity = Identity(name: "responder")
+        let transport = try MQTTTransport(url: broker.url, identityId: identity.objectId)
+        let responder = try CommunicationManager(transport: transport, identity: identity)
+        let requester = try CommunicationManager.mqtt(url: broker.url, identity: Identity(name: "requester"))
+        try await responder.start()
+        try await requester.start()
+        #expect(responder.deliveryExecutor != nil)
+        let discovers = try responder.observeDiscover()
+        await discovers.subscribed()
+        let answering = Task {
+            await withTaskExecutorPreference(responder.deliveryExecutor) {
+                for await discover in discovers {
+                    guard let id = discover.data.objectId else { continue }
+                    try? await discover.resolve(object: Lamp(objectId: id, name: "lamp", isOn: true))
+                }
+            }
+        }
+        func roundTrips(_ count: Int) async throws -> Int {
+            try await withTaskExecutorPreference(requester.deliveryExecutor) {
+                var answered = 0
+                for _ in 0..<count {
+                    let id = CoatyUUID()
+                    let resolve = try await requester.publishDiscover(.objectId(id)).first(timeout: .seconds(5))
+                    if resolve?.data.object?.objectId == id { answered += 1 }
+                }
+                return answered
+            }
+        }
+        #expect(try await roundTrips(50) == 50)
+        // A new will replaces the responder's MQTT client; the executor moves to the new client.
+        try await transport.updateWill(
+            try CoatyConnection.lastWill(namespace: "-", identityId: identity.objectId, ownedObjectIds: [CoatyUUID()])
+        )
+        await awaitOnline(responder)
+        #expect(try await roundTrips(50) == 50)
+        answering.cancel()
+        await responder.stop()
+        await requester.stop()
+    }
 }
 
 func awaitOnline(_ manager: CommunicationManager) async {

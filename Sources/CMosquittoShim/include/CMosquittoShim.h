@@ -141,11 +141,15 @@ enum {
     CMosquittoShim_WakeEvents = 2,
     CMosquittoShim_WakeDrops = 4,
     CMosquittoShim_WakeClosed = 8,
+    CMosquittoShim_WakeJobs = 16,
 };
 
 /// Blocks the calling (dispatcher) thread until a waiting message consumer can be served, an event is queued,
 /// messages were dropped, the dispatcher was closed, or the timeout elapsed. Returns a mask of the reasons.
 int CMosquittoShim_Client_wait(CMosquittoShim_Client *client, int timeoutMilliseconds);
+
+/// Wakes the dispatcher (its wait returns CMosquittoShim_WakeJobs): work was queued for it outside the shim.
+void CMosquittoShim_Client_wakeDispatcher(CMosquittoShim_Client *client);
 
 /// Wakes a thread blocked in CMosquittoShim_Client_wait and makes it (and later waits) return WakeClosed.
 void CMosquittoShim_Client_closeDispatcher(CMosquittoShim_Client *client);

@@ -201,6 +201,12 @@ public protocol CoatyTransport: Sendable {
     /// - Returns: `true` when the transport delivers to `handler` from now on.
     func deliverMessages(to handler: @escaping @Sendable ([TransportMessage]) -> Void) -> Bool
 
+    /// A task executor that runs tasks on the thread calling the ``deliverMessages(to:)``
+    /// handler, right after each batch, or `nil` (the default) when the transport has none.
+    ///
+    /// A task preferring it that waits for a received event resumes without a thread hand-off.
+    var deliveryExecutor: (any TaskExecutor)? { get }
+
     /// The current connection state (a snapshot).
     var connectionState: TransportConnectionState { get }
 
@@ -316,6 +322,9 @@ extension CoatyTransport {
     public func deliverMessages(to handler: @escaping @Sendable ([TransportMessage]) -> Void) -> Bool {
         false
     }
+
+    /// None: `nil`.
+    public var deliveryExecutor: (any TaskExecutor)? { nil }
 
     /// Subscribes to a topic filter with QoS 0, the Coaty default.
     ///

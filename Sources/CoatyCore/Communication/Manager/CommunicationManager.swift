@@ -655,6 +655,26 @@ public final class CommunicationManager: Sendable {
         }
     }
 
+    /// The executor that runs tasks on the thread that decodes and routes received events, or `nil`
+    /// when the transport has none (CoatyKit's MQTT transport has one).
+    ///
+    /// Code that must react fast — a responder answering requests, a requester in a tight loop —
+    /// can run there and skip a thread hand-off per event:
+    ///
+    /// ```swift
+    /// await withTaskExecutorPreference(manager.deliveryExecutor) {
+    ///     for await discover in try manager.observeDiscover() {
+    ///         try? await discover.resolve(object: light)
+    ///     }
+    /// }
+    /// ```
+    ///
+    /// While such code runs, no events are routed: keep it short and never block the thread
+    /// (awaiting is fine). Actor-isolated code still runs on its actor.
+    public var deliveryExecutor: (any TaskExecutor)? {
+        transport.deliveryExecutor
+    }
+
     /// The topic filters currently subscribed through the transport, with their observer counts.
     public var subscribedFilters: [String: Int] {
         state.withLock { state in state.refCounts.filter { state.established.contains($0.key) } }
