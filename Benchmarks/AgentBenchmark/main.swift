@@ -114,7 +114,7 @@ func runObserver(_ args: [String]) async throws {
     let sampler = MemorySampler()
     if memory { sampler.start(every: .milliseconds(250)) { watchdog.progress } }
     emit("ready")
-    let consumer = Task {
+    let consumer = Task(executorPreference: args.contains("--executor") ? manager.deliveryExecutor : nil) {
         var received = 0
         var sequenceSum = 0
         var first: UInt64 = 0
@@ -257,7 +257,14 @@ func drive(_ options: BenchmarkOptions) async throws {
         return (
             try measureThroughput(options, baseline: baseline, ours: ours, port: port, size: size),
             try measureMemory(events: options["--memory-events"], ours: ours, port: port),
-            try measureRoundTrips(runs: runs, count: roundTrips, baseline: baseline, ours: ours, port: port),
+            try measureRoundTrips(
+                runs: runs,
+                count: roundTrips,
+                baseline: baseline,
+                ours: ours,
+                port: port,
+                executorToo: true
+            ),
             try measureRoundTrips(
                 runs: 1,
                 count: options["--nagle-round-trips"],
@@ -303,6 +310,25 @@ func drive(_ options: BenchmarkOptions) async throws {
                 baseline: median(roundTrip.baseline.p99)
             ),
             BenchmarkRow(
+                "Discover→Resolve round trip p50 (µs; both agents' loops on their manager's deliveryExecutor)",
+                better: .lower,
+                ours: median(roundTrip.executor.p50),
+                baseline: median(roundTrip.baseline.p50),
+                target: 1.5
+            ),
+            BenchmarkRow(
+                "Discover→Resolve round trip p99 (µs; both agents' loops on their manager's deliveryExecutor)",
+                better: .lower,
+                ours: median(roundTrip.executor.p99),
+                baseline: median(roundTrip.baseline.p99)
+            ),
+            BenchmarkRow(
+                "Discover→Resolve round trip p50 (µs; on the deliveryExecutor; C following Coaty's request pattern)",
+                better: .lower,
+                ours: median(roundTrip.executor.p50),
+                baseline: median(roundTrip.coatyPattern.p50)
+            ),
+            BenchmarkRow(
                 "Discover→Resolve round trip p50 (µs; client tcpNoDelay = false, Nagle on; \(options["--nagle-round-trips"]) round trips)",
                 better: .lower,
                 ours: median(nagle.ours.p50),
@@ -321,7 +347,12 @@ func drive(_ options: BenchmarkOptions) async throws {
                 + " (ADV:CoatyObject and ADV::\(Reading.objectType)), the observer subscribes to one.",
             "round trip: each Discover subscribes a fresh response topic, publishes right behind the SUBSCRIBE"
                 + " (no wait for the SUBACK), and unsubscribes after the Resolve (Coaty's request protocol); the C"
-                + " baseline publishes on a fixed topic and waits.",
+                + " baseline publishes on a fixed topic and waits. deliveryExecutor: the resolver's observe loop and"
+                + " the discoverer's request loop run in `withTaskExecutorPreference(manager.deliveryExecutor)`, on the"
+                + " thread that routes received events, as the C baseline's application thread takes each message."
+                + " C following Coaty's request pattern (mqtt-baseline --coaty): a fresh response subscription per"
+                + " request without waiting for the SUBACK, the echo of the own request received, an UNSUBSCRIBE"
+                + " after the response, TCP_NODELAY and TCP_QUICKACK as CoatyMQTT sets them; no JSON.",
         ]
     ).print(json: options.json)
 }
@@ -396,9 +427,15 @@ func measureRoundTrips(
     baseline: URL,
     ours: URL,
     port: String,
-    oursExtra: [String] = []
-) throws -> (ours: RoundTripRuns, baseline: RoundTripRuns) {
-    var result = (ours: RoundTripRuns(), baseline: RoundTripRuns())
+    oursExtra: [String] = [],
+    executorToo: Bool = false
+) throws -> (ours: RoundTripRuns, baseline: RoundTripRuns, executor: RoundTripRuns, coatyPattern: RoundTripRuns) {
+    var result = (
+        ours: RoundTripRuns(),
+        baseline: RoundTripRuns(),
+        executor: RoundTripRuns(),
+        coatyPattern: RoundTripRuns()
+    )
     for _ in 0..<runs {
         result.baseline.append(
             try runRoundTrips(
@@ -410,6 +447,20 @@ func measureRoundTrips(
             try runRoundTrips(
                 responder: Role(ours, ["resolver", host, port] + oursExtra),
                 requester: Role(ours, ["discoverer", host, port, String(count)] + oursExtra),
+                terminateResponder: true
+            )
+        )
+        guard executorToo else { continue }
+        result.coatyPattern.append(
+            try runRoundTrips(
+                responder: Role(baseline, ["responder", host, port, "--coaty"]),
+                requester: Role(baseline, ["requester", host, port, String(count), "--coaty"])
+            )
+        )
+        result.executor.append(
+            try runRoundTrips(
+                responder: Role(ours, ["resolver", host, port, "--executor"] + oursExtra),
+                requester: Role(ours, ["discoverer", host, port, String(count), "--executor"] + oursExtra),
                 terminateResponder: true
             )
         )

@@ -6,13 +6,23 @@
 //                                                      publish COUNT QoS 0 messages of SIZE bytes (each
 //                                                      also on TOPIC2 when given, as a custom-type
 //                                                      Coaty Advertise goes to two topics)
-//   mqtt-baseline responder HOST PORT                  answer every message on bench/req on bench/rsp
-//   mqtt-baseline requester HOST PORT COUNT            COUNT sequential round trips, print JSON percentiles
+//   mqtt-baseline responder HOST PORT [--coaty]        answer every message on bench/req on bench/rsp
+//   mqtt-baseline requester HOST PORT COUNT [--coaty]  COUNT sequential round trips, print JSON percentiles
+//
+// --coaty: the request pattern of Coaty's two-way events, without JSON: the requester is subscribed to the
+// request topic too (an agent observes Discover, so it receives its own), subscribes a fresh response topic
+// bench/rsp/<i> for every request without waiting for the SUBACK, publishes the request right behind it, takes
+// the response (skipping the echo of its request) and unsubscribes without waiting; the responder answers on the
+// topic named by the request. Both use TCP_NODELAY and renew TCP_QUICKACK before every loop wait, as CoatyMQTT
+// does (with the broker's Nagle on, a SUBACK written right after an UNSUBACK otherwise waits for a delayed ACK).
 //
 // Received messages are handed from the libmosquitto thread to an application thread through a
 // mutex + condition queue, as an application doing real work would (and as CoatyMQTT does).
 #include <mosquitto.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,6 +86,40 @@ static struct mosquitto *connect_client(const char *id, const char *host, int po
         exit(1);
     }
     mosquitto_loop_start(m);
+    return m;
+}
+
+/// The network loop of a --coaty client: TCP_QUICKACK renewed before every wait (Linux).
+static void *quickack_loop(void *arg) {
+    struct mosquitto *m = arg;
+    int one = 1;
+    for (;;) {
+        int sock = mosquitto_socket(m);
+#ifdef TCP_QUICKACK
+        if (sock >= 0) setsockopt(sock, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one);
+#endif
+        if (mosquitto_loop(m, 1000, 1) != MOSQ_ERR_SUCCESS) {
+            usleep(10000);
+            mosquitto_reconnect(m);
+        }
+    }
+    return NULL;
+}
+
+static struct mosquitto *connect_coaty_client(const char *id, const char *host, int port) {
+    struct mosquitto *m = mosquitto_new(id, true, NULL);
+    if (!m) { fprintf(stderr, "mosquitto_new failed\n"); exit(1); }
+    mosquitto_message_callback_set(m, on_message);
+    mosquitto_subscribe_callback_set(m, on_subscribe);
+    mosquitto_threaded_set(m, true);
+    mosquitto_int_option(m, MOSQ_OPT_TCP_NODELAY, 1);
+    if (mosquitto_connect(m, host, port, 60) != MOSQ_ERR_SUCCESS) {
+        fprintf(stderr, "cannot connect to %s:%d\n", host, port);
+        exit(1);
+    }
+    pthread_t thread;
+    pthread_create(&thread, NULL, quickack_loop, m);
+    pthread_detach(thread);
     return m;
 }
 
@@ -146,6 +190,59 @@ int main(int argc, char **argv) {
         mosquitto_disconnect(m);
         mosquitto_loop_stop(m, false);
         printf("{\"published\":%ld}\n", count);
+        return 0;
+    }
+    bool coaty = strcmp(argv[argc - 1], "--coaty") == 0;
+    if (strcmp(role, "responder") == 0 && coaty) {
+        struct mosquitto *m = connect_coaty_client(id, host, port);
+        subscribe_and_wait(m, "bench/req");
+        printf("ready\n");
+        fflush(stdout);
+        char topic[64], answer[64];
+        for (;;) {
+            item *it = q_pop();
+            if (it->len == 4 && memcmp(it->payload, "stop", 4) == 0) return 0;
+            snprintf(topic, sizeof topic, "bench/rsp/%.*s", it->len, it->payload);
+            int len = snprintf(answer, sizeof answer, "r%.*s", it->len, it->payload);
+            mosquitto_publish(m, NULL, topic, len, answer, 0, false);
+            free(it->payload);
+            free(it);
+        }
+    }
+    if (strcmp(role, "requester") == 0 && coaty && argc >= 6) {
+        long count = atol(argv[4]);
+        struct mosquitto *m = connect_coaty_client(id, host, port);
+        subscribe_and_wait(m, "bench/req");  // an agent receives its own requests
+        uint64_t *samples = malloc(sizeof(uint64_t) * (size_t)count);
+        char payload[64], topic[64];
+        long warmup = count / 10;
+        for (long i = -warmup; i < count; i++) {
+            int len = snprintf(payload, sizeof payload, "%ld", i);
+            snprintf(topic, sizeof topic, "bench/rsp/%ld", i);
+            uint64_t start = now_ns();
+            mosquitto_subscribe(m, NULL, topic, 0);
+            mosquitto_publish(m, NULL, "bench/req", len, payload, 0, false);
+            for (;;) {
+                item *it = q_pop();
+                bool response = it->len > 0 && it->payload[0] == 'r';
+                if (response && (it->len != len + 1 || memcmp(it->payload + 1, payload, (size_t)len) != 0)) {
+                    fprintf(stderr, "unexpected response\n");
+                    return 1;
+                }
+                free(it->payload);
+                free(it);
+                if (response) break;
+            }
+            uint64_t end = now_ns();
+            mosquitto_unsubscribe(m, NULL, topic);
+            if (i >= 0) samples[i] = end - start;
+        }
+        mosquitto_publish(m, NULL, "bench/req", 4, "stop", 0, false);
+        qsort(samples, (size_t)count, sizeof(uint64_t), cmp_u64);
+        printf("{\"count\":%ld,\"p50\":%.1f,\"p99\":%.1f}\n", count, samples[count / 2] / 1000.0,
+               samples[(count * 99) / 100] / 1000.0);
+        fflush(stdout);
+        usleep(100000);
         return 0;
     }
     if (strcmp(role, "responder") == 0) {
