@@ -134,6 +134,16 @@ static int cmp_u64(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+/// Stops the responder and prints the round trips' percentiles.
+static void finish_requests(struct mosquitto *m, uint64_t *samples, long count) {
+    mosquitto_publish(m, NULL, "bench/req", 4, "stop", 0, false);
+    qsort(samples, (size_t)count, sizeof(uint64_t), cmp_u64);
+    printf("{\"count\":%ld,\"p50\":%.1f,\"p99\":%.1f}\n", count, samples[count / 2] / 1000.0,
+           samples[(count * 99) / 100] / 1000.0);
+    fflush(stdout);
+    usleep(100000);
+}
+
 int main(int argc, char **argv) {
     if (argc < 4) {
         fprintf(stderr, "usage: mqtt-baseline sub|pub|responder|requester HOST PORT ...\n");
@@ -237,12 +247,7 @@ int main(int argc, char **argv) {
             mosquitto_unsubscribe(m, NULL, topic);
             if (i >= 0) samples[i] = end - start;
         }
-        mosquitto_publish(m, NULL, "bench/req", 4, "stop", 0, false);
-        qsort(samples, (size_t)count, sizeof(uint64_t), cmp_u64);
-        printf("{\"count\":%ld,\"p50\":%.1f,\"p99\":%.1f}\n", count, samples[count / 2] / 1000.0,
-               samples[(count * 99) / 100] / 1000.0);
-        fflush(stdout);
-        usleep(100000);
+        finish_requests(m, samples, count);
         return 0;
     }
     if (strcmp(role, "responder") == 0) {
@@ -282,12 +287,7 @@ int main(int argc, char **argv) {
             free(it);
             if (i >= 0) samples[i] = end - start;
         }
-        mosquitto_publish(m, NULL, "bench/req", 4, "stop", 0, false);
-        qsort(samples, (size_t)count, sizeof(uint64_t), cmp_u64);
-        printf("{\"count\":%ld,\"p50\":%.1f,\"p99\":%.1f}\n", count, samples[count / 2] / 1000.0,
-               samples[(count * 99) / 100] / 1000.0);
-        fflush(stdout);
-        usleep(100000);
+        finish_requests(m, samples, count);
         mosquitto_disconnect(m);
         mosquitto_loop_stop(m, false);
         return 0;
