@@ -453,6 +453,10 @@ static void *loopMain(void *arg) {
     int delay = c->reconnectDelayMs;
     char detail[256];
     while (!stopRequested(c)) {
+        // (Un)subscriptions queued on an earlier connection never get their acknowledgement: forget them.
+        pthread_mutex_lock(&c->ackLock);
+        memset(c->quiet, 0, sizeof(c->quiet));
+        pthread_mutex_unlock(&c->ackLock);
         c->sessionUp = false;
         c->refusedThisAttempt = false;
         int savedErrno = 0;
@@ -588,29 +592,33 @@ int CMosquittoShim_Client_publish(CMosquittoShim_Client *c, int *mid, const char
     return rc;
 }
 
-/// Marks a quiet request's message id; called with ackLock held, so its acknowledgement cannot be handled first.
-static void markQuiet(CMosquittoShim_Client *c, int rc, int mid) {
-    if (rc == MOSQ_ERR_SUCCESS && mid >= 0 && mid <= 65535) c->quiet[mid >> 3] |= (uint8_t)(1u << (mid & 7));
+/// Records whether a (un)subscription's message id is quiet; called with ackLock held, so its acknowledgement cannot
+/// be handled first. A reused id that is not quiet clears a bit left by a request lost with a connection.
+static void markQuiet(CMosquittoShim_Client *c, int rc, int mid, bool quiet) {
+    if (rc != MOSQ_ERR_SUCCESS || mid < 0 || mid > 65535) return;
+    if (quiet) {
+        c->quiet[mid >> 3] |= (uint8_t)(1u << (mid & 7));
+    } else {
+        c->quiet[mid >> 3] &= (uint8_t)~(1u << (mid & 7));
+    }
 }
 
 int CMosquittoShim_Client_subscribe(CMosquittoShim_Client *c, int *mid, const char *const *filters, int count,
                                     int qos, bool quiet) {
-    if (!quiet) return mosquitto_subscribe_multiple(c->mosq, mid, count, (char *const *const)filters, qos, 0, NULL);
     int localMid = 0;
     pthread_mutex_lock(&c->ackLock);
     int rc = mosquitto_subscribe_multiple(c->mosq, &localMid, count, (char *const *const)filters, qos, 0, NULL);
-    markQuiet(c, rc, localMid);
+    markQuiet(c, rc, localMid, quiet);
     pthread_mutex_unlock(&c->ackLock);
     if (mid) *mid = localMid;
     return rc;
 }
 
 int CMosquittoShim_Client_unsubscribe(CMosquittoShim_Client *c, int *mid, const char *filter, bool quiet) {
-    if (!quiet) return mosquitto_unsubscribe(c->mosq, mid, filter);
     int localMid = 0;
     pthread_mutex_lock(&c->ackLock);
     int rc = mosquitto_unsubscribe(c->mosq, &localMid, filter);
-    markQuiet(c, rc, localMid);
+    markQuiet(c, rc, localMid, quiet);
     pthread_mutex_unlock(&c->ackLock);
     if (mid) *mid = localMid;
     return rc;

@@ -786,21 +786,23 @@ final class ClientCore: Sendable {
         let token = executor?.attach { handle.wakeDispatcher() }
         defer { if let executor, let token { executor.detach(token) } }
         // A handler gets what is already queued, and the first empty take arms the wake-up.
-        deliverToHandler(handle)
+        deliverToHandler(handle, executor)
         executor?.runJobs()
         while true {
             let mask = handle.wait(timeoutMilliseconds: 1000)
-            if mask & Int32(CMosquittoShim_WakeMessages) != 0, !deliverToHandler(handle) { serveMessageWaiter(handle) }
+            if mask & Int32(CMosquittoShim_WakeMessages) != 0, !deliverToHandler(handle, executor) {
+                serveMessageWaiter(handle)
+            }
             var stopped = false
             if mask & Int32(CMosquittoShim_WakeEvents) != 0 {
                 while let event = handle.popEvent() {
                     // What arrived before the end goes to a handler before disconnect() can return.
-                    if event.kind == .stopped { deliverToHandler(handle) }
+                    if event.kind == .stopped { deliverToHandler(handle, executor) }
                     apply(event, handle)
                     if event.kind == .stopped { stopped = true }
                 }
             }
-            // Tasks resumed by the batch just delivered run now, on this thread (no hand-off).
+            // Tasks resumed otherwise (by an event, a timer, another thread) run now, on this thread.
             executor?.runJobs()
             reportDrops(handle)
             reportUnsent(handle)
@@ -810,13 +812,15 @@ final class ClientCore: Sendable {
 
     /// Hands every queued message to the message handler, if one is set, until the queue is empty (which arms the
     /// wake-up for the next message); returns whether a handler is set.
+    /// The tasks the batch resumed on `executor` run right after it, before the next batch.
     @discardableResult
-    private func deliverToHandler(_ handle: MosquittoHandle) -> Bool {
+    private func deliverToHandler(_ handle: MosquittoHandle, _ executor: MQTTDeliveryExecutor?) -> Bool {
         guard let handler = messageHandler.withLock({ $0 }) else { return false }
         while true {
             let batch = handle.takeMessages(arm: true)
             if batch.isEmpty { return true }
             handler.deliver(batch)
+            executor?.runJobs()
         }
     }
 

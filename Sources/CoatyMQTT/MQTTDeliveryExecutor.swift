@@ -87,7 +87,12 @@ public final class MQTTDeliveryExecutor: TaskExecutor {
     }
 
     private func runFallbackRound() {
-        state.withLock { $0.fallbackScheduled = false }
+        let host = state.withLock { state -> Host? in
+            state.fallbackScheduled = false
+            return state.host
+        }
+        // A dispatcher attached meanwhile takes the jobs (a later detach hands them back here).
+        if let host { return host.wake() }
         runJobs()
     }
 }

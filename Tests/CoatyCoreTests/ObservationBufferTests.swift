@@ -75,6 +75,19 @@ struct ObservationBufferTests {
         #expect(await buffer.next(isolation: nil) == nil)
     }
 
+    /// A busy stream must not keep a cancelled consumer's iteration alive (and its route subscribed).
+    @Test func aCancelledConsumerEndsAlsoWhileEventsAreBuffered() async {
+        let record = Record()
+        let buffer = makeBuffer(limit: 10, record: record)
+        for value in 1...3 { buffer.push(value) }
+        let consumer = Task { () -> Int? in
+            withUnsafeCurrentTask { $0?.cancel() }
+            return await buffer.next(isolation: nil)
+        }
+        #expect(await consumer.value == nil)
+        #expect(record.released.withLock { $0 })
+    }
+
     @Test func aFinishedBufferDropsWhatItHeld() async {
         let record = Record()
         let buffer = makeBuffer(limit: 10, record: record)

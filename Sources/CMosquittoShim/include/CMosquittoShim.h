@@ -144,7 +144,8 @@ enum {
     CMosquittoShim_WakeJobs = 16,
 };
 
-/// Blocks the calling (dispatcher) thread until a waiting message consumer can be served, an event is queued,
+/// Blocks the calling (dispatcher) thread until a waiting message consumer can be served, an event is queued (except
+/// a quiet acknowledgement), work was queued for it (CMosquittoShim_Client_wakeDispatcher),
 /// messages were dropped, the dispatcher was closed, or the timeout elapsed. Returns a mask of the reasons.
 int CMosquittoShim_Client_wait(CMosquittoShim_Client *client, int timeoutMilliseconds);
 

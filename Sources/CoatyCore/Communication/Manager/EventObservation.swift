@@ -205,6 +205,11 @@ final class ObservationBuffer<Element: Sendable>: ObservationWaking {
 
     /// The next buffered event, waiting for one; `nil` once finished (or the task is cancelled).
     func next(isolation actor: isolated (any Actor)?) async -> Element? {
+        // As with `AsyncStream`, a cancelled consumer's iteration ends, also while events are buffered.
+        if Task.isCancelled {
+            finish()
+            return nil
+        }
         let ready = state.withLock { state -> Element?? in
             if let element = state.items.popFirst() { return .some(element) }
             return state.finished ? .some(nil) : nil
