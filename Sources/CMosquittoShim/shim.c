@@ -145,14 +145,24 @@ static void pushEvent(CMosquittoShim_Client *c, int kind, int code, int mid, con
     pushEventWaking(c, kind, code, mid, detail, true);
 }
 
-/// Whether `mid` belongs to a quiet (un)subscription (its acknowledgement does not wake the dispatcher); clears it.
-static bool takeQuiet(CMosquittoShim_Client *c, int mid) {
+/// Sets or clears `mid` in a message-id bitset (`tracked`, `quiet`); the caller holds ackLock.
+static void setMidBit(uint8_t *bits, int mid, bool on) {
+    if (mid < 0 || mid > 65535) return;
+    if (on) {
+        bits[mid >> 3] |= (uint8_t)(1u << (mid & 7));
+    } else {
+        bits[mid >> 3] &= (uint8_t)~(1u << (mid & 7));
+    }
+}
+
+/// Whether `mid` is set in a message-id bitset; clears it (under ackLock).
+static bool takeMidBit(CMosquittoShim_Client *c, uint8_t *bits, int mid) {
     if (mid < 0 || mid > 65535) return false;
     pthread_mutex_lock(&c->ackLock);
-    bool quiet = (c->quiet[mid >> 3] >> (mid & 7)) & 1;
-    c->quiet[mid >> 3] &= (uint8_t)~(1u << (mid & 7));
+    bool set = (bits[mid >> 3] >> (mid & 7)) & 1;
+    setMidBit(bits, mid, false);
     pthread_mutex_unlock(&c->ackLock);
-    return quiet;
+    return set;
 }
 
 static void takeLastError(CMosquittoShim_Client *c, char *out, size_t size) {
@@ -228,11 +238,7 @@ static void onPublish(struct mosquitto *mosq, void *obj, int mid, int reasonCode
     (void)mosq; (void)props;
     CMosquittoShim_Client *c = obj;
     if (mid < 0 || mid > 65535) return;
-    pthread_mutex_lock(&c->ackLock);
-    bool wasTracked = (c->tracked[mid >> 3] >> (mid & 7)) & 1;
-    c->tracked[mid >> 3] &= (uint8_t)~(1u << (mid & 7));
-    pthread_mutex_unlock(&c->ackLock);
-    if (wasTracked) {
+    if (takeMidBit(c, c->tracked, mid)) {
         pushEvent(c, CMosquittoShim_EventPublished, reasonCode, mid, NULL);
     } else {
         // libmosquitto calls on_publish for a QoS 0 message once its PUBLISH packet is written.
@@ -251,12 +257,13 @@ static void onSubscribe(struct mosquitto *mosq, void *obj, int mid, int count, c
             break;
         }
     }
-    pushEventWaking(c, CMosquittoShim_EventSubscribed, firstRefused, mid, NULL, !takeQuiet(c, mid));
+    pushEventWaking(c, CMosquittoShim_EventSubscribed, firstRefused, mid, NULL, !takeMidBit(c, c->quiet, mid));
 }
 
 static void onUnsubscribe(struct mosquitto *mosq, void *obj, int mid, const mosquitto_property *props) {
     (void)mosq; (void)props;
-    pushEventWaking(obj, CMosquittoShim_EventUnsubscribed, 0, mid, NULL, !takeQuiet(obj, mid));
+    CMosquittoShim_Client *c = obj;
+    pushEventWaking(c, CMosquittoShim_EventUnsubscribed, 0, mid, NULL, !takeMidBit(c, c->quiet, mid));
 }
 
 static void onLog(struct mosquitto *mosq, void *obj, int level, const char *line) {
@@ -584,23 +591,10 @@ int CMosquittoShim_Client_publish(CMosquittoShim_Client *c, int *mid, const char
     // Holding ackLock while publishing means the acknowledgement callback cannot run before the mid is tracked.
     pthread_mutex_lock(&c->ackLock);
     int rc = mosquitto_publish_v5(c->mosq, &localMid, topic, payloadLength, payload, qos, retain, NULL);
-    if (rc == MOSQ_ERR_SUCCESS && localMid >= 0 && localMid <= 65535) {
-        c->tracked[localMid >> 3] |= (uint8_t)(1u << (localMid & 7));
-    }
+    if (rc == MOSQ_ERR_SUCCESS) setMidBit(c->tracked, localMid, true);
     pthread_mutex_unlock(&c->ackLock);
     if (mid) *mid = localMid;
     return rc;
-}
-
-/// Records whether a (un)subscription's message id is quiet; called with ackLock held, so its acknowledgement cannot
-/// be handled first. A reused id that is not quiet clears a bit left by a request lost with a connection.
-static void markQuiet(CMosquittoShim_Client *c, int rc, int mid, bool quiet) {
-    if (rc != MOSQ_ERR_SUCCESS || mid < 0 || mid > 65535) return;
-    if (quiet) {
-        c->quiet[mid >> 3] |= (uint8_t)(1u << (mid & 7));
-    } else {
-        c->quiet[mid >> 3] &= (uint8_t)~(1u << (mid & 7));
-    }
 }
 
 int CMosquittoShim_Client_subscribe(CMosquittoShim_Client *c, int *mid, const char *const *filters, int count,
@@ -608,7 +602,9 @@ int CMosquittoShim_Client_subscribe(CMosquittoShim_Client *c, int *mid, const ch
     int localMid = 0;
     pthread_mutex_lock(&c->ackLock);
     int rc = mosquitto_subscribe_multiple(c->mosq, &localMid, count, (char *const *const)filters, qos, 0, NULL);
-    markQuiet(c, rc, localMid, quiet);
+    // Recorded under ackLock, so the acknowledgement cannot be handled first; a reused id that is not quiet clears
+    // a bit left by a request lost with its connection.
+    if (rc == MOSQ_ERR_SUCCESS) setMidBit(c->quiet, localMid, quiet);
     pthread_mutex_unlock(&c->ackLock);
     if (mid) *mid = localMid;
     return rc;
@@ -618,7 +614,7 @@ int CMosquittoShim_Client_unsubscribe(CMosquittoShim_Client *c, int *mid, const 
     int localMid = 0;
     pthread_mutex_lock(&c->ackLock);
     int rc = mosquitto_unsubscribe(c->mosq, &localMid, filter);
-    markQuiet(c, rc, localMid, quiet);
+    if (rc == MOSQ_ERR_SUCCESS) setMidBit(c->quiet, localMid, quiet);  // as in subscribe
     pthread_mutex_unlock(&c->ackLock);
     if (mid) *mid = localMid;
     return rc;

@@ -25,10 +25,8 @@ public final class MQTTTransport: CoatyTransport {
     let logger: Logger
     let metricsFactory: (any MetricsFactory)?
     let state: Mutex<State>
-    /// Runs the tasks that prefer it on the current MQTT client's dispatcher thread, the thread
-    /// that decodes and routes received messages (see `MQTTDeliveryExecutor`); shared by every
-    /// client this transport creates.
-    public let executor = MQTTDeliveryExecutor()
+    /// The delivery executor, shared by every client this transport creates.
+    let executor = MQTTDeliveryExecutor()
 
     struct State {
         var client: MQTTClient?
@@ -107,7 +105,9 @@ public final class MQTTTransport: CoatyTransport {
         return true
     }
 
-    /// The executor that runs tasks on the thread delivering messages: ``executor``.
+    /// Runs the tasks that prefer it on the current MQTT client's dispatcher thread, the thread
+    /// that decodes and routes received messages (an `MQTTDeliveryExecutor` shared by every
+    /// client this transport creates, so it survives will updates).
     public var deliveryExecutor: (any TaskExecutor)? { executor }
 
     static func batchHandler(

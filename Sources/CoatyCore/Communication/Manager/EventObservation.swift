@@ -130,6 +130,13 @@ final class ObservationBuffer<Element: Sendable>: ObservationWaking {
         var waiter: UnsafeContinuation<Element?, Never>?
         var wakeScheduled = false
         var finished = false
+
+        /// What a consumer gets without waiting: `.some(event)`, `.some(nil)` once finished, or
+        /// `nil` when it has to wait.
+        mutating func takeReady() -> Element?? {
+            if let element = items.popFirst() { return .some(element) }
+            return finished ? .some(nil) : nil
+        }
     }
 
     private let state = Mutex(State())
@@ -179,14 +186,9 @@ final class ObservationBuffer<Element: Sendable>: ObservationWaking {
     func wake() {
         let resumption = state.withLock { state -> (UnsafeContinuation<Element?, Never>, Element?)? in
             state.wakeScheduled = false
-            guard let waiter = state.waiter else { return nil }
-            if let element = state.items.popFirst() {
-                state.waiter = nil
-                return (waiter, element)
-            }
-            guard state.finished else { return nil }
+            guard let waiter = state.waiter, let ready = state.takeReady() else { return nil }
             state.waiter = nil
-            return (waiter, nil)
+            return (waiter, ready)
         }
         if let (waiter, element) = resumption { waiter.resume(returning: element) }
     }
@@ -210,16 +212,11 @@ final class ObservationBuffer<Element: Sendable>: ObservationWaking {
             finish()
             return nil
         }
-        let ready = state.withLock { state -> Element?? in
-            if let element = state.items.popFirst() { return .some(element) }
-            return state.finished ? .some(nil) : nil
-        }
-        if let ready { return ready }
+        if let ready = state.withLock({ $0.takeReady() }) { return ready }
         return await withTaskCancellationHandler {
             await withUnsafeContinuation(isolation: actor) { (continuation: UnsafeContinuation<Element?, Never>) in
                 let ready = state.withLock { state -> Element?? in
-                    if let element = state.items.popFirst() { return .some(element) }
-                    if state.finished { return .some(nil) }
+                    if let ready = state.takeReady() { return ready }
                     precondition(state.waiter == nil, "An EventObservation is iterated by two tasks at once")
                     state.waiter = continuation
                     return nil
