@@ -33,6 +33,12 @@ struct CMosquittoShim_Client {
     int maxReconnectDelayMs;
     int stopFlushMs;
     bool quickAck;
+    // TCP_QUICKACK pacing (loop thread only; see renewQuickAck).
+    int64_t quickAckRenewedNs;
+    int64_t rateWindowStartNs;
+    uint64_t received;        // PUBLISH packets received
+    uint64_t rateWindowReceived;
+    bool streaming;           // the last rate window saw at least SHIM_STREAM_MESSAGES_PER_MS messages
 
     // Queue state, guarded by queueLock; the dispatcher waits on queueCond.
     pthread_mutex_t queueLock;
@@ -118,6 +124,12 @@ static int64_t nowMs(void) {
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+static int64_t nowNs(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 static char *copyString(const char *s) { return s ? strdup(s) : NULL; }
 
 /// Queues an event for the dispatcher; `wake` false leaves it for the dispatcher's next wake-up (a message, another
@@ -190,6 +202,7 @@ static void onMessage(struct mosquitto *mosq, void *obj, const struct mosquitto_
                       const mosquitto_property *props) {
     (void)mosq; (void)props;
     CMosquittoShim_Client *c = obj;
+    c->received++;
     size_t topicLength = msg->topic ? strlen(msg->topic) : 0;
     size_t payloadLength = msg->payloadlen > 0 ? (size_t)msg->payloadlen : 0;
     CMosquittoShim_Message *m = malloc(sizeof(CMosquittoShim_Message) + topicLength + 1 + payloadLength);
@@ -439,20 +452,45 @@ static void settleUnsent(CMosquittoShim_Client *c) {
     pthread_mutex_unlock(&c->publishLock);
 }
 
-/// Asks the kernel to acknowledge received data at once instead of delaying the ACK (Linux; the flag is not sticky,
-/// so it is renewed before every wait). A broker with Nagle's algorithm on (mosquitto's default) holds a small packet
-/// written right after another (the SUBACK after an UNSUBACK) until this client acknowledges the first one; with a
-/// delayed ACK that costs ~40 ms per Coaty request.
-static void renewQuickAck(CMosquittoShim_Client *c) {
+/// While a stream arrives, TCP_QUICKACK is renewed at most this often (see renewQuickAck).
+#define SHIM_QUICKACK_STREAM_INTERVAL_NS 1000000
+/// Messages per millisecond from which the inbound traffic counts as a stream (32 000 messages/s).
+#define SHIM_STREAM_MESSAGES_PER_MS 32
+
+/// Asks the kernel to acknowledge received data at once instead of delaying the ACK (Linux; the flag is not sticky).
+/// A broker with Nagle's algorithm on (mosquitto's default) holds a small packet written right after another (the
+/// SUBACK after an UNSUBACK, or the second of two events published back to back) until this client acknowledges the
+/// first; with a delayed ACK that costs up to ~40 ms.
+///
+/// Renewed before every loop wait, except while messages arrive as a stream (at least SHIM_STREAM_MESSAGES_PER_MS in
+/// the last millisecond): then at most once per SHIM_QUICKACK_STREAM_INTERVAL_NS, and the wait is cut to 1 ms so a
+/// pending delayed ACK still goes out within about a millisecond. Acknowledging every packet of a busy stream makes
+/// the broker write each one in its own segment; pacing the ACKs lets it batch them (measured on a 200 000-event
+/// stream: a quarter fewer context switches and less system time in the receiver, about 10 % more events per second
+/// in interleaved A/B runs).
+/// Returns the longest the next wait may block, in ms.
+static int renewQuickAck(CMosquittoShim_Client *c, int timeoutMs) {
 #ifdef TCP_QUICKACK
-    if (!c->quickAck) return;
+    if (!c->quickAck) return timeoutMs;
     int sock = mosquitto_socket(c->mosq);
-    if (sock < 0) return;
+    if (sock < 0) return timeoutMs;
+    int64_t now = nowNs();
+    int64_t window = now - c->rateWindowStartNs;
+    if (window >= 1000000) {
+        // The rate over the window that ended (at least 1 ms, longer when the loop waited).
+        int64_t messages = (int64_t)(c->received - c->rateWindowReceived);
+        c->streaming = messages * 1000000 >= SHIM_STREAM_MESSAGES_PER_MS * window;
+        c->rateWindowStartNs = now;
+        c->rateWindowReceived = c->received;
+    }
+    if (c->streaming && now - c->quickAckRenewedNs < SHIM_QUICKACK_STREAM_INTERVAL_NS) return 1;
+    c->quickAckRenewedNs = now;
     int one = 1;
     (void)setsockopt(sock, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof(one));
 #else
     (void)c;
 #endif
+    return timeoutMs;
 }
 
 static void *loopMain(void *arg) {
@@ -478,9 +516,9 @@ static void *loopMain(void *arg) {
         if (rc == MOSQ_ERR_SUCCESS) {
             int64_t start = nowMs();
             for (;;) {
-                renewQuickAck(c);
+                int timeoutMs = renewQuickAck(c, SHIM_LOOP_TIMEOUT_MS);
                 errno = 0;
-                rc = mosquitto_loop(c->mosq, SHIM_LOOP_TIMEOUT_MS, 1);
+                rc = mosquitto_loop(c->mosq, timeoutMs, 1);
                 if (rc != MOSQ_ERR_SUCCESS) {
                     if (rc == MOSQ_ERR_ERRNO) savedErrno = errno;
                     break;
