@@ -79,10 +79,13 @@ struct CMosquittoShim_Client {
     // QoS 0 accounting: publishes queued in libmosquitto (guarded by publishLock, so a settle never sees a publish
     // half done) versus PUBLISH packets written to the socket (on_publish, loop thread). What is queued but never
     // written when a connection ends (or the graceful stop's flush deadline passes) is counted in `unsent`.
+    // `qos0Queued` changes only under publishLock; it is atomic so the loop thread can read it without the lock.
     pthread_mutex_t publishLock;
-    uint64_t qos0Queued;
+    atomic_uint_fast64_t qos0Queued;
     atomic_uint_fast64_t qos0Written;
     atomic_uint_fast64_t unsent;
+    // A back-pressure waiter's target plus one (0: none); see CMosquittoShim_Client_armDrain and checkDrain.
+    atomic_uint_fast64_t drainTargetPlusOne;
 
     // The last error/warning line libmosquitto logged, guarded by errorLock.
     pthread_mutex_t errorLock;
@@ -250,6 +253,20 @@ static void onMessage(struct mosquitto *mosq, void *obj, const struct mosquitto_
     if (wakeDispatcher) pthread_cond_signal(&c->queueCond);
 }
 
+/// Fires the armed drain event once the unwritten QoS 0 publications are at most the target (loop thread). Read without
+/// publishLock, the count can be low by the publishes in flight at this instant; the waiter re-checks under the lock.
+static void checkDrain(CMosquittoShim_Client *c) {
+    uint_fast64_t armed = atomic_load(&c->drainTargetPlusOne);
+    if (armed == 0) return;
+    uint64_t written = atomic_load(&c->qos0Written);
+    uint64_t queued = atomic_load(&c->qos0Queued);
+    uint64_t outstanding = queued > written ? queued - written : 0;
+    if (outstanding > armed - 1) return;
+    if (atomic_compare_exchange_strong(&c->drainTargetPlusOne, &armed, 0)) {
+        pushEvent(c, CMosquittoShim_EventDrained, 0, 0, NULL);
+    }
+}
+
 static void onPublish(struct mosquitto *mosq, void *obj, int mid, int reasonCode, const mosquitto_property *props) {
     (void)mosq; (void)props;
     CMosquittoShim_Client *c = obj;
@@ -259,6 +276,7 @@ static void onPublish(struct mosquitto *mosq, void *obj, int mid, int reasonCode
     } else {
         // libmosquitto calls on_publish for a QoS 0 message once its PUBLISH packet is written.
         atomic_fetch_add(&c->qos0Written, 1);
+        checkDrain(c);
     }
 }
 
@@ -353,7 +371,9 @@ CMosquittoShim_Client *CMosquittoShim_Client_create(const CMosquittoShim_Options
     pthread_mutex_init(&c->ackLock, NULL);
     pthread_mutex_init(&c->errorLock, NULL);
     pthread_mutex_init(&c->publishLock, NULL);
+    atomic_init(&c->qos0Queued, 0);
     atomic_init(&c->qos0Written, 0);
+    atomic_init(&c->drainTargetPlusOne, 0);
     atomic_init(&c->unsent, 0);
     atomic_init(&c->wrote, false);
     c->capacity = o->messageCapacity > 0 ? (size_t)o->messageCapacity : 1;
@@ -448,12 +468,14 @@ static void backoffSleep(CMosquittoShim_Client *c, int ms) {
 static void settleUnsent(CMosquittoShim_Client *c) {
     pthread_mutex_lock(&c->publishLock);
     uint64_t written = atomic_load(&c->qos0Written);
-    if (c->qos0Queued > written) {
-        uint64_t lost = c->qos0Queued - written;
+    uint64_t queued = atomic_load(&c->qos0Queued);
+    if (queued > written) {
+        uint64_t lost = queued - written;
         atomic_fetch_add(&c->unsent, lost);
         atomic_fetch_add(&c->qos0Written, lost);
     }
     pthread_mutex_unlock(&c->publishLock);
+    checkDrain(c);
 }
 
 /// Messages per millisecond from which the inbound traffic counts as a stream (8 000 messages/s).
@@ -635,7 +657,7 @@ int CMosquittoShim_Client_publish(CMosquittoShim_Client *c, int *mid, const char
     if (qos == 0) {
         pthread_mutex_lock(&c->publishLock);
         int rc = mosquitto_publish_v5(c->mosq, mid, topic, payloadLength, payload, 0, retain, NULL);
-        if (rc == MOSQ_ERR_SUCCESS) c->qos0Queued += 1;
+        if (rc == MOSQ_ERR_SUCCESS) atomic_fetch_add(&c->qos0Queued, 1);
         pthread_mutex_unlock(&c->publishLock);
         return rc;
     }
@@ -798,7 +820,16 @@ uint64_t CMosquittoShim_Client_unsentCount(CMosquittoShim_Client *c) { return at
 uint64_t CMosquittoShim_Client_outstandingPublishes(CMosquittoShim_Client *c) {
     pthread_mutex_lock(&c->publishLock);
     uint64_t written = atomic_load(&c->qos0Written);
-    uint64_t outstanding = c->qos0Queued > written ? c->qos0Queued - written : 0;
+    uint64_t queued = atomic_load(&c->qos0Queued);
+    uint64_t outstanding = queued > written ? queued - written : 0;
     pthread_mutex_unlock(&c->publishLock);
     return outstanding;
+}
+
+bool CMosquittoShim_Client_armDrain(CMosquittoShim_Client *c, uint64_t target) {
+    atomic_store(&c->drainTargetPlusOne, target + 1);
+    if (CMosquittoShim_Client_outstandingPublishes(c) > target) return false;
+    // Already drained: disarm, unless the loop thread fired the event in between (then the caller gets that).
+    uint_fast64_t armed = target + 1;
+    return atomic_compare_exchange_strong(&c->drainTargetPlusOne, &armed, 0);
 }

@@ -230,6 +230,8 @@ struct ClientState: ~Copyable {
     /// Completion callbacks of operations that nobody awaits (`subscribeNow`, `unsubscribeNow`).
     var callbacks: [UInt64: @Sendable ((any Error)?) -> Void] = [:]
     var publishMids: [Int32: UInt64] = [:]
+    /// Publishers waiting for the QoS 0 queue to drain (back-pressure), resumed by the shim's `drained` event.
+    var drainTokens: Set<UInt64> = []
     var subscribeMids: [Int32: (token: UInt64, filters: [String])] = [:]
     var ackGroups: [UInt64: Int] = [:]
     var unsubscribeMids: [Int32: UInt64] = [:]
@@ -508,6 +510,7 @@ final class ClientCore: Sendable {
                 resumptions.resolve(token, .failure(error), in: &state)
             }
             state.publishMids = [:]
+            state.drainTokens = []
             state.subscribeMids = [:]
             state.unsubscribeMids = [:]
             state.ackGroups = [:]
@@ -669,10 +672,15 @@ final class ClientCore: Sendable {
     }
 
     /// Back-pressure for QoS 0: waits while more than `target` publications are queued but unwritten, and the
-    /// loop runs (a lost connection settles the queue; cancellation ends the wait).
+    /// loop runs. The network thread signals when the queue is down to `target` (one wake-up per drain, no polling);
+    /// a lost connection settles the queue and signals too; cancellation ends the wait.
     private func waitForWrites(_ handle: MosquittoHandle, downTo target: UInt64) async {
         while handle.outstandingPublishes > target, running.load(ordering: .acquiring), !Task.isCancelled {
-            try? await Task.sleep(for: .microseconds(200))
+            try? await suspend { state, token in
+                guard state.running, !handle.armDrain(target) else { return true }
+                state.drainTokens.insert(token)
+                return false
+            }
         }
     }
 
@@ -865,6 +873,9 @@ final class ClientCore: Sendable {
                 if let token = state.unsubscribeMids.removeValue(forKey: event.mid) {
                     resumptions.resolve(token, .success(()), in: &state)
                 }
+            case .drained:
+                for token in state.drainTokens { resumptions.resolve(token, .success(()), in: &state) }
+                state.drainTokens = []
             case .stopped:
                 break
             }

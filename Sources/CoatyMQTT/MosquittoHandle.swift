@@ -22,6 +22,7 @@ struct ShimEvent: Sendable {
         case subscribed = 6
         case unsubscribed = 7
         case stopped = 8
+        case drained = 9
     }
 
     var kind: Kind
@@ -133,6 +134,10 @@ final class MosquittoHandle: @unchecked Sendable {
 
     /// QoS 0 publishes queued but not yet written to the socket.
     var outstandingPublishes: UInt64 { CMosquittoShim_Client_outstandingPublishes(pointer) }
+
+    /// Arms one `drained` event for when at most `target` QoS 0 publications are unwritten; `true` (not armed) when
+    /// that is already so.
+    func armDrain(_ target: UInt64) -> Bool { CMosquittoShim_Client_armDrain(pointer, target) }
 
     func discardMessages() { CMosquittoShim_Client_discardMessages(pointer) }
 

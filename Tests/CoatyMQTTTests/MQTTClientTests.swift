@@ -373,6 +373,58 @@ struct MQTTClientTests {
         #expect(logs.contains(.warning, "never sent"))
     }
 
+    @Test func backPressureWaitEndsOnCancellationAndOnConnectionLoss() async throws {
+        let broker = try await MosquittoBroker.start()
+        let limit = 50
+        var configuration = try MQTTConfiguration(url: broker.url, clientId: uniqueClientId("held"))
+        configuration.maxOutstandingPublishes = limit
+        configuration.reconnectDelay = .seconds(30)  // stay disconnected once the broker is gone
+        let client = MQTTClient(configuration: configuration)
+        try await withTimeout(15, "connect") { try await client.connect() }
+        let pid = try #require(broker.processIdentifier)
+        // A broker that stops reading: the socket buffers fill up, the queue reaches the limit, publish waits.
+        #expect(Glibc.kill(pid, SIGSTOP) == 0)
+        let payload = [UInt8](repeating: 0x42, count: 4096)
+        func heldPublisher() -> Task<Int, Never> {
+            Task {
+                var published = 0
+                while !Task.isCancelled {
+                    do { try await client.publish("held/data", payload: payload) } catch { break }
+                    published += 1
+                }
+                return published
+            }
+        }
+
+        let cancelled = heldPublisher()
+        try await eventually(20, "the publisher to be held at the limit") {
+            client.outstandingPublishCount >= limit
+        }
+        try await Task.sleep(for: .milliseconds(200))
+        let queuedWhileHeld = client.outstandingPublishCount
+        #expect(queuedWhileHeld <= limit + 1, "publish waits instead of queueing more")
+        cancelled.cancel()
+        let publishedBeforeCancel = try await withTimeout(10, "the cancelled publisher to end") {
+            await cancelled.value
+        }
+        #expect(publishedBeforeCancel >= limit)
+
+        let lost = heldPublisher()
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(Glibc.kill(pid, SIGKILL) == 0)
+        // The lost connection settles the queue (counted as unsent) and ends the wait.
+        _ = try await withTimeout(20, "the held publisher to end with the connection") {
+            // On timeout the publisher is cancelled, so the test fails instead of hanging.
+            await withTaskCancellationHandler {
+                await lost.value
+            } onCancel: {
+                lost.cancel()
+            }
+        }
+        #expect(client.unsentMessageCount > 0)
+        await client.disconnect()
+    }
+
     @Test func authentication() async throws {
         let directory = try TemporaryDirectory()
         let passwordFile = directory.path + "/passwords"

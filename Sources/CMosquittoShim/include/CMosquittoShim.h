@@ -61,6 +61,8 @@ typedef enum CMosquittoShim_EventKind {
     CMosquittoShim_EventUnsubscribed = 7,
     /// The network loop thread has stopped after a stop request.
     CMosquittoShim_EventStopped = 8,
+    /// The QoS 0 publications queued but unwritten fell to the target armed with CMosquittoShim_Client_armDrain.
+    CMosquittoShim_EventDrained = 9,
 } CMosquittoShim_EventKind;
 
 /// An event; `detail` holds the last error line libmosquitto logged, when relevant.
@@ -182,5 +184,9 @@ uint64_t CMosquittoShim_Client_unsentCount(CMosquittoShim_Client *client);
 
 /// QoS 0 publishes queued in libmosquitto whose PUBLISH packet is not written yet (for back-pressure).
 uint64_t CMosquittoShim_Client_outstandingPublishes(CMosquittoShim_Client *client);
+
+/// Asks for one CMosquittoShim_EventDrained once the QoS 0 publications queued but unwritten are at most `target`
+/// (written, or settled as unsent when the connection ends). Returns true, without arming, when they already are.
+bool CMosquittoShim_Client_armDrain(CMosquittoShim_Client *client, uint64_t target);
 
 #endif
