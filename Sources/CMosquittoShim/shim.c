@@ -15,6 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 #include <time.h>
 
 #define SHIM_TIMEOUT_CODE (-1000)
@@ -41,6 +44,14 @@ struct CMosquittoShim_Client {
     bool streaming;           // the last rate window saw at least SHIM_STREAM_MESSAGES_PER_MS messages
     int64_t wroteSeenNs;      // when the loop last found `wrote` set
     atomic_bool wrote;        // set (any thread) when this client queues a packet that may get an answer
+
+    // The network loop's own wait (see loopOnce): other threads that queue a packet count it in `packetsQueued` and,
+    // while the loop thread polls, wake it through the eventfd `wakeFd` (at most one write per wait).
+    int wakeFd;
+    atomic_uint_fast64_t packetsQueued;
+    uint64_t packetsSeen;     // loop thread only
+    atomic_bool loopPolling;
+    atomic_bool wakePending;
 
     // Queue state, guarded by queueLock; the dispatcher waits on queueCond.
     pthread_mutex_t queueLock;
@@ -333,6 +344,7 @@ static void destroyClient(CMosquittoShim_Client *c) {
     pthread_mutex_destroy(&c->ackLock);
     pthread_mutex_destroy(&c->errorLock);
     pthread_mutex_destroy(&c->publishLock);
+    if (c->wakeFd >= 0) close(c->wakeFd);
     free(c->ring);
     free(c->host);
     free(c);
@@ -376,6 +388,10 @@ CMosquittoShim_Client *CMosquittoShim_Client_create(const CMosquittoShim_Options
     atomic_init(&c->drainTargetPlusOne, 0);
     atomic_init(&c->unsent, 0);
     atomic_init(&c->wrote, false);
+    atomic_init(&c->packetsQueued, 0);
+    atomic_init(&c->loopPolling, false);
+    atomic_init(&c->wakePending, false);
+    c->wakeFd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     c->capacity = o->messageCapacity > 0 ? (size_t)o->messageCapacity : 1;
     c->ring = calloc(c->capacity, sizeof(CMosquittoShim_Message *));
     c->host = copyString(o->host);
@@ -389,6 +405,10 @@ CMosquittoShim_Client *CMosquittoShim_Client_create(const CMosquittoShim_Options
     c->quickAck = o->tcpNoDelay;
     if (!c->ring || !c->host) {
         failCreate(c, MOSQ_ERR_NOMEM, "allocating the client", errorCode, errorText, errorTextSize);
+        return NULL;
+    }
+    if (c->wakeFd < 0) {
+        failCreate(c, MOSQ_ERR_ERRNO, "creating the loop's eventfd", errorCode, errorText, errorTextSize);
         return NULL;
     }
 
@@ -526,6 +546,58 @@ static int renewQuickAck(CMosquittoShim_Client *c, int64_t now, int timeoutMs) {
     return timeoutMs;
 }
 
+/// Called by any thread after it queued a packet in libmosquitto: counts it and wakes the loop thread if it polls.
+/// `packetsQueued` is incremented before `loopPolling` is read, and loopOnce sets `loopPolling` before it reads
+/// `packetsQueued` (both sequentially consistent), so either the loop sees the packet or this call wakes it.
+static void wakeLoop(CMosquittoShim_Client *c) {
+    atomic_fetch_add(&c->packetsQueued, 1);
+    if (atomic_load(&c->loopPolling) && !atomic_exchange(&c->wakePending, true)) {
+        uint64_t one = 1;
+        (void)!write(c->wakeFd, &one, sizeof(one));
+    }
+}
+
+/// One iteration of the network loop, as `mosquitto_loop` does it (wait for the socket, read, write, keepalive),
+/// but woken through our own eventfd. libmosquitto wakes its loop by writing one byte to an internal socket pair for
+/// every packet another thread queues, and `mosquitto_loop` reads one byte per call: a publisher woke the loop thread
+/// (select, read, write) once per message. Here a burst of publications costs one wake-up; the socket pair is never
+/// read, and once its buffer is full libmosquitto's one-byte writes fail without effect (it ignores their result;
+/// both ends are non-blocking).
+static int loopOnce(CMosquittoShim_Client *c, int timeoutMs) {
+    int sock = mosquitto_socket(c->mosq);
+    if (sock < 0) return MOSQ_ERR_NO_CONN;
+    atomic_store(&c->loopPolling, true);
+    uint64_t queued = atomic_load(&c->packetsQueued);
+    bool others = queued != c->packetsSeen;  // packets queued by other threads since the last write
+    c->packetsSeen = queued;
+    bool wantWrite = others || mosquitto_want_write(c->mosq);
+    struct pollfd fds[2] = {
+        {.fd = sock, .events = (short)(POLLIN | (wantWrite ? POLLOUT : 0)), .revents = 0},
+        {.fd = c->wakeFd, .events = POLLIN, .revents = 0},
+    };
+    int count = poll(fds, 2, others ? 0 : timeoutMs);
+    atomic_store(&c->loopPolling, false);
+    if (count < 0) return errno == EINTR ? MOSQ_ERR_SUCCESS : MOSQ_ERR_ERRNO;
+    bool woken = false;
+    if (fds[1].revents & POLLIN) {
+        atomic_store(&c->wakePending, false);
+        uint64_t value;
+        (void)!read(c->wakeFd, &value, sizeof(value));
+        woken = true;
+    }
+    if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+        int rc = mosquitto_loop_read(c->mosq, 1);
+        if (rc || mosquitto_socket(c->mosq) < 0) return rc;
+    }
+    // As mosquitto_loop: write when the socket is writable, or when another thread queued a packet (libmosquitto
+    // treats its socket-pair wake-up as "writable").
+    if ((fds[0].revents & POLLOUT) || others || woken) {
+        int rc = mosquitto_loop_write(c->mosq, 1);
+        if (rc || mosquitto_socket(c->mosq) < 0) return rc;
+    }
+    return mosquitto_loop_misc(c->mosq);
+}
+
 static void *loopMain(void *arg) {
     CMosquittoShim_Client *c = arg;
     int delay = c->reconnectDelayMs;
@@ -553,7 +625,7 @@ static void *loopMain(void *arg) {
                 updateRate(c, now);
                 int timeoutMs = renewQuickAck(c, now, SHIM_LOOP_TIMEOUT_MS);
                 errno = 0;
-                rc = mosquitto_loop(c->mosq, timeoutMs, 1);
+                rc = loopOnce(c, timeoutMs);
                 if (rc != MOSQ_ERR_SUCCESS) {
                     if (rc == MOSQ_ERR_ERRNO) savedErrno = errno;
                     break;
@@ -599,7 +671,7 @@ static void *loopMain(void *arg) {
     if (c->sessionUp && mosquitto_disconnect(c->mosq) == MOSQ_ERR_SUCCESS) {
         int64_t deadline = nowMs() + c->stopFlushMs;
         while (nowMs() < deadline) {
-            if (mosquitto_loop(c->mosq, 50, 1) != MOSQ_ERR_SUCCESS) break;
+            if (loopOnce(c, 50) != MOSQ_ERR_SUCCESS) break;
         }
     } else {
         mosquitto_disconnect(c->mosq);
@@ -647,6 +719,8 @@ void CMosquittoShim_Client_stop(CMosquittoShim_Client *c) {
     atomic_store(&c->stopRequested, true);
     pthread_cond_broadcast(&c->controlCond);
     pthread_mutex_unlock(&c->controlLock);
+    uint64_t one = 1;
+    (void)!write(c->wakeFd, &one, sizeof(one));  // end the loop's wait now
 }
 
 // MARK: - Operations (any thread)
@@ -659,6 +733,7 @@ int CMosquittoShim_Client_publish(CMosquittoShim_Client *c, int *mid, const char
         int rc = mosquitto_publish_v5(c->mosq, mid, topic, payloadLength, payload, 0, retain, NULL);
         if (rc == MOSQ_ERR_SUCCESS) atomic_fetch_add(&c->qos0Queued, 1);
         pthread_mutex_unlock(&c->publishLock);
+        if (rc == MOSQ_ERR_SUCCESS) wakeLoop(c);
         return rc;
     }
     int localMid = 0;
@@ -667,6 +742,7 @@ int CMosquittoShim_Client_publish(CMosquittoShim_Client *c, int *mid, const char
     int rc = mosquitto_publish_v5(c->mosq, &localMid, topic, payloadLength, payload, qos, retain, NULL);
     if (rc == MOSQ_ERR_SUCCESS) setMidBit(c->tracked, localMid, true);
     pthread_mutex_unlock(&c->ackLock);
+    if (rc == MOSQ_ERR_SUCCESS) wakeLoop(c);
     if (mid) *mid = localMid;
     return rc;
 }
@@ -681,6 +757,7 @@ int CMosquittoShim_Client_subscribe(CMosquittoShim_Client *c, int *mid, const ch
     // a bit left by a request lost with its connection.
     if (rc == MOSQ_ERR_SUCCESS) setMidBit(c->quiet, localMid, quiet);
     pthread_mutex_unlock(&c->ackLock);
+    if (rc == MOSQ_ERR_SUCCESS) wakeLoop(c);
     if (mid) *mid = localMid;
     return rc;
 }
@@ -692,6 +769,7 @@ int CMosquittoShim_Client_unsubscribe(CMosquittoShim_Client *c, int *mid, const 
     int rc = mosquitto_unsubscribe(c->mosq, &localMid, filter);
     if (rc == MOSQ_ERR_SUCCESS) setMidBit(c->quiet, localMid, quiet);  // as in subscribe
     pthread_mutex_unlock(&c->ackLock);
+    if (rc == MOSQ_ERR_SUCCESS) wakeLoop(c);
     if (mid) *mid = localMid;
     return rc;
 }
