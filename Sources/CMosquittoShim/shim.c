@@ -97,6 +97,7 @@ struct CMosquittoShim_Client {
     atomic_uint_fast64_t unsent;
     // A back-pressure waiter's target plus one (0: none); see CMosquittoShim_Client_armDrain and checkDrain.
     atomic_uint_fast64_t drainTargetPlusOne;
+    atomic_bool drained;  // set with each drain event, taken by the dispatcher
 
     // The last error/warning line libmosquitto logged, guarded by errorLock.
     pthread_mutex_t errorLock;
@@ -274,6 +275,7 @@ static void checkDrain(CMosquittoShim_Client *c) {
     uint64_t outstanding = queued > written ? queued - written : 0;
     if (outstanding > armed - 1) return;
     if (atomic_compare_exchange_strong(&c->drainTargetPlusOne, &armed, 0)) {
+        atomic_store(&c->drained, true);  // for a dispatcher busy with messages (CMosquittoShim_Client_takeDrained)
         pushEvent(c, CMosquittoShim_EventDrained, 0, 0, NULL);
     }
 }
@@ -386,6 +388,7 @@ CMosquittoShim_Client *CMosquittoShim_Client_create(const CMosquittoShim_Options
     atomic_init(&c->qos0Queued, 0);
     atomic_init(&c->qos0Written, 0);
     atomic_init(&c->drainTargetPlusOne, 0);
+    atomic_init(&c->drained, false);
     atomic_init(&c->unsent, 0);
     atomic_init(&c->wrote, false);
     atomic_init(&c->packetsQueued, 0);
@@ -580,9 +583,11 @@ static int loopOnce(CMosquittoShim_Client *c, int timeoutMs) {
     if (count < 0) return errno == EINTR ? MOSQ_ERR_SUCCESS : MOSQ_ERR_ERRNO;
     bool woken = false;
     if (fds[1].revents & POLLIN) {
-        atomic_store(&c->wakePending, false);
+        // Read first, then clear: a waker that sets wakePending after the clear writes after this read, so its
+        // write is seen by the next poll (clearing first could consume that write and leave wakePending set).
         uint64_t value;
         (void)!read(c->wakeFd, &value, sizeof(value));
+        atomic_store(&c->wakePending, false);
         woken = true;
     }
     if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
@@ -625,7 +630,9 @@ static void *loopMain(void *arg) {
                 updateRate(c, now);
                 int timeoutMs = renewQuickAck(c, now, SHIM_LOOP_TIMEOUT_MS);
                 errno = 0;
-                rc = loopOnce(c, timeoutMs);
+                // libmosquitto's own loop until the session is up: it drives the non-blocking connect and the TLS
+                // handshake (which needs a read step when the socket turns writable); ours afterwards.
+                rc = c->sessionUp ? loopOnce(c, timeoutMs) : mosquitto_loop(c->mosq, timeoutMs, 1);
                 if (rc != MOSQ_ERR_SUCCESS) {
                     if (rc == MOSQ_ERR_ERRNO) savedErrno = errno;
                     break;
@@ -906,8 +913,9 @@ uint64_t CMosquittoShim_Client_outstandingPublishes(CMosquittoShim_Client *c) {
 
 bool CMosquittoShim_Client_armDrain(CMosquittoShim_Client *c, uint64_t target) {
     atomic_store(&c->drainTargetPlusOne, target + 1);
-    if (CMosquittoShim_Client_outstandingPublishes(c) > target) return false;
-    // Already drained: disarm, unless the loop thread fired the event in between (then the caller gets that).
-    uint_fast64_t armed = target + 1;
-    return atomic_compare_exchange_strong(&c->drainTargetPlusOne, &armed, 0);
+    // Already drained: the caller goes on. The arming stays (all waiters share one target, and disarming here could
+    // take away the event another waiter is owed); a stale arming costs one spurious event at most.
+    return CMosquittoShim_Client_outstandingPublishes(c) <= target;
 }
+
+bool CMosquittoShim_Client_takeDrained(CMosquittoShim_Client *c) { return atomic_exchange(&c->drained, false); }

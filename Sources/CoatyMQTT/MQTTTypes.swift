@@ -121,8 +121,9 @@ public struct MQTTConfiguration: Sendable {
     public var maxOutstandingPublishes: Int = 10_000
     /// Whether the socket is tuned for latency (default `true`): `TCP_NODELAY` (no Nagle's algorithm for what this
     /// client writes) and, on Linux, `TCP_QUICKACK` renewed before every wait (received data is acknowledged at once).
-    /// While messages arrive faster than about 32 000 per second, the renewal is paced to once per millisecond, so
-    /// the broker can batch a stream into fewer segments; an acknowledgement is then at most about 1 ms late.
+    /// While the client only receives (nothing written for 10 ms) and messages arrive faster than about 8 000 per
+    /// second, the renewal is paced to once per millisecond, so the broker can batch the stream into fewer segments;
+    /// an acknowledgement is then at most about 1 ms late.
     ///
     /// mosquitto keeps Nagle's algorithm on by default, so it holds a small packet written right after another one
     /// (a SUBACK right after an UNSUBACK, as in Coaty's request/response pattern) until the client acknowledged the

@@ -139,6 +139,9 @@ final class MosquittoHandle: @unchecked Sendable {
     /// that is already so.
     func armDrain(_ target: UInt64) -> Bool { CMosquittoShim_Client_armDrain(pointer, target) }
 
+    /// Whether a `drained` event fired since the last call.
+    func takeDrained() -> Bool { CMosquittoShim_Client_takeDrained(pointer) }
+
     func discardMessages() { CMosquittoShim_Client_discardMessages(pointer) }
 
     /// Takes up to `maximumBatch` queued messages, converting each into an ``MQTTMessage`` and freeing the C copy.

@@ -405,7 +405,12 @@ struct MQTTClientTests {
         #expect(queuedWhileHeld <= limit + 1, "publish waits instead of queueing more")
         cancelled.cancel()
         let publishedBeforeCancel = try await withTimeout(10, "the cancelled publisher to end") {
-            await cancelled.value
+            // On timeout the client disconnects (which ends any wait), so the test fails instead of hanging.
+            await withTaskCancellationHandler {
+                await cancelled.value
+            } onCancel: {
+                Task { await client.disconnect() }
+            }
         }
         #expect(publishedBeforeCancel >= limit)
 

@@ -186,7 +186,10 @@ uint64_t CMosquittoShim_Client_unsentCount(CMosquittoShim_Client *client);
 uint64_t CMosquittoShim_Client_outstandingPublishes(CMosquittoShim_Client *client);
 
 /// Asks for one CMosquittoShim_EventDrained once the QoS 0 publications queued but unwritten are at most `target`
-/// (written, or settled as unsent when the connection ends). Returns true, without arming, when they already are.
+/// (written, or settled as unsent when the connection ends). Returns true when they already are.
 bool CMosquittoShim_Client_armDrain(CMosquittoShim_Client *client, uint64_t target);
+
+/// Whether a drain event fired since the last call (lets a dispatcher busy with messages resume waiters early).
+bool CMosquittoShim_Client_takeDrained(CMosquittoShim_Client *client);
 
 #endif
