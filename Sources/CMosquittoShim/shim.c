@@ -93,11 +93,13 @@ struct CMosquittoShim_Client {
     // `qos0Queued` changes only under publishLock; it is atomic so the loop thread can read it without the lock.
     pthread_mutex_t publishLock;
     atomic_uint_fast64_t qos0Queued;
+    // QoS 0 publishes are taken from a connect until the settle that ends it (guarded by publishLock): a publish in
+    // between would be discarded by libmosquitto's next connect without ever being counted.
+    bool accepting;
     atomic_uint_fast64_t qos0Written;
     atomic_uint_fast64_t unsent;
     // A back-pressure waiter's target plus one (0: none); see CMosquittoShim_Client_armDrain and checkDrain.
     atomic_uint_fast64_t drainTargetPlusOne;
-    atomic_bool drained;  // set with each drain event, taken by the dispatcher
 
     // The last error/warning line libmosquitto logged, guarded by errorLock.
     pthread_mutex_t errorLock;
@@ -275,7 +277,6 @@ static void checkDrain(CMosquittoShim_Client *c) {
     uint64_t outstanding = queued > written ? queued - written : 0;
     if (outstanding > armed - 1) return;
     if (atomic_compare_exchange_strong(&c->drainTargetPlusOne, &armed, 0)) {
-        atomic_store(&c->drained, true);  // for a dispatcher busy with messages (CMosquittoShim_Client_takeDrained)
         pushEvent(c, CMosquittoShim_EventDrained, 0, 0, NULL);
     }
 }
@@ -388,7 +389,7 @@ CMosquittoShim_Client *CMosquittoShim_Client_create(const CMosquittoShim_Options
     atomic_init(&c->qos0Queued, 0);
     atomic_init(&c->qos0Written, 0);
     atomic_init(&c->drainTargetPlusOne, 0);
-    atomic_init(&c->drained, false);
+
     atomic_init(&c->unsent, 0);
     atomic_init(&c->wrote, false);
     atomic_init(&c->packetsQueued, 0);
@@ -490,6 +491,7 @@ static void backoffSleep(CMosquittoShim_Client *c, int ms) {
 /// so what is still queued will be discarded by libmosquitto's next connect).
 static void settleUnsent(CMosquittoShim_Client *c) {
     pthread_mutex_lock(&c->publishLock);
+    c->accepting = false;
     uint64_t written = atomic_load(&c->qos0Written);
     uint64_t queued = atomic_load(&c->qos0Queued);
     if (queued > written) {
@@ -623,6 +625,9 @@ static void *loopMain(void *arg) {
         bool logging = true;
         int rc = mosquitto_connect_async(c->mosq, c->host, c->port, c->keepAlive);
         if (rc == MOSQ_ERR_ERRNO) savedErrno = errno;
+        pthread_mutex_lock(&c->publishLock);
+        c->accepting = rc == MOSQ_ERR_SUCCESS;
+        pthread_mutex_unlock(&c->publishLock);
         if (rc == MOSQ_ERR_SUCCESS) {
             int64_t start = nowMs();
             for (;;) {
@@ -631,7 +636,9 @@ static void *loopMain(void *arg) {
                 int timeoutMs = renewQuickAck(c, now, SHIM_LOOP_TIMEOUT_MS);
                 errno = 0;
                 // libmosquitto's own loop until the session is up: it drives the non-blocking connect and the TLS
-                // handshake (which needs a read step when the socket turns writable); ours afterwards.
+                // handshake (which needs a read step when the socket turns writable); ours afterwards. (The first
+                // mosquitto_loop calls after a reconnect may each consume one leftover socket-pair byte without
+                // waiting: a few hundred cheap iterations at most.)
                 rc = c->sessionUp ? loopOnce(c, timeoutMs) : mosquitto_loop(c->mosq, timeoutMs, 1);
                 if (rc != MOSQ_ERR_SUCCESS) {
                     if (rc == MOSQ_ERR_ERRNO) savedErrno = errno;
@@ -737,6 +744,10 @@ int CMosquittoShim_Client_publish(CMosquittoShim_Client *c, int *mid, const char
     atomic_store(&c->wrote, true);
     if (qos == 0) {
         pthread_mutex_lock(&c->publishLock);
+        if (!c->accepting) {
+            pthread_mutex_unlock(&c->publishLock);
+            return MOSQ_ERR_NO_CONN;
+        }
         int rc = mosquitto_publish_v5(c->mosq, mid, topic, payloadLength, payload, 0, retain, NULL);
         if (rc == MOSQ_ERR_SUCCESS) atomic_fetch_add(&c->qos0Queued, 1);
         pthread_mutex_unlock(&c->publishLock);
@@ -831,6 +842,13 @@ void CMosquittoShim_Client_openDispatcher(CMosquittoShim_Client *c) {
     pthread_mutex_unlock(&c->queueLock);
 }
 
+int CMosquittoShim_Client_peekEventKind(CMosquittoShim_Client *c) {
+    pthread_mutex_lock(&c->queueLock);
+    int kind = c->eventHead ? c->eventHead->kind : 0;
+    pthread_mutex_unlock(&c->queueLock);
+    return kind;
+}
+
 CMosquittoShim_Event *CMosquittoShim_Client_popEvent(CMosquittoShim_Client *c) {
     pthread_mutex_lock(&c->queueLock);
     CMosquittoShim_Event *event = c->eventHead;
@@ -917,5 +935,3 @@ bool CMosquittoShim_Client_armDrain(CMosquittoShim_Client *c, uint64_t target) {
     // take away the event another waiter is owed); a stale arming costs one spurious event at most.
     return CMosquittoShim_Client_outstandingPublishes(c) <= target;
 }
-
-bool CMosquittoShim_Client_takeDrained(CMosquittoShim_Client *c) { return atomic_exchange(&c->drained, false); }
