@@ -93,8 +93,9 @@ struct CMosquittoShim_Client {
     // `qos0Queued` changes only under publishLock; it is atomic so the loop thread can read it without the lock.
     pthread_mutex_t publishLock;
     atomic_uint_fast64_t qos0Queued;
-    // QoS 0 publishes are taken from a connect until the settle that ends it (guarded by publishLock): a publish in
-    // between would be discarded by libmosquitto's next connect without ever being counted.
+    // QoS 0 publishes are taken from a connect until the settle that ends it (guarded by publishLock). Defensive:
+    // a publish taken in between would be discarded by libmosquitto's next connect without ever being counted
+    // (libmosquitto 2.0.11 itself refuses them after a timed-out attempt, but that is not part of its API).
     bool accepting;
     atomic_uint_fast64_t qos0Written;
     atomic_uint_fast64_t unsent;

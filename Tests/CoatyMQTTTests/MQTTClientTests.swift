@@ -430,6 +430,39 @@ struct MQTTClientTests {
         await client.disconnect()
     }
 
+    @Test func publishesAreRefusedWhileAConnectAttemptHasTimedOut() async throws {
+        let broker = try await MosquittoBroker.start()
+        let port = broker.port
+        var configuration = try MQTTConfiguration(url: broker.url, clientId: uniqueClientId("silent"))
+        configuration.connectTimeout = .milliseconds(300)
+        configuration.reconnectDelay = .milliseconds(200)
+        configuration.maxReconnectDelay = .milliseconds(200)
+        let client = MQTTClient(configuration: configuration)
+        try await withTimeout(15, "connect") { try await client.connect() }
+        await broker.stop()
+        // Where the broker was, a listener that completes TCP handshakes but never answers CONNECT: every reconnect
+        // attempt times out with its socket still open, then waits out the backoff.
+        let listener = try SilentListener(port: port)
+        defer { listener.close() }
+        let payload = [UInt8](repeating: 0x42, count: 100)
+        var refused = 0
+        let deadline = ContinuousClock.now.advanced(by: .milliseconds(1500))
+        while ContinuousClock.now < deadline {
+            do {
+                try await client.publish("silent/data", payload: payload)
+            } catch let error as MQTTError where error.kind == .notConnected {
+                refused += 1
+            }
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        #expect(refused > 0, "publishes between attempts are refused")
+        // Nothing accepted stays counted as unwritten: it was written, or counted as unsent when the attempt ended.
+        // (A publish taken between attempts would be discarded by the next connect without being counted, and the
+        // back-pressure count would stay high for the next session.)
+        try await eventually(5, "no publication left unaccounted") { client.outstandingPublishCount == 0 }
+        await client.disconnect()
+    }
+
     @Test func authentication() async throws {
         let directory = try TemporaryDirectory()
         let passwordFile = directory.path + "/passwords"
