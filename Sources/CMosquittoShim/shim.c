@@ -101,6 +101,7 @@ struct CMosquittoShim_Client {
     atomic_uint_fast64_t unsent;
     // A back-pressure waiter's target plus one (0: none); see CMosquittoShim_Client_armDrain and checkDrain.
     atomic_uint_fast64_t drainTargetPlusOne;
+    atomic_bool drained;  // set with each drain event, taken by the dispatcher
 
     // The last error/warning line libmosquitto logged, guarded by errorLock.
     pthread_mutex_t errorLock;
@@ -278,6 +279,7 @@ static void checkDrain(CMosquittoShim_Client *c) {
     uint64_t outstanding = queued > written ? queued - written : 0;
     if (outstanding > armed - 1) return;
     if (atomic_compare_exchange_strong(&c->drainTargetPlusOne, &armed, 0)) {
+        atomic_store(&c->drained, true);  // for a dispatcher busy with messages (CMosquittoShim_Client_takeDrained)
         pushEvent(c, CMosquittoShim_EventDrained, 0, 0, NULL);
     }
 }
@@ -390,6 +392,7 @@ CMosquittoShim_Client *CMosquittoShim_Client_create(const CMosquittoShim_Options
     atomic_init(&c->qos0Queued, 0);
     atomic_init(&c->qos0Written, 0);
     atomic_init(&c->drainTargetPlusOne, 0);
+    atomic_init(&c->drained, false);
 
     atomic_init(&c->unsent, 0);
     atomic_init(&c->wrote, false);
@@ -683,6 +686,10 @@ static void *loopMain(void *arg) {
 
     // Graceful stop: every queued packet goes out first, then DISCONNECT (packets are sent in order, and
     // libmosquitto closes the socket once DISCONNECT is written, which ends the loop), bounded by stopFlushMs.
+    // A publish queued behind the DISCONNECT would never be written: refuse them from here on.
+    pthread_mutex_lock(&c->publishLock);
+    c->accepting = false;
+    pthread_mutex_unlock(&c->publishLock);
     if (c->sessionUp && mosquitto_disconnect(c->mosq) == MOSQ_ERR_SUCCESS) {
         int64_t deadline = nowMs() + c->stopFlushMs;
         while (nowMs() < deadline) {
@@ -843,13 +850,6 @@ void CMosquittoShim_Client_openDispatcher(CMosquittoShim_Client *c) {
     pthread_mutex_unlock(&c->queueLock);
 }
 
-int CMosquittoShim_Client_peekEventKind(CMosquittoShim_Client *c) {
-    pthread_mutex_lock(&c->queueLock);
-    int kind = c->eventHead ? c->eventHead->kind : 0;
-    pthread_mutex_unlock(&c->queueLock);
-    return kind;
-}
-
 CMosquittoShim_Event *CMosquittoShim_Client_popEvent(CMosquittoShim_Client *c) {
     pthread_mutex_lock(&c->queueLock);
     CMosquittoShim_Event *event = c->eventHead;
@@ -936,3 +936,5 @@ bool CMosquittoShim_Client_armDrain(CMosquittoShim_Client *c, uint64_t target) {
     // take away the event another waiter is owed); a stale arming costs one spurious event at most.
     return CMosquittoShim_Client_outstandingPublishes(c) <= target;
 }
+
+bool CMosquittoShim_Client_takeDrained(CMosquittoShim_Client *c) { return atomic_exchange(&c->drained, false); }

@@ -828,14 +828,22 @@ final class ClientCore: Sendable {
             let batch = handle.takeMessages(arm: true)
             if batch.isEmpty { return true }
             handler.deliver(batch)
-            // A stream that never lets the ring empty must not hold back acknowledgements, connection events or
-            // drain signals: apply the queued events now (a stop is left to the dispatcher loop, which delivers
-            // every message first).
-            while let kind = handle.peekEventKind(), kind != .stopped, let event = handle.popEvent() {
-                apply(event, handle)
-            }
+            // A steady inbound stream can keep this loop from the event queue: a publisher waiting for the QoS 0
+            // queue to drain is resumed here too. (Other events wait for the ring to empty: an acknowledgement
+            // must not overtake the messages received before it, which the Coaty manager's copy counting relies on.)
+            if handle.takeDrained() { resumeDrainWaiters() }
             executor?.runJobs()
         }
+    }
+
+    /// Resumes the publishers waiting for the QoS 0 queue to drain; each checks the queue again.
+    private func resumeDrainWaiters() {
+        var resumptions = Resumptions()
+        state.withLock { state in
+            for token in state.drainTokens { resumptions.resolve(token, .success(()), in: &state) }
+            state.drainTokens = []
+        }
+        resumptions.resume()
     }
 
     private func apply(_ event: ShimEvent, _ handle: MosquittoHandle) {
@@ -880,6 +888,7 @@ final class ClientCore: Sendable {
                     resumptions.resolve(token, .success(()), in: &state)
                 }
             case .drained:
+                _ = handle.takeDrained()
                 for token in state.drainTokens { resumptions.resolve(token, .success(()), in: &state) }
                 state.drainTokens = []
             case .stopped:

@@ -117,9 +117,6 @@ final class MosquittoHandle: @unchecked Sendable {
     /// Makes the dispatcher's `wait` return (with CMosquittoShim_WakeJobs).
     func wakeDispatcher() { CMosquittoShim_Client_wakeDispatcher(pointer) }
 
-    /// The kind of the next queued event, without taking it.
-    func peekEventKind() -> ShimEvent.Kind? { ShimEvent.Kind(rawValue: CMosquittoShim_Client_peekEventKind(pointer)) }
-
     func popEvent() -> ShimEvent? {
         guard let event = CMosquittoShim_Client_popEvent(pointer) else { return nil }
         defer { CMosquittoShim_Event_free(event) }
@@ -141,6 +138,9 @@ final class MosquittoHandle: @unchecked Sendable {
     /// Arms one `drained` event for when at most `target` QoS 0 publications are unwritten; `true` when that is
     /// already so.
     func armDrain(_ target: UInt64) -> Bool { CMosquittoShim_Client_armDrain(pointer, target) }
+
+    /// Whether a `drained` event fired since the last call.
+    func takeDrained() -> Bool { CMosquittoShim_Client_takeDrained(pointer) }
 
     func discardMessages() { CMosquittoShim_Client_discardMessages(pointer) }
 

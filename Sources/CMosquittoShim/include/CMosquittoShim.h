@@ -161,9 +161,6 @@ void CMosquittoShim_Client_closeDispatcher(CMosquittoShim_Client *client);
 void CMosquittoShim_Client_openDispatcher(CMosquittoShim_Client *client);
 
 /// Removes and returns the oldest event, or NULL.
-/// The kind of the next queued event without taking it, or 0 when none is queued (dispatcher only).
-int CMosquittoShim_Client_peekEventKind(CMosquittoShim_Client *client);
-
 CMosquittoShim_Event *CMosquittoShim_Client_popEvent(CMosquittoShim_Client *client);
 
 /// Takes up to `max` messages (ownership passes to the caller). When none is queued and `arm` is true,
@@ -191,5 +188,8 @@ uint64_t CMosquittoShim_Client_outstandingPublishes(CMosquittoShim_Client *clien
 /// Asks for one CMosquittoShim_EventDrained once the QoS 0 publications queued but unwritten are at most `target`
 /// (written, or settled as unsent when the connection ends). Returns true when they already are.
 bool CMosquittoShim_Client_armDrain(CMosquittoShim_Client *client, uint64_t target);
+
+/// Whether a drain event fired since the last call (lets a dispatcher busy with messages resume waiters early).
+bool CMosquittoShim_Client_takeDrained(CMosquittoShim_Client *client);
 
 #endif
