@@ -230,7 +230,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CoatyMQTTTests",
-            dependencies: ["CoatyMQTT"],
+            dependencies: ["CoatyMQTT", "AgentProcessTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

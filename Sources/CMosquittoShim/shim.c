@@ -42,8 +42,9 @@ struct CMosquittoShim_Client {
     uint64_t received;        // PUBLISH packets received
     uint64_t rateWindowReceived;
     bool streaming;           // the last rate window saw at least SHIM_STREAM_MESSAGES_PER_MS messages
-    int64_t wroteSeenNs;      // when the loop last found `wrote` set
-    atomic_bool wrote;        // set (any thread) when this client queues a packet that may get an answer
+    int64_t wroteSeenNs;      // when the loop last saw this client write (a packet queued, or a QoS > 0 answer due)
+    uint64_t quickAckPacketsSeen;  // `packetsQueued` when wroteSeenNs was last updated
+    bool answerDue;           // a QoS > 0 message arrived, which libmosquitto answers (PUBACK / PUBREC)
 
     // The network loop's own wait (see loopOnce): other threads that queue a packet count it in `packetsQueued` and,
     // while the loop thread polls, wake it through the eventfd `wakeFd` (at most one write per wait).
@@ -224,7 +225,7 @@ static void onMessage(struct mosquitto *mosq, void *obj, const struct mosquitto_
     (void)mosq; (void)props;
     CMosquittoShim_Client *c = obj;
     c->received++;
-    if (msg->qos > 0) atomic_store(&c->wrote, true);  // libmosquitto answers it (PUBACK / PUBREC)
+    if (msg->qos > 0) c->answerDue = true;
     size_t topicLength = msg->topic ? strlen(msg->topic) : 0;
     size_t payloadLength = msg->payloadlen > 0 ? (size_t)msg->payloadlen : 0;
     CMosquittoShim_Message *m = malloc(sizeof(CMosquittoShim_Message) + topicLength + 1 + payloadLength);
@@ -269,15 +270,20 @@ static void onMessage(struct mosquitto *mosq, void *obj, const struct mosquitto_
     if (wakeDispatcher) pthread_cond_signal(&c->queueCond);
 }
 
-/// Fires the armed drain event once the unwritten QoS 0 publications are at most the target (loop thread). Read without
-/// publishLock, the count can be low by the publishes in flight at this instant; the waiter re-checks under the lock.
+/// QoS 0 publishes queued but not written yet. Without publishLock the count can be low by the publishes in flight at
+/// this instant (each is queued before it is counted in qos0Queued, and may be written in between).
+static uint64_t unwrittenQos0(CMosquittoShim_Client *c) {
+    uint64_t written = atomic_load(&c->qos0Written);
+    uint64_t queued = atomic_load(&c->qos0Queued);
+    return queued > written ? queued - written : 0;
+}
+
+/// Fires the armed drain event once the unwritten QoS 0 publications are at most the target (loop thread); read
+/// without publishLock, the count may be low, and the waiter re-checks under the lock.
 static void checkDrain(CMosquittoShim_Client *c) {
     uint_fast64_t armed = atomic_load(&c->drainTargetPlusOne);
     if (armed == 0) return;
-    uint64_t written = atomic_load(&c->qos0Written);
-    uint64_t queued = atomic_load(&c->qos0Queued);
-    uint64_t outstanding = queued > written ? queued - written : 0;
-    if (outstanding > armed - 1) return;
+    if (unwrittenQos0(c) > armed - 1) return;
     if (atomic_compare_exchange_strong(&c->drainTargetPlusOne, &armed, 0)) {
         atomic_store(&c->drained, true);  // for a dispatcher busy with messages (CMosquittoShim_Client_takeDrained)
         pushEvent(c, CMosquittoShim_EventDrained, 0, 0, NULL);
@@ -393,9 +399,7 @@ CMosquittoShim_Client *CMosquittoShim_Client_create(const CMosquittoShim_Options
     atomic_init(&c->qos0Written, 0);
     atomic_init(&c->drainTargetPlusOne, 0);
     atomic_init(&c->drained, false);
-
     atomic_init(&c->unsent, 0);
-    atomic_init(&c->wrote, false);
     atomic_init(&c->packetsQueued, 0);
     atomic_init(&c->loopPolling, false);
     atomic_init(&c->wakePending, false);
@@ -491,15 +495,20 @@ static void backoffSleep(CMosquittoShim_Client *c, int ms) {
     pthread_mutex_unlock(&c->controlLock);
 }
 
+/// Whether QoS 0 publishes are taken (see `accepting`).
+static void setAccepting(CMosquittoShim_Client *c, bool accepting) {
+    pthread_mutex_lock(&c->publishLock);
+    c->accepting = accepting;
+    pthread_mutex_unlock(&c->publishLock);
+}
+
 /// Counts the QoS 0 publishes queued but never written as unsent (loop thread; the socket is closed or about to be,
 /// so what is still queued will be discarded by libmosquitto's next connect).
 static void settleUnsent(CMosquittoShim_Client *c) {
     pthread_mutex_lock(&c->publishLock);
     c->accepting = false;
-    uint64_t written = atomic_load(&c->qos0Written);
-    uint64_t queued = atomic_load(&c->qos0Queued);
-    if (queued > written) {
-        uint64_t lost = queued - written;
+    uint64_t lost = unwrittenQos0(c);
+    if (lost > 0) {
         atomic_fetch_add(&c->unsent, lost);
         atomic_fetch_add(&c->qos0Written, lost);
     }
@@ -540,7 +549,12 @@ static int renewQuickAck(CMosquittoShim_Client *c, int64_t now, int timeoutMs) {
     if (!c->quickAck) return timeoutMs;
     int sock = mosquitto_socket(c->mosq);
     if (sock < 0) return timeoutMs;
-    if (atomic_exchange(&c->wrote, false)) c->wroteSeenNs = now;
+    uint64_t queued = atomic_load(&c->packetsQueued);
+    if (queued != c->quickAckPacketsSeen || c->answerDue) {
+        c->wroteSeenNs = now;
+        c->quickAckPacketsSeen = queued;
+        c->answerDue = false;
+    }
     if (c->streaming && now - c->wroteSeenNs >= SHIM_WRITE_QUIET_NS &&
         now - c->quickAckRenewedNs < SHIM_QUICKACK_STREAM_INTERVAL_NS) {
         return 1;
@@ -555,15 +569,18 @@ static int renewQuickAck(CMosquittoShim_Client *c, int64_t now, int timeoutMs) {
     return timeoutMs;
 }
 
+/// Ends the network loop's current (or next) poll.
+static void signalLoop(CMosquittoShim_Client *c) {
+    uint64_t one = 1;
+    (void)!write(c->wakeFd, &one, sizeof(one));
+}
+
 /// Called by any thread after it queued a packet in libmosquitto: counts it and wakes the loop thread if it polls.
 /// `packetsQueued` is incremented before `loopPolling` is read, and loopOnce sets `loopPolling` before it reads
 /// `packetsQueued` (both sequentially consistent), so either the loop sees the packet or this call wakes it.
 static void wakeLoop(CMosquittoShim_Client *c) {
     atomic_fetch_add(&c->packetsQueued, 1);
-    if (atomic_load(&c->loopPolling) && !atomic_exchange(&c->wakePending, true)) {
-        uint64_t one = 1;
-        (void)!write(c->wakeFd, &one, sizeof(one));
-    }
+    if (atomic_load(&c->loopPolling) && !atomic_exchange(&c->wakePending, true)) signalLoop(c);
 }
 
 /// One iteration of the network loop, as `mosquitto_loop` does it (wait for the socket, read, write, keepalive),
@@ -629,9 +646,7 @@ static void *loopMain(void *arg) {
         bool logging = true;
         int rc = mosquitto_connect_async(c->mosq, c->host, c->port, c->keepAlive);
         if (rc == MOSQ_ERR_ERRNO) savedErrno = errno;
-        pthread_mutex_lock(&c->publishLock);
-        c->accepting = rc == MOSQ_ERR_SUCCESS;
-        pthread_mutex_unlock(&c->publishLock);
+        setAccepting(c, rc == MOSQ_ERR_SUCCESS);
         if (rc == MOSQ_ERR_SUCCESS) {
             int64_t start = nowMs();
             for (;;) {
@@ -687,9 +702,7 @@ static void *loopMain(void *arg) {
     // Graceful stop: every queued packet goes out first, then DISCONNECT (packets are sent in order, and
     // libmosquitto closes the socket once DISCONNECT is written, which ends the loop), bounded by stopFlushMs.
     // A publish queued behind the DISCONNECT would never be written: refuse them from here on.
-    pthread_mutex_lock(&c->publishLock);
-    c->accepting = false;
-    pthread_mutex_unlock(&c->publishLock);
+    setAccepting(c, false);
     if (c->sessionUp && mosquitto_disconnect(c->mosq) == MOSQ_ERR_SUCCESS) {
         int64_t deadline = nowMs() + c->stopFlushMs;
         while (nowMs() < deadline) {
@@ -741,15 +754,13 @@ void CMosquittoShim_Client_stop(CMosquittoShim_Client *c) {
     atomic_store(&c->stopRequested, true);
     pthread_cond_broadcast(&c->controlCond);
     pthread_mutex_unlock(&c->controlLock);
-    uint64_t one = 1;
-    (void)!write(c->wakeFd, &one, sizeof(one));  // end the loop's wait now
+    signalLoop(c);  // end the loop's wait now
 }
 
 // MARK: - Operations (any thread)
 
 int CMosquittoShim_Client_publish(CMosquittoShim_Client *c, int *mid, const char *topic, const void *payload,
                                   int payloadLength, int qos, bool retain) {
-    atomic_store(&c->wrote, true);
     if (qos == 0) {
         pthread_mutex_lock(&c->publishLock);
         if (!c->accepting) {
@@ -775,7 +786,6 @@ int CMosquittoShim_Client_publish(CMosquittoShim_Client *c, int *mid, const char
 
 int CMosquittoShim_Client_subscribe(CMosquittoShim_Client *c, int *mid, const char *const *filters, int count,
                                     int qos, bool quiet) {
-    atomic_store(&c->wrote, true);
     int localMid = 0;
     pthread_mutex_lock(&c->ackLock);
     int rc = mosquitto_subscribe_multiple(c->mosq, &localMid, count, (char *const *const)filters, qos, 0, NULL);
@@ -789,7 +799,6 @@ int CMosquittoShim_Client_subscribe(CMosquittoShim_Client *c, int *mid, const ch
 }
 
 int CMosquittoShim_Client_unsubscribe(CMosquittoShim_Client *c, int *mid, const char *filter, bool quiet) {
-    atomic_store(&c->wrote, true);
     int localMid = 0;
     pthread_mutex_lock(&c->ackLock);
     int rc = mosquitto_unsubscribe(c->mosq, &localMid, filter);
@@ -923,9 +932,7 @@ uint64_t CMosquittoShim_Client_unsentCount(CMosquittoShim_Client *c) { return at
 
 uint64_t CMosquittoShim_Client_outstandingPublishes(CMosquittoShim_Client *c) {
     pthread_mutex_lock(&c->publishLock);
-    uint64_t written = atomic_load(&c->qos0Written);
-    uint64_t queued = atomic_load(&c->qos0Queued);
-    uint64_t outstanding = queued > written ? queued - written : 0;
+    uint64_t outstanding = unwrittenQos0(c);
     pthread_mutex_unlock(&c->publishLock);
     return outstanding;
 }

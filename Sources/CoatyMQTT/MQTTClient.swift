@@ -839,11 +839,13 @@ final class ClientCore: Sendable {
     /// Resumes the publishers waiting for the QoS 0 queue to drain; each checks the queue again.
     private func resumeDrainWaiters() {
         var resumptions = Resumptions()
-        state.withLock { state in
-            for token in state.drainTokens { resumptions.resolve(token, .success(()), in: &state) }
-            state.drainTokens = []
-        }
+        state.withLock { resolveDrainWaiters(&$0, &resumptions) }
         resumptions.resume()
+    }
+
+    private func resolveDrainWaiters(_ state: inout ClientState, _ resumptions: inout Resumptions) {
+        for token in state.drainTokens { resumptions.resolve(token, .success(()), in: &state) }
+        state.drainTokens = []
     }
 
     private func apply(_ event: ShimEvent, _ handle: MosquittoHandle) {
@@ -889,8 +891,7 @@ final class ClientCore: Sendable {
                 }
             case .drained:
                 _ = handle.takeDrained()
-                for token in state.drainTokens { resumptions.resolve(token, .success(()), in: &state) }
-                state.drainTokens = []
+                resolveDrainWaiters(&state, &resumptions)
             case .stopped:
                 break
             }

@@ -1,5 +1,6 @@
 // Test support shared by the test targets that run agent executables (`coaty`, the examples)
-// as subprocesses against a real mosquitto started by the test.
+// as subprocesses against a real mosquitto started by the test, and by the MQTT client tests
+// (`SilentListener`).
 public import CoatyKit
 import Foundation
 import Synchronization
@@ -336,4 +337,48 @@ extension JSONValue {
         }
         return value
     }
+}
+
+/// A TCP port on 127.0.0.1 that accepts connections (the kernel completes the handshake into the
+/// backlog) but never answers, like a broker that hangs before CONNACK. Closed when released.
+public final class SilentListener: Sendable {
+    let descriptor: Int32
+    /// The port it listens on.
+    public let port: Int
+
+    /// Listens on `port`, or on a free port when it is 0 (the port of a stopped broker can be
+    /// taken over: the address is reused).
+    /// - Parameter port: the port, or 0.
+    /// - Throws: `POSIXError` when the socket cannot be bound.
+    public init(port: Int = 0) throws {
+        #if os(Linux)
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #else
+            let fd = socket(AF_INET, SOCK_STREAM, 0)
+        #endif
+        guard fd >= 0 else { throw POSIXError(.EIO) }
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard bound == 0, listen(fd, 64) == 0 else {
+            close(fd)
+            throw POSIXError(.EADDRINUSE)
+        }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        descriptor = fd
+        self.port = Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    deinit { close(descriptor) }
 }

@@ -1,3 +1,4 @@
+import AgentProcessTestSupport
 import CoatyMQTT
 import Foundation
 import Logging
@@ -443,7 +444,7 @@ struct MQTTClientTests {
         // Where the broker was, a listener that completes TCP handshakes but never answers CONNECT: every reconnect
         // attempt times out with its socket still open, then waits out the backoff.
         let listener = try SilentListener(port: port)
-        defer { listener.close() }
+        defer { withExtendedLifetime(listener) {} }
         let payload = [UInt8](repeating: 0x42, count: 100)
         var refused = 0
         let deadline = ContinuousClock.now.advanced(by: .milliseconds(1500))

@@ -232,32 +232,3 @@ struct RecordingLogHandler: LogHandler {
         storage.records.withLock { $0.append((event.level, "\(event.message) \(event.metadata ?? [:])")) }
     }
 }
-
-/// A TCP listener on 127.0.0.1 that never accepts: the kernel completes handshakes into its backlog, and nothing is
-/// ever answered (an MQTT broker that hangs before CONNACK).
-final class SilentListener: Sendable {
-    let descriptor: Int32
-
-    init(port: Int) throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw POSIXError(.EIO) }
-        var one: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard bound == 0, listen(fd, 64) == 0 else {
-            Glibc.close(fd)
-            throw POSIXError(.EADDRINUSE)
-        }
-        descriptor = fd
-    }
-
-    func close() { Glibc.close(descriptor) }
-}
