@@ -193,6 +193,14 @@ func run() throws -> [Row] {
         try ourEncoder.encodeToBytes(Advertise(object: light, privateData: privateData)).count
     }
 
+    try scenario("encode Light -> bytes, streamed (publish path)", baseline: nil) {
+        try ourEncoder.encodeToBytes(light).count
+    }
+
+    try scenario("encode Light -> JSONValue tree -> bytes (before)", baseline: nil) {
+        try ourEncoder.encode(light).serializedBytes().count
+    }
+
     let any = try AnyCoatyObject(light)
     try scenario("encode Advertise of AnyCoatyObject -> bytes", baseline: foundationEncode) {
         JSONValue.object(["object": .object(any.json), "privateData": .object(privateData)]).serializedBytes().count

@@ -107,6 +107,10 @@ struct CommunicationManagerTests {
                 "coaty/3/-/ADV:CoatyObject/\(a.id)", "coaty/3/-/ADV::com.example.Light/\(a.id)",
             ]
         )
+        // Both copies carry the payload of the wrapped object, encoded straight from the struct.
+        let expected = AdvertiseEventData(object: try AnyCoatyObject(light), privateData: ["room": "kitchen"])
+        let payloads = broker.publications.filter { $0.clientId == a.clientId && !$0.isWill }.suffix(2)
+        #expect(payloads.map(\.message.payload) == [expected.payloadBytes, expected.payloadBytes])
         let typedEvent = try #require(await typedIterator.next())
         #expect(typedEvent.object == light)
         #expect(typedEvent.privateData == ["room": "kitchen"])
@@ -181,6 +185,10 @@ struct CommunicationManagerTests {
 
         let light = Light(name: "l", isOn: false)
         try await a.manager.publishChannel("lights", object: light)
+        let single = try #require(broker.publications.last { $0.clientId == a.clientId && !$0.isWill })
+        #expect(
+            single.message.payload == ChannelEventData(object: try AnyCoatyObject(light), privateData: nil).payloadBytes
+        )
         try await a.manager.publishChannel("lights", objects: [light, light], privateData: ["n": 2])
         try await a.manager.publishChannel("other", objects: [])
         let one = try #require(await channelIterator.next())

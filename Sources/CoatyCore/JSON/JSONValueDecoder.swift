@@ -304,7 +304,7 @@ enum ISO8601Dates {
 }
 
 /// The `Decoder` for one JSON value; its coding path is computed only when an error needs it.
-final class ValueDecoder: Decoder {
+final class ValueDecoder: Decoder, CodingPathNode {
     let value: JSONValue
     /// `value` when it is an object (else empty), unpacked once for the keyed container.
     let object: JSONObject
@@ -341,15 +341,7 @@ final class ValueDecoder: Decoder {
         return n
     }
 
-    var codingPath: [any CodingKey] {
-        var keys: [any CodingKey] = []
-        var node: ValueDecoder? = self
-        while let current = node {
-            if let key = current.key { keys.append(key) }
-            node = current.parent
-        }
-        return keys.reversed()
-    }
+    var codingPath: [any CodingKey] { pathFromRoot }
 
     var userInfo: [CodingUserInfoKey: Any] { context.userInfo }
 
@@ -776,5 +768,25 @@ struct SingleValueDecoder: SingleValueDecodingContainer {
 
     func decode<T: Decodable>(_ type: T.Type) throws -> T {
         try decoder.context.unbox(value, as: T.self, parent: decoder.parent, key: decoder.key)
+    }
+}
+
+/// An encoder or decoder that knows its parent and its key: the coding path is walked up the
+/// chain only when someone asks (errors, custom coding code), never stored.
+protocol CodingPathNode: AnyObject {
+    var parent: Self? { get }
+    var key: (any CodingKey)? { get }
+}
+
+extension CodingPathNode {
+    /// The keys from the root value down to this one.
+    var pathFromRoot: [any CodingKey] {
+        var keys: [any CodingKey] = []
+        var node: Self? = self
+        while let current = node {
+            if let key = current.key { keys.append(key) }
+            node = current.parent
+        }
+        return keys.reversed()
     }
 }

@@ -44,7 +44,10 @@ public struct JSONValueEncoder: Sendable {
     /// - Returns: the JSON text.
     /// - Throws: as ``encode(_:)``.
     public func encodeToBytes<T: Encodable>(_ value: T) throws -> [UInt8] {
-        try encode(value).serializedBytes()
+        var out: [UInt8] = []
+        out.reserveCapacity(256)
+        try encode(value, appendingTo: &out)
+        return out
     }
 
     /// Encodes a value into compact JSON text.
@@ -52,7 +55,7 @@ public struct JSONValueEncoder: Sendable {
     /// - Returns: the JSON text.
     /// - Throws: as ``encode(_:)``.
     public func encodeToString<T: Encodable>(_ value: T) throws -> String {
-        try encode(value).serializedString()
+        String(decoding: try encodeToBytes(value), as: UTF8.self)
     }
 }
 
@@ -171,7 +174,7 @@ final class ArrayRef {
     }
 }
 
-final class ValueEncoder: Encoder {
+final class ValueEncoder: Encoder, CodingPathNode {
     enum Storage {
         case empty
         case value(JSONValue)
@@ -191,15 +194,7 @@ final class ValueEncoder: Encoder {
     }
 
     /// Computed only when someone asks (errors, custom encode code).
-    var codingPath: [any CodingKey] {
-        var keys: [any CodingKey] = []
-        var node: ValueEncoder? = self
-        while let current = node {
-            if let key = current.key { keys.append(key) }
-            node = current.parent
-        }
-        return keys.reversed()
-    }
+    var codingPath: [any CodingKey] { pathFromRoot }
 
     var userInfo: [CodingUserInfoKey: Any] { context.userInfo }
 

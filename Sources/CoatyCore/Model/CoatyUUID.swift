@@ -86,20 +86,36 @@ public struct CoatyUUID: Sendable, Hashable, Comparable {
     /// The lowercase `8-4-4-4-12` text form.
     public var uuidString: String {
         String(unsafeUninitializedCapacity: 36) { buffer in
-            let hex: StaticString = "0123456789abcdef"
-            let digits = hex.utf8Start
-            var out = 0
-            for nibbleIndex in 0..<32 {
-                if nibbleIndex == 8 || nibbleIndex == 12 || nibbleIndex == 16 || nibbleIndex == 20 {
-                    buffer[out] = UInt8(ascii: "-")
-                    out += 1
-                }
-                let word = nibbleIndex < 16 ? high : low
-                let shift = UInt64(60 - (nibbleIndex % 16) * 4)
-                buffer[out] = digits[Int((word >> shift) & 0xF)]
+            writeText(into: buffer)
+            return 36
+        }
+    }
+
+    /// Appends the text form in double quotes (a JSON string) to `out`, without making a `String`.
+    func appendQuoted(to out: inout [UInt8]) {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 38) { buffer in
+            buffer[0] = UInt8(ascii: "\"")
+            writeText(into: UnsafeMutableBufferPointer(rebasing: buffer[1..<37]))
+            buffer[37] = UInt8(ascii: "\"")
+            out.append(contentsOf: buffer)
+        }
+    }
+
+    /// Writes the 36 bytes of the text form to the start of `buffer`.
+    @inline(__always)
+    private func writeText(into buffer: UnsafeMutableBufferPointer<UInt8>) {
+        let hex: StaticString = "0123456789abcdef"
+        let digits = hex.utf8Start
+        var out = 0
+        for nibbleIndex in 0..<32 {
+            if nibbleIndex == 8 || nibbleIndex == 12 || nibbleIndex == 16 || nibbleIndex == 20 {
+                buffer[out] = UInt8(ascii: "-")
                 out += 1
             }
-            return 36
+            let word = nibbleIndex < 16 ? high : low
+            let shift = UInt64(60 - (nibbleIndex % 16) * 4)
+            buffer[out] = digits[Int((word >> shift) & 0xF)]
+            out += 1
         }
     }
 

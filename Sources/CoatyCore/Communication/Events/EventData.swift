@@ -233,6 +233,29 @@ struct PayloadWriter {
 }
 
 extension AnyCoatyObject {
+    /// The bytes of a `{"object":…,"privateData":…}` payload (Advertise, single-object Channel),
+    /// encoded straight from the Swift value: the same bytes as the payload of the wrapped object,
+    /// without building its JSON tree.
+    static func payloadBytes<T: CoatyObject>(
+        object: T,
+        privateData: JSONObject?
+    ) throws(CommunicationError) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(384)
+        out.append(contentsOf: #"{"object":"#.utf8)
+        do {
+            try JSONValueEncoder().encode(object, appendingTo: &out)
+        } catch {
+            throw .encodingFailed(objectType: object.objectType, reason: "\(error)")
+        }
+        if let privateData {
+            out.append(contentsOf: #","privateData":"#.utf8)
+            JSONSerializer.writeObject(privateData, to: &out)
+        }
+        out.append(UInt8(ascii: "}"))
+        return out
+    }
+
     /// Wraps an object for a payload, using the value as is when it already is an ``AnyCoatyObject``.
     static func wrapping<T: CoatyObject>(_ object: T) throws(CommunicationError) -> AnyCoatyObject {
         if let any = object as? AnyCoatyObject { return any }

@@ -390,9 +390,10 @@ extension CommunicationManager {
         _ object: Object,
         privateData: JSONObject? = nil
     ) async throws(CommunicationError) {
-        let wrapped = try AnyCoatyObject.wrapping(object)
-        for message in try advertiseMessage(wrapped, privateData: privateData) {
-            try await send(message)
+        let payload = try AnyCoatyObject.payloadBytes(object: object, privateData: privateData)
+        let filters = CoatyTopic.TypeFilter.publishing(objectType: object.objectType, coreType: object.coreType)
+        for filter in filters {
+            try await send(TransportMessage(topic: try topicName(.advertise(filter)), payload: payload))
         }
     }
 
@@ -419,8 +420,9 @@ extension CommunicationManager {
         object: Object,
         privateData: JSONObject? = nil
     ) async throws(CommunicationError) {
-        let data = ChannelEventData(object: try AnyCoatyObject.wrapping(object), privateData: privateData)
-        try await publishChannel(channelId, data: data)
+        let topic = try topic(.channel(id: channelId))
+        let payload = try AnyCoatyObject.payloadBytes(object: object, privateData: privateData)
+        try await send(TransportMessage(topic: topic.name, payload: payload))
     }
 
     /// Publishes a Channel event with an array of objects (`{"objects":[…]}`).
