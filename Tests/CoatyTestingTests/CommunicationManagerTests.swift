@@ -13,6 +13,28 @@ struct Light: CoatyObject, Hashable {
     var isOn: Bool
 }
 
+/// A type claiming to be a Coaty object that encodes itself as an array: not publishable.
+struct ArrayShapedObject: CoatyObject {
+    static let objectType = "com.example.ArrayShaped"
+    var objectId = CoatyUUID()
+    var name = "array"
+
+    init() {}
+    init(from decoder: any Decoder) throws { self.init() }
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.unkeyedContainer()
+        try container.encode(name)
+    }
+}
+
+/// An object whose (instance) object type cannot be a topic level.
+struct BadTypeObject: CoatyObject {
+    static let objectType = "com.example.BadType"
+    var objectId = CoatyUUID()
+    var name = "bad"
+    var objectType: String { "com.example/bad" }
+}
+
 /// One agent on an in-process broker.
 struct TestAgent {
     let manager: CommunicationManager
@@ -159,6 +181,32 @@ struct CommunicationManagerTests {
         #expect(event.object.json["extra"] == ["deep": [1, 2]])
         #expect(event.object.as(CoatyTask.self)?.custom["extra"] == ["deep": [1, 2]])
         #expect(event.sourceId == source)
+        await a.manager.stop()
+    }
+
+    @Test("An object that is no JSON object or has an invalid object type publishes nothing")
+    func unpublishableObjects() async throws {
+        let broker = InProcessBroker()
+        let a = try TestAgent(broker)
+        try await a.manager.start()
+        let before = a.publishedTopics(broker).count
+        await #expect {
+            try await a.manager.publishAdvertise(ArrayShapedObject())
+        } throws: { error in
+            guard case CommunicationError.encodingFailed(let objectType, let reason) = error else { return false }
+            return objectType == ArrayShapedObject.objectType && reason.contains("must encode to a JSON object")
+        }
+        await #expect(throws: CommunicationError.self) {
+            try await a.manager.publishChannel("lights", object: ArrayShapedObject())
+        }
+        await #expect {
+            try await a.manager.publishAdvertise(BadTypeObject())
+        } throws: { error in
+            guard case CommunicationError.invalidTopic = error else { return false }
+            return true
+        }
+        // Neither the core-type copy nor anything else went out.
+        #expect(a.publishedTopics(broker).count == before)
         await a.manager.stop()
     }
 

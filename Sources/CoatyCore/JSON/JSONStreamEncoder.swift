@@ -9,13 +9,17 @@ import Foundation
 // parent writes again), which a stream can follow. Anything it cannot reproduce in order marks the
 // run as failed, and the caller encodes the value again through the tree:
 // - writing to a container after a later sibling was written, or after its value's
-//   `encode(to:)` returned;
+//   `encode(to:)` returned, or while a member of it is still being written;
+// - a nested container under a member name already written (the tree replaces that member);
+// - the count of an unkeyed container read after it was closed;
 // - a super encoder;
 // - a second value through one single-value container, or mixing container kinds on one encoder;
 // - a Coaty object's `objectType`/`coreType` written by the type with a value other than the
 //   instance's (the tree replaces the header member in place);
 // - a value that fills custom fields into a single-value object.
-// Any error thrown while streaming also falls back, so errors carry the tree encoder's coding path.
+// Any error thrown while streaming also falls back (even one the value catches and recovers
+// from), so errors carry the tree encoder's coding path. A value that falls back runs its
+// `encode(to:)` twice.
 
 extension JSONValueEncoder {
     /// Appends the compact JSON text of `value` to `out`: streamed when the value's containers
@@ -51,8 +55,11 @@ struct StreamFrame {
     var count = 0
     /// The header of a Coaty object: `objectType` and `coreType`, written first.
     var header: (objectType: String, coreType: String)?
-    /// The member names written, kept for ``CustomFieldsCarrying`` types only.
+    /// The member names written, kept for ``CustomFieldsCarrying`` values with custom members.
     var keys: [String]?
+    /// Whether the last member or element waits for a value that user code is writing: the frame
+    /// cannot take another one until then.
+    var awaitingValue = false
 }
 
 /// The state of one streaming run: the output and the stack of open containers.
@@ -123,6 +130,7 @@ final class StreamEncodingContext {
     func member(_ id: Int, _ name: String) throws(StreamFallback) {
         try activate(id)
         let i = frames.count - 1
+        guard !frames[i].awaitingValue else { throw fail() }
         if frames[i].count > 0 { out.append(UInt8(ascii: ",")) }
         frames[i].count += 1
         frames[i].keys?.append(name)
@@ -134,8 +142,28 @@ final class StreamEncodingContext {
     func element(_ id: Int) throws(StreamFallback) {
         try activate(id)
         let i = frames.count - 1
+        guard !frames[i].awaitingValue else { throw fail() }
         if frames[i].count > 0 { out.append(UInt8(ascii: ",")) }
         frames[i].count += 1
+    }
+
+    /// Writes the value of the member or element just started in frame `id`, which stays closed
+    /// to other members while user code writes it.
+    func write<T: Encodable>(_ value: T, into id: Int, parent: StreamEncoder?, key: any CodingKey) throws {
+        let i = frames.count - 1
+        frames[i].awaitingValue = true
+        try write(value, parent: parent, key: key)
+        // Frame `id` is innermost again: `write` closes what it opened, and fails otherwise.
+        guard let last = frames.indices.last, frames[last].id == id else { throw fail() }
+        frames[last].awaitingValue = false
+    }
+
+    /// Whether object frame `id` has a member `name` (only when it records its names, else
+    /// whether it has any member).
+    func mayHave(_ id: Int, _ name: String) -> Bool {
+        guard let i = index(of: id) else { return true }
+        guard let keys = frames[i].keys else { return frames[i].count > 0 }
+        return keys.contains(name)
     }
 
     /// The header value a Coaty object frame already wrote for `name`, if `name` is a header key.
@@ -187,10 +215,11 @@ final class StreamEncodingContext {
 
         let base = frames.count
         let encoder = StreamEncoder(context: self, parent: parent, key: key, base: base)
-        let carrier = T.self as? any CustomFieldsCarrying.Type
+        // Custom members are merged after the declared ones, so only then are names recorded.
+        let custom = (T.self as? any CustomFieldsCarrying.Type)?._custom(of: value) ?? JSONObject()
         if let coatyType = T.self as? any CoatyObject.Type {
             let header = coatyType._header(of: value)
-            let id = openFrame(isObject: true, recordKeys: carrier != nil)
+            let id = openFrame(isObject: true, recordKeys: !custom.isEmpty)
             try member(id, "objectType")
             JSONSerializer.writeString(header.objectType, to: &out)
             try member(id, "coreType")
@@ -198,8 +227,15 @@ final class StreamEncodingContext {
             frames[frames.count - 1].header = (header.objectType, header.coreType.rawValue)
             encoder.state = .frame(id)
         }
-        encoder.recordsKeys = carrier != nil
-        try value.encode(to: encoder)
+        encoder.recordsKeys = !custom.isEmpty
+        do {
+            try value.encode(to: encoder)
+        } catch {
+            // Code that catches this error and goes on would leave a started member or open
+            // containers behind: the run is over either way.
+            failed = true
+            throw error
+        }
         encoder.finished = true
         if failed { throw StreamFallback() }
 
@@ -208,25 +244,23 @@ final class StreamEncodingContext {
             // As the tree encoder: a value that encodes nothing becomes an empty object (plus its
             // custom members, for a carrier).
             guard frames.count == base else { throw fail() }
-            let id = openFrame(isObject: true, recordKeys: false)
-            if let carrier { try writeCustom(carrier._custom(of: value), into: id, skipping: []) }
+            let id = openFrame(isObject: true, recordKeys: !custom.isEmpty)
+            try writeCustom(custom, into: id)
         case .single:
-            guard frames.count == base else { throw fail() }
-            if let carrier, !carrier._custom(of: value).isEmpty { throw fail() }
+            guard frames.count == base, custom.isEmpty else { throw fail() }
         case .frame(let id):
             // The value's own container sits at `base`; containers nested in it close first.
             guard index(of: id) == base else { throw fail() }
             closeFrames(downTo: base + 1)
-            if let carrier, frames[base].isObject {
-                try writeCustom(carrier._custom(of: value), into: id, skipping: frames[base].keys ?? [])
-            }
+            if frames[base].isObject { try writeCustom(custom, into: id) }
         }
         closeFrames(downTo: base)
     }
 
-    /// Appends the custom members whose names were not written (a declared field wins).
-    private func writeCustom(_ custom: JSONObject, into id: Int, skipping written: [String]) throws {
-        for (name, member) in custom where !written.contains(name) {
+    /// Appends the custom members of innermost frame `id` whose names it does not have yet (a
+    /// declared field wins, and so does the first of two equal custom names).
+    private func writeCustom(_ custom: JSONObject, into id: Int) throws {
+        for (name, member) in custom where !(frames[frames.count - 1].keys ?? []).contains(name) {
             try self.member(id, name)
             JSONSerializer.write(member, to: &out)
         }
@@ -361,7 +395,7 @@ struct KeyedStreamEncoder<Key: CodingKey>: KeyedEncodingContainerProtocol {
             ? _identityCast(value, to: String.self)
             : T.self == CoreType.self ? _identityCast(value, to: CoreType.self).rawValue : nil
         guard try begin(key, headerText: headerText) else { return }
-        try context.write(value, parent: encoder, key: key)
+        try context.write(value, into: frame, parent: encoder, key: key)
     }
 
     // Absent optionals are skipped, as by the protocol's default; implemented here so the value
@@ -385,20 +419,28 @@ struct KeyedStreamEncoder<Key: CodingKey>: KeyedEncodingContainerProtocol {
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key)
         -> KeyedEncodingContainer<NestedKey>
     {
-        KeyedEncodingContainer(KeyedStreamEncoder<NestedKey>(encoder: encoder, frame: nested(key, isObject: true)))
+        let (child, id) = nested(key, isObject: true)
+        return KeyedEncodingContainer(KeyedStreamEncoder<NestedKey>(encoder: child, frame: id))
     }
 
     mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
-        UnkeyedStreamEncoder(encoder: encoder, frame: nested(key, isObject: false))
+        let (child, id) = nested(key, isObject: false)
+        return UnkeyedStreamEncoder(encoder: child, frame: id)
     }
 
-    /// Opens a nested container as member `key`; 0 after marking the run failed.
-    private func nested(_ key: Key, isObject: Bool) -> Int {
-        guard (try? begin(key)) == true else {
+    /// Opens a nested container as member `key`, with an encoder carrying the key for coding
+    /// paths; frame 0 after marking the run failed. The tree encoder puts a nested container in
+    /// place of an earlier member of the same name, which a stream cannot: such a key falls back.
+    private func nested(_ key: Key, isObject: Bool) -> (StreamEncoder, Int) {
+        let child = StreamEncoder(context: context, parent: encoder, key: key, base: -1)
+        child.finished = true
+        guard !context.mayHave(frame, key.stringValue), (try? begin(key)) == true else {
             _ = context.fail()
-            return 0
+            return (child, 0)
         }
-        return context.openFrame(isObject: isObject, recordKeys: false)
+        let id = context.openFrame(isObject: isObject, recordKeys: false)
+        child.state = .frame(id)
+        return (child, id)
     }
 
     mutating func superEncoder() -> any Encoder { encoder.deadChild(JSONCodingKey.superKey) }
@@ -414,7 +456,11 @@ struct UnkeyedStreamEncoder: UnkeyedEncodingContainer {
     var codingPath: [any CodingKey] { encoder.codingPath }
 
     var count: Int {
-        guard let i = context.index(of: frame) else { return 0 }
+        guard let i = context.index(of: frame) else {
+            // Asked after the container was closed: only the tree knows.
+            _ = context.fail()
+            return 0
+        }
         return context.frames[i].count
     }
 
@@ -447,23 +493,30 @@ struct UnkeyedStreamEncoder: UnkeyedEncodingContainer {
     mutating func encode<T: Encodable>(_ value: T) throws {
         let key = JSONCodingKey(intValue: count)
         try context.element(frame)
-        try context.write(value, parent: encoder, key: key)
+        try context.write(value, into: frame, parent: encoder, key: key)
     }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<
         NestedKey
     > {
-        KeyedEncodingContainer(KeyedStreamEncoder<NestedKey>(encoder: encoder, frame: nested(isObject: true)))
+        let (child, id) = nested(isObject: true)
+        return KeyedEncodingContainer(KeyedStreamEncoder<NestedKey>(encoder: child, frame: id))
     }
 
     mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
-        UnkeyedStreamEncoder(encoder: encoder, frame: nested(isObject: false))
+        let (child, id) = nested(isObject: false)
+        return UnkeyedStreamEncoder(encoder: child, frame: id)
     }
 
-    /// Opens a nested container as the next element; 0 after marking the run failed.
-    private func nested(isObject: Bool) -> Int {
-        guard (try? context.element(frame)) != nil else { return 0 }
-        return context.openFrame(isObject: isObject, recordKeys: false)
+    /// Opens a nested container as the next element, with an encoder carrying its index for
+    /// coding paths; frame 0 after marking the run failed.
+    private func nested(isObject: Bool) -> (StreamEncoder, Int) {
+        let child = StreamEncoder(context: context, parent: encoder, key: JSONCodingKey(intValue: count), base: -1)
+        child.finished = true
+        guard (try? context.element(frame)) != nil else { return (child, 0) }
+        let id = context.openFrame(isObject: isObject, recordKeys: false)
+        child.state = .frame(id)
+        return (child, id)
     }
 
     mutating func superEncoder() -> any Encoder { encoder.deadChild(JSONCodingKey(intValue: count)) }

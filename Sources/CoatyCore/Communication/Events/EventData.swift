@@ -243,8 +243,17 @@ extension AnyCoatyObject {
         var out: [UInt8] = []
         out.reserveCapacity(384)
         out.append(contentsOf: #"{"object":"#.utf8)
+        let start = out.count
         do {
             try JSONValueEncoder().encode(object, appendingTo: &out)
+            // As `AnyCoatyObject.init`: a type encoding itself as an array or a single value is
+            // not a Coaty object.
+            guard out[start] == UInt8(ascii: "{") else {
+                throw EncodingError.invalidValue(
+                    object,
+                    .init(codingPath: [], debugDescription: "A Coaty object must encode to a JSON object")
+                )
+            }
         } catch {
             throw .encodingFailed(objectType: object.objectType, reason: "\(error)")
         }

@@ -391,9 +391,13 @@ extension CommunicationManager {
         privateData: JSONObject? = nil
     ) async throws(CommunicationError) {
         let payload = try AnyCoatyObject.payloadBytes(object: object, privateData: privateData)
-        let filters = CoatyTopic.TypeFilter.publishing(objectType: object.objectType, coreType: object.coreType)
-        for filter in filters {
-            try await send(TransportMessage(topic: try topicName(.advertise(filter)), payload: payload))
+        // Every topic is built before the first is sent: an invalid object type sends nothing.
+        var topics: [String] = []
+        for filter in CoatyTopic.TypeFilter.publishing(objectType: object.objectType, coreType: object.coreType) {
+            topics.append(try topicName(.advertise(filter)))
+        }
+        for topic in topics {
+            try await send(TransportMessage(topic: topic, payload: payload))
         }
     }
 
@@ -420,8 +424,8 @@ extension CommunicationManager {
         object: Object,
         privateData: JSONObject? = nil
     ) async throws(CommunicationError) {
-        let topic = try topic(.channel(id: channelId))
         let payload = try AnyCoatyObject.payloadBytes(object: object, privateData: privateData)
+        let topic = try topic(.channel(id: channelId))
         try await send(TransportMessage(topic: topic.name, payload: payload))
     }
 
