@@ -71,6 +71,8 @@ struct CMosquittoShim_Client {
     int64_t lastDropSignalMs;
     CMosquittoShim_Event *eventHead;
     CMosquittoShim_Event *eventTail;
+    uint64_t pushedMessages; // messages ever put into the ring (stamps events, see CMosquittoShim_Client_popDueEvent)
+    uint64_t takenMessages;  // messages ever taken from the ring
     atomic_uint_fast64_t dropped;
 
     // Loop control, guarded by controlLock.
@@ -164,6 +166,7 @@ static void pushEventWaking(CMosquittoShim_Client *c, int kind, int code, int mi
     event->mid = mid;
     if (detail) snprintf(event->detail, sizeof(event->detail), "%s", detail);
     pthread_mutex_lock(&c->queueLock);
+    event->afterMessages = c->pushedMessages;
     if (c->eventTail) {
         c->eventTail->next = event;
     } else {
@@ -257,6 +260,7 @@ static void onMessage(struct mosquitto *mosq, void *obj, const struct mosquitto_
     }
     c->ring[(c->head + c->count) % c->capacity] = m;
     c->count += 1;
+    c->pushedMessages += 1;
     bool wakeConsumer = c->consumerBlocked;
     bool wakeDispatcher = c->armed;
     if (c->armed) {
@@ -871,6 +875,21 @@ CMosquittoShim_Event *CMosquittoShim_Client_popEvent(CMosquittoShim_Client *c) {
     return event;
 }
 
+CMosquittoShim_Event *CMosquittoShim_Client_popDueEvent(CMosquittoShim_Client *c, bool includeStopped) {
+    pthread_mutex_lock(&c->queueLock);
+    CMosquittoShim_Event *event = c->eventHead;
+    if (event && event->afterMessages <= c->takenMessages &&
+        (includeStopped || event->kind != CMosquittoShim_EventStopped)) {
+        c->eventHead = event->next;
+        if (!c->eventHead) c->eventTail = NULL;
+        event->next = NULL;
+    } else {
+        event = NULL;
+    }
+    pthread_mutex_unlock(&c->queueLock);
+    return event;
+}
+
 /// Moves up to `max` queued messages to `out` (queueLock held); taking any disarms the wake-up.
 static size_t dequeueLocked(CMosquittoShim_Client *c, CMosquittoShim_Message **out, size_t max) {
     size_t n = c->count < max ? c->count : max;
@@ -880,6 +899,7 @@ static size_t dequeueLocked(CMosquittoShim_Client *c, CMosquittoShim_Message **o
         c->head = (c->head + 1) % c->capacity;
     }
     c->count -= n;
+    c->takenMessages += n;
     if (n > 0) c->armed = false;
     return n;
 }
@@ -922,6 +942,7 @@ void CMosquittoShim_Client_discardMessages(CMosquittoShim_Client *c) {
         c->ring[c->head] = NULL;
         c->head = (c->head + 1) % c->capacity;
         c->count -= 1;
+        c->takenMessages += 1;  // gone, as if taken: events queued behind them are due
     }
     pthread_mutex_unlock(&c->queueLock);
 }

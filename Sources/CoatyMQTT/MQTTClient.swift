@@ -802,8 +802,11 @@ final class ClientCore: Sendable {
                 serveMessageWaiter(handle)
             }
             var stopped = false
-            if mask & Int32(CMosquittoShim_WakeEvents) != 0 {
-                while let event = handle.popEvent() {
+            // With a handler, an event waits until the messages received before it were delivered, and delivering
+            // them can make it due without an event wake-up: look every time.
+            let ordered = messageHandler.withLock { $0 } != nil
+            if ordered || mask & Int32(CMosquittoShim_WakeEvents) != 0 {
+                while let event = ordered ? handle.popDueEvent(includeStopped: true) : handle.popEvent() {
                     // What arrived before the end goes to a handler before disconnect() can return.
                     if event.kind == .stopped { deliverToHandler(handle, executor) }
                     apply(event, handle)
@@ -828,10 +831,13 @@ final class ClientCore: Sendable {
             let batch = handle.takeMessages(arm: true)
             if batch.isEmpty { return true }
             handler.deliver(batch)
-            // A steady inbound stream can keep this loop from the event queue: a publisher waiting for the QoS 0
-            // queue to drain is resumed here too. (Other events wait for the ring to empty: an acknowledgement
-            // must not overtake the messages received before it, which the Coaty manager's copy counting relies on.)
+            // A steady inbound stream can keep this loop from the event queue for good, so the events that are due
+            // are applied between batches: those received before the last message delivered (an acknowledgement
+            // must not overtake the messages received before it, which the Coaty manager's copy counting relies
+            // on). The end of the session is left to the dispatcher loop. A publisher waiting for the QoS 0 queue to
+            // drain is resumed through its own flag, before the event itself is due.
             if handle.takeDrained() { resumeDrainWaiters() }
+            while let event = handle.popDueEvent(includeStopped: false) { apply(event, handle) }
             executor?.runJobs()
         }
     }

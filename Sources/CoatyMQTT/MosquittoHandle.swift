@@ -118,7 +118,17 @@ final class MosquittoHandle: @unchecked Sendable {
     func wakeDispatcher() { CMosquittoShim_Client_wakeDispatcher(pointer) }
 
     func popEvent() -> ShimEvent? {
-        guard let event = CMosquittoShim_Client_popEvent(pointer) else { return nil }
+        CMosquittoShim_Client_popEvent(pointer).flatMap(Self.take)
+    }
+
+    /// The oldest event once every message received before it has been taken (see
+    /// `CMosquittoShim_Client_popDueEvent`), or `nil`; `stopped` only when `includeStopped`.
+    func popDueEvent(includeStopped: Bool) -> ShimEvent? {
+        CMosquittoShim_Client_popDueEvent(pointer, includeStopped).flatMap(Self.take)
+    }
+
+    /// Converts and frees a taken event.
+    private static func take(_ event: UnsafeMutablePointer<CMosquittoShim_Event>) -> ShimEvent? {
         defer { CMosquittoShim_Event_free(event) }
         let detail = withUnsafeBytes(of: &event.pointee.detail) { raw in
             String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)

@@ -134,4 +134,48 @@ struct MQTTLatencyPathTests {
         }
         #expect(overlaps.load(ordering: .sequentiallyConsistent) == 0)
     }
+
+    /// A stream that keeps the receive buffer from ever running empty does not hold back acknowledgements: a
+    /// `subscribe` completes while a slow handler is still flooded (before, events waited for an empty buffer, so
+    /// this hung until the flood ended), and the messages still arrive in order.
+    @Test func acknowledgementsAreNotStarvedByASteadyStream() async throws {
+        let broker = try await MosquittoBroker.start()
+        let configuration = try MQTTConfiguration(url: broker.url, clientId: uniqueClientId("flooded"))
+        let client = MQTTClient(configuration: configuration)
+        let received = Log<Int>()
+        client.setMessageHandler { batch in
+            Thread.sleep(forTimeInterval: 0.05)  // at most 512 messages per 50 ms: far slower than the flood
+            for message in batch { received.append(Int(String(decoding: message.payload, as: UTF8.self)) ?? -1) }
+        }
+        try await withTimeout(15, "connect") { try await client.connect() }
+        try await client.subscribe("flood/#")
+        let publisher = try await connectedClient(broker.url, "flooder")
+        let flooding = Atomic<Bool>(true)
+        let flood = Task {
+            var index = 0
+            while flooding.load(ordering: .relaxed) && index < 2_000_000 {
+                try await publisher.publish("flood/x", payload: Array("\(index)".utf8))
+                index += 1
+            }
+            return index
+        }
+        try await eventually(10, "a full receive buffer") { client.droppedMessageCount > 0 }
+        let clock = ContinuousClock()
+        let start = clock.now
+        try await withTimeout(10, "the SUBACK during the flood") { try await client.subscribe("other/topic") }
+        let waited = clock.now - start
+        let droppedAtSubscribe = client.droppedMessageCount
+        try await eventually(10, "more drops: the flood still overran the handler") {
+            client.droppedMessageCount > droppedAtSubscribe
+        }
+        flooding.store(false, ordering: .relaxed)
+        let sent = try await flood.value
+        #expect(waited < .seconds(5), "the SUBACK waited \(waited)")
+        #expect(client.subscriptions["other/topic"] == .atMostOnce)
+        let numbers = received.all
+        #expect(!numbers.isEmpty && numbers.count < sent)
+        #expect(zip(numbers, numbers.dropFirst()).allSatisfy { $0 < $1 }, "messages out of order")
+        await client.disconnect()
+        await publisher.disconnect()
+    }
 }

@@ -71,6 +71,8 @@ typedef struct CMosquittoShim_Event {
     int32_t code;
     int32_t mid;
     int32_t reserved;
+    /// How many messages had been put into the ring when the event was queued.
+    uint64_t afterMessages;
     char detail[256];
     struct CMosquittoShim_Event *next;
 } CMosquittoShim_Event;
@@ -162,6 +164,10 @@ void CMosquittoShim_Client_openDispatcher(CMosquittoShim_Client *client);
 
 /// Removes and returns the oldest event, or NULL.
 CMosquittoShim_Event *CMosquittoShim_Client_popEvent(CMosquittoShim_Client *client);
+
+/// Takes the oldest queued event once every message queued before it has been taken from the ring (so handling it
+/// cannot overtake those messages), or NULL; a stopped event only with `includeStopped`.
+CMosquittoShim_Event *CMosquittoShim_Client_popDueEvent(CMosquittoShim_Client *client, bool includeStopped);
 
 /// Takes up to `max` messages (ownership passes to the caller). When none is queued and `arm` is true,
 /// the next incoming message wakes the dispatcher with WakeMessages. Returns the number taken.
