@@ -798,13 +798,16 @@ final class ClientCore: Sendable {
         executor?.runJobs()
         while true {
             let mask = handle.wait(timeoutMilliseconds: 1000)
-            if mask & Int32(CMosquittoShim_WakeMessages) != 0, !deliverToHandler(handle, executor) {
+            // With a handler, an event waits until the messages received before it were handed over. So the
+            // handler takes what is queued on every wake-up (also the first after a handler was set mid-session,
+            // which no message wake-up announces), and due events are looked for every time.
+            let ordered = messageHandler.withLock { $0 } != nil
+            if ordered {
+                deliverToHandler(handle, executor)
+            } else if mask & Int32(CMosquittoShim_WakeMessages) != 0 {
                 serveMessageWaiter(handle)
             }
             var stopped = false
-            // With a handler, an event waits until the messages received before it were delivered, and delivering
-            // them can make it due without an event wake-up: look every time.
-            let ordered = messageHandler.withLock { $0 } != nil
             if ordered || mask & Int32(CMosquittoShim_WakeEvents) != 0 {
                 while let event = ordered ? handle.popDueEvent(includeStopped: true) : handle.popEvent() {
                     // What arrived before the end goes to a handler before disconnect() can return.
@@ -837,8 +840,8 @@ final class ClientCore: Sendable {
             // on). The end of the session is left to the dispatcher loop. A publisher waiting for the QoS 0 queue to
             // drain is resumed through its own flag, before the event itself is due.
             if handle.takeDrained() { resumeDrainWaiters() }
-            while let event = handle.popDueEvent(includeStopped: false) { apply(event, handle) }
             executor?.runJobs()
+            while let event = handle.popDueEvent(includeStopped: false) { apply(event, handle) }
         }
     }
 

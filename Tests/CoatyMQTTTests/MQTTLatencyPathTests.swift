@@ -160,6 +160,10 @@ struct MQTTLatencyPathTests {
             return index
         }
         try await eventually(10, "a full receive buffer") { client.droppedMessageCount > 0 }
+        // The acknowledgement of a SUBSCRIBE sent while the buffer is full comes after the buffered messages: its
+        // callback (on the dispatcher thread, like the handler) lands behind them in the same log.
+        let beforeMarker = received.all.count
+        #expect(client.subscribeNow("marker/topic") { _ in received.append(-2) })
         let clock = ContinuousClock()
         let start = clock.now
         try await withTimeout(10, "the SUBACK during the flood") { try await client.subscribe("other/topic") }
@@ -172,10 +176,32 @@ struct MQTTLatencyPathTests {
         let sent = try await flood.value
         #expect(waited < .seconds(5), "the SUBACK waited \(waited)")
         #expect(client.subscriptions["other/topic"] == .atMostOnce)
-        let numbers = received.all
+        let log = received.all
+        let marker = try #require(log.firstIndex(of: -2))
+        let buffered = configuration.messageBufferCapacity - 2 * 512
+        #expect(marker - beforeMarker >= buffered, "the SUBACK overtook messages received before it")
+        let numbers = log.filter { $0 >= 0 }
         #expect(!numbers.isEmpty && numbers.count < sent)
         #expect(zip(numbers, numbers.dropFirst()).allSatisfy { $0 < $1 }, "messages out of order")
         await client.disconnect()
         await publisher.disconnect()
+    }
+
+    /// A handler set while messages wait in the receive buffer (no consumer took them) gets them at the next wake-up,
+    /// and the acknowledgements queued behind them follow.
+    @Test func aHandlerSetMidSessionTakesWhatWaits() async throws {
+        let broker = try await MosquittoBroker.start()
+        let client = try await connectedClient(broker.url, "late-handler")
+        try await client.subscribe("late/#")
+        for index in 0..<50 { try await client.publish("late/x", payload: Array("\(index)".utf8)) }
+        try await Task.sleep(for: .milliseconds(200))  // the messages wait in the buffer
+        let received = Log<String>()
+        client.setMessageHandler { batch in
+            for message in batch { received.append(String(decoding: message.payload, as: UTF8.self)) }
+        }
+        try await withTimeout(10, "a SUBACK behind the waiting messages") { try await client.subscribe("late2/#") }
+        try await eventually(10, "the waiting messages at the handler") { received.all.count == 50 }
+        #expect(received.all == (0..<50).map(String.init))
+        await client.disconnect()
     }
 }
