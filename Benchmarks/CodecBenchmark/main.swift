@@ -197,7 +197,7 @@ func run() throws -> [Row] {
         try ourEncoder.encodeToBytes(light).count
     }
 
-    try scenario("encode Light -> JSONValue tree -> bytes (before)", baseline: nil) {
+    try scenario("encode Light -> JSONValue tree -> bytes (for comparison)", baseline: nil) {
         try ourEncoder.encode(light).serializedBytes().count
     }
 

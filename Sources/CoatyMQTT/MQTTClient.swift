@@ -825,14 +825,13 @@ final class ClientCore: Sendable {
     }
 
     /// Hands every queued message to the message handler, if one is set, until the queue is empty (which arms the
-    /// wake-up for the next message); returns whether a handler is set.
+    /// wake-up for the next message), and applies the events that became due between batches.
     /// The tasks the batch resumed on `executor` run right after it, before the next batch.
-    @discardableResult
-    private func deliverToHandler(_ handle: MosquittoHandle, _ executor: MQTTDeliveryExecutor?) -> Bool {
-        guard let handler = messageHandler.withLock({ $0 }) else { return false }
+    private func deliverToHandler(_ handle: MosquittoHandle, _ executor: MQTTDeliveryExecutor?) {
+        guard let handler = messageHandler.withLock({ $0 }) else { return }
         while true {
             let batch = handle.takeMessages(arm: true)
-            if batch.isEmpty { return true }
+            if batch.isEmpty { return }
             handler.deliver(batch)
             // A steady inbound stream can keep this loop from the event queue for good, so the events that are due
             // are applied between batches: those received before the last message delivered (an acknowledgement

@@ -1,7 +1,8 @@
-import CoatyCore
 import Foundation
 import PropertyBased
 import Testing
+
+@testable import CoatyCore
 
 // `JSONValueEncoder.encodeToBytes` streams values straight into bytes; these tests hold it to the
 // bytes of the tree encoder serialized (`encode(_:)` then `serializedBytes()`), for values it
@@ -14,6 +15,17 @@ private func bothEncodings<T: Encodable>(_ value: T, _ encoder: JSONValueEncoder
     let tree = try encoder.encode(value).serializedString()
     let streamed = String(decoding: try encoder.encodeToBytes(value), as: UTF8.self)
     return (tree, streamed)
+}
+
+/// Whether `value` is encoded by the stream alone (no fallback to the tree).
+private func streams<T: Encodable>(_ value: T) -> Bool {
+    let context = StreamEncodingContext(JSONValueEncoder())
+    do {
+        try context.write(value, parent: nil, key: nil)
+    } catch {
+        return false
+    }
+    return !context.failed && context.frames.isEmpty
 }
 
 /// A custom object type using most value kinds synthesized Codable writes.
@@ -308,6 +320,23 @@ struct JSONStreamEncoderTests {
         #expect(streamed == tree)
         #expect(!streamed.contains("shadowed"))
         #expect(streamed.contains(#""zeta":1"#))
+    }
+
+    @Test func whatStreamsAndWhatFallsBack() {
+        #expect(streams(Gadget(name: "g", parentObjectId: CoatyUUID())))
+        #expect(streams(NestedInOrder()))
+        #expect(streams(TwoContainers()))
+        #expect(streams(Nothing()))
+        var task = CoatyTask(name: "t", status: .pending, creatorId: CoatyUUID(), creationTimestamp: 1)
+        task.custom = ["extra": [1, 2], "name": "shadowed"]
+        #expect(streams(task))
+        #expect(!streams(NestedOutOfOrder()))
+        #expect(!streams(Derived()))
+        #expect(!streams(TwiceSingle()))
+        #expect(!streams(CatchesAndGoesOn()))
+        #expect(!streams(ParentOfWriter()))
+        #expect(!streams(NestedOnUsedKeys()))
+        #expect(streams(StoresHeader(objectType: "com.example.Other")))  // the stored header is the instance's
     }
 
     @Test func containersUsedInNestingOrderStream() throws {

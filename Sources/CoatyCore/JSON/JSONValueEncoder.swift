@@ -40,6 +40,11 @@ public struct JSONValueEncoder: Sendable {
     }
 
     /// Encodes a value into compact UTF-8 JSON bytes.
+    ///
+    /// The bytes are written straight from the value, without a ``JSONValue`` tree, and are always
+    /// those of ``encode(_:)`` serialized. A value using its containers out of nesting order (or
+    /// a super encoder), and a value whose encoding throws, is encoded again through the tree:
+    /// its `encode(to:)` then runs twice.
     /// - Parameter value: the value to encode.
     /// - Returns: the JSON text.
     /// - Throws: as ``encode(_:)``.

@@ -390,14 +390,12 @@ extension CommunicationManager {
         _ object: Object,
         privateData: JSONObject? = nil
     ) async throws(CommunicationError) {
-        let payload = try AnyCoatyObject.payloadBytes(object: object, privateData: privateData)
-        // Every topic is built before the first is sent: an invalid object type sends nothing.
-        var topics: [String] = []
-        for filter in CoatyTopic.TypeFilter.publishing(objectType: object.objectType, coreType: object.coreType) {
-            topics.append(try topicName(.advertise(filter)))
-        }
-        for topic in topics {
-            try await send(TransportMessage(topic: topic, payload: payload))
+        let messages = try advertiseMessages(
+            payload: try AnyCoatyObject.payloadBytes(object: object, privateData: privateData),
+            filters: CoatyTopic.TypeFilter.publishing(objectType: object.objectType, coreType: object.coreType)
+        )
+        for message in messages {
+            try await send(message)
         }
     }
 

@@ -506,9 +506,19 @@ public final class CommunicationManager: Sendable {
         privateData: JSONObject?,
         filters: [CoatyTopic.TypeFilter]? = nil
     ) throws(CommunicationError) -> [TransportMessage] {
-        let payload = AdvertiseEventData(object: object, privateData: privateData).payloadBytes
-        let filters =
-            filters ?? CoatyTopic.TypeFilter.publishing(objectType: object.objectType, coreType: object.coreType)
+        try advertiseMessages(
+            payload: AdvertiseEventData(object: object, privateData: privateData).payloadBytes,
+            filters: filters
+                ?? CoatyTopic.TypeFilter.publishing(objectType: object.objectType, coreType: object.coreType)
+        )
+    }
+
+    /// The Advertise messages of a payload, one per topic; every topic is built before any is returned, so an
+    /// invalid object type sends nothing.
+    func advertiseMessages(
+        payload: [UInt8],
+        filters: [CoatyTopic.TypeFilter]
+    ) throws(CommunicationError) -> [TransportMessage] {
         var messages: [TransportMessage] = []
         for filter in filters {
             messages.append(TransportMessage(topic: try topicName(.advertise(filter)), payload: payload))
