@@ -22,6 +22,9 @@
 
 #define SHIM_TIMEOUT_CODE (-1000)
 #define SHIM_LOOP_TIMEOUT_MS 100
+/// The wait of one mosquitto_loop step until CONNACK: it cannot watch the wake-up eventfd, so short steps bound how
+/// long a stop waits for a pending connect (100 wake-ups per second, only until the session is up).
+#define SHIM_CONNECTING_STEP_MS 10
 
 struct CMosquittoShim_Client {
     struct mosquitto *mosq;
@@ -662,7 +665,7 @@ static void *loopMain(void *arg) {
                 // handshake (which needs a read step when the socket turns writable); ours afterwards. (The first
                 // mosquitto_loop calls after a reconnect may each consume one leftover socket-pair byte without
                 // waiting: a few hundred cheap iterations at most.)
-                rc = c->sessionUp ? loopOnce(c, timeoutMs) : mosquitto_loop(c->mosq, timeoutMs, 1);
+                rc = c->sessionUp ? loopOnce(c, timeoutMs) : mosquitto_loop(c->mosq, SHIM_CONNECTING_STEP_MS, 1);
                 if (rc != MOSQ_ERR_SUCCESS) {
                     if (rc == MOSQ_ERR_ERRNO) savedErrno = errno;
                     break;

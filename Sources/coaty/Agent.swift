@@ -48,29 +48,50 @@ struct CLIAgent: Sendable {
 
     /// Connects; fails with one clear line when the broker cannot be reached, refuses the
     /// connection, or does not answer within the connect timeout.
-    func start() async throws {
+    ///
+    /// - Parameter signals: SIGINT/SIGTERM arriving before the connection is up end the command
+    ///   at once with exit code 0 (as a signal later does), instead of after the connect timeout.
+    func start(interruptedBy signals: ShutdownSignals? = nil) async throws {
         let url = options.brokerForMessages
         let seconds = options.connectTimeout
         let manager = self.manager
+        enum Outcome { case started, timedOut, interrupted }
         do {
-            try await withThrowingTaskGroup(of: Bool.self) { group in
+            try await withThrowingTaskGroup(of: Outcome?.self) { group in
                 group.addTask {
                     try await manager.start()
-                    return true
+                    return .started
                 }
                 group.addTask {
                     // A safety net over the transport's own connect timeout.
                     try await Task.sleep(for: .milliseconds(Int64(seconds * 1000) + 2000))
-                    return false
+                    return .timedOut
                 }
-                let started = try await group.next() ?? false
+                if let signals {
+                    group.addTask { await signals.next() ? .interrupted : nil }
+                }
+                var outcome = Outcome.timedOut
+                while let next = try await group.next() {
+                    if let next {
+                        outcome = next
+                        break
+                    }
+                }
                 group.cancelAll()
-                if !started {
+                switch outcome {
+                case .started:
+                    return
+                case .timedOut:
                     throw CLIError(
                         "The broker at \(url) did not accept the connection within \(Self.format(seconds)) s."
                     )
+                case .interrupted:
+                    throw ExitCode.success
                 }
             }
+        } catch let exit as ExitCode {
+            await manager.stop()
+            throw exit
         } catch let error as CLIError {
             await manager.stop()
             throw error
@@ -172,28 +193,67 @@ func printEvents<S: AsyncSequence & Sendable>(
 /// SIGINT and SIGTERM as an awaitable event, so long-running commands stop cleanly (they
 /// deadvertise their identity and exit 0). Create it before the agent advertises its identity
 /// (which tells others it is ready), so a signal sent from then on is never fatal.
+///
+/// A signal is remembered: every wait after it returns at once, so one wait may end with the
+/// connect (``CLIAgent/start(interruptedBy:)``) and the next one still sees a later signal.
 final class ShutdownSignals: Sendable {
-    private let stream: AsyncStream<Int32>
+    private struct State {
+        var received = false
+        var waiters: [Int: CheckedContinuation<Bool, Never>] = [:]
+        var nextWaiter = 0
+    }
+
+    /// Shared with the signal handlers.
+    private final class Box: Sendable {
+        let state = Mutex(State())
+
+        func receive() {
+            let waiters = state.withLock { state in
+                state.received = true
+                defer { state.waiters = [:] }
+                return state.waiters.values
+            }
+            for waiter in waiters { waiter.resume(returning: true) }
+        }
+    }
+
+    private let box = Box()
     private let sources: Mutex<[any DispatchSourceSignal]>
 
     init() {
-        let (stream, continuation) = AsyncStream<Int32>.makeStream(bufferingPolicy: .bufferingNewest(1))
         var sources: [any DispatchSourceSignal] = []
+        let box = self.box
         for number in [SIGINT, SIGTERM] {
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { continuation.yield(number) }
+            source.setEventHandler { box.receive() }
             source.resume()
             sources.append(source)
         }
-        self.stream = stream
         self.sources = Mutex(sources)
     }
 
-    /// Waits for a signal; `false` when the waiting task is cancelled first.
+    /// Waits for a signal (returns at once after one arrived); `false` when the waiting task is
+    /// cancelled first.
     func next() async -> Bool {
-        var iterator = stream.makeAsyncIterator()
-        return await iterator.next() != nil
+        let box = self.box
+        let id = box.state.withLock { state in
+            state.nextWaiter += 1
+            return state.nextWaiter
+        }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (waiter: CheckedContinuation<Bool, Never>) in
+                let now: Bool? = box.state.withLock { state in
+                    if state.received { return true }
+                    if Task.isCancelled { return false }
+                    state.waiters[id] = waiter
+                    return nil
+                }
+                if let now { waiter.resume(returning: now) }
+            }
+        } onCancel: {
+            box.state.withLock { $0.waiters.removeValue(forKey: id) }?.resume(returning: false)
+        }
     }
 
     deinit {

@@ -10,7 +10,8 @@ struct Observe: AsyncParsableCommand {
             Each line is {"event":…,"topic":…,"sourceId":…,"correlationId":… (two-way only),"data":{…payload…}}. \
             The observer subscribes before it advertises its identity, so the Advertise of its \
             identity (see --name) means it is ready. It runs until --count events, --timeout \
-            seconds, or SIGINT/SIGTERM (then it deadvertises its identity and exits 0).
+            seconds, or SIGINT/SIGTERM (then it deadvertises its identity and exits 0; while it \
+            is still connecting, a signal ends it at once, also with 0).
 
             Examples:
               coaty observe advertise --core-type Task
@@ -61,7 +62,7 @@ func runObserver<S: AsyncSequence & Sendable>(
     } catch {
         throw CLIError("\(error)")
     }
-    try await agent.start()
+    try await agent.start(interruptedBy: signals)
     do {
         try await printEvents(sequence, count: limits.count, timeout: limits.timeout, signals: signals, render: render)
     } catch {
@@ -374,7 +375,7 @@ struct UpdateObjectTypeObserver {
             throw CLIError("Cannot connect to \(url): \(error)")
         }
         do {
-            try await agent.start()
+            try await agent.start(interruptedBy: signals)
         } catch {
             await client.disconnect()
             throw error

@@ -152,7 +152,7 @@ struct Record: AsyncParsableCommand {
         // Observations first, so the manager subscribes them before advertising the identity.
         await recorder.registered()
         do {
-            try await agent.start()
+            try await agent.start(interruptedBy: signals)
         } catch {
             recording.cancel()
             _ = try? await recording.value

@@ -16,7 +16,7 @@ func runRequest<Response: Sendable>(
 ) async throws {
     let agent = try CLIAgent(connection, defaultName: defaultName)
     let signals = ShutdownSignals()
-    try await agent.start()
+    try await agent.start(interruptedBy: signals)
     do {
         let timeout = limits.timeout ?? defaultRequestTimeout
         let responses = try request(agent.manager)

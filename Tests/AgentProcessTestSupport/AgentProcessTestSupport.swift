@@ -343,6 +343,8 @@ extension JSONValue {
 /// backlog) but never answers, like a broker that hangs before CONNACK. Closed when released.
 public final class SilentListener: Sendable {
     let descriptor: Int32
+    /// Connections taken with ``acceptConnection(within:)``, held open (and silent) until release.
+    private let accepted = Mutex<[Int32]>([])
     /// The port it listens on.
     public let port: Int
 
@@ -380,5 +382,20 @@ public final class SilentListener: Sendable {
         self.port = Int(UInt16(bigEndian: address.sin_port))
     }
 
-    deinit { close(descriptor) }
+    /// Waits for a client to connect and takes its connection, keeping it open without answering.
+    /// - Parameter seconds: the longest wait.
+    /// - Returns: whether a client connected in time.
+    public func acceptConnection(within seconds: Double) -> Bool {
+        var pending = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+        guard poll(&pending, 1, Int32(seconds * 1000)) == 1 else { return false }
+        let connection = accept(descriptor, nil, nil)
+        guard connection >= 0 else { return false }
+        accepted.withLock { $0.append(connection) }
+        return true
+    }
+
+    deinit {
+        for connection in accepted.withLock({ $0 }) { close(connection) }
+        close(descriptor)
+    }
 }

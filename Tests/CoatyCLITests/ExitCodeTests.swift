@@ -282,6 +282,23 @@ struct ConnectionFailureTests {
         _ = listener
     }
 
+    @Test(
+        "SIGINT while the broker has not answered CONNECT ends the command at once with exit 0",
+        arguments: [["observe", "channel", "x"], ["discover", "--core-types", "Identity"]]
+    )
+    func signalWhileConnecting(_ arguments: [String]) async throws {
+        let listener = try SilentListener()
+        let url = "mqtt://127.0.0.1:\(listener.port)"
+        let process = try CoatyProcess(arguments + ["--broker", url, "--connect-timeout", "120"])
+        #expect(listener.acceptConnection(within: 30), "the command never connected")
+        process.signal(SIGINT)
+        // Only the signal can end it before the 120 s connect timeout; a hang is killed after 30 s (and fails).
+        let result = await process.finish(timeout: 30)
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        #expect(result.stderr.isEmpty, "stderr: \(result.stderr)")
+        #expect(result.stdout.isEmpty)
+    }
+
     @Test("logs go to stderr at --log-level; stdout stays JSON lines only", .enabled(if: BrokerAvailability.shouldRun))
     func logsOnStderrOnly() async throws {
         try await withBroker { broker in
