@@ -60,7 +60,9 @@ public final class PostgresDatabase: DatabaseType, Service {
         let logger = logger ?? Logger(label: "coaty.postgres", factory: { _ in SwiftLogNoOpLogHandler() })
         self.configuration = configuration
         self.logger = logger
-        self.client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        var background = logger
+        background.handler = RunOrderWarningFilter(base: logger.handler)
+        self.client = PostgresClient(configuration: configuration, backgroundLogger: background)
     }
 
     /// A database for a connection string `postgres://user[:password]@host[:port]/database`
@@ -312,5 +314,40 @@ public struct PostgresStoreConnection: ConnectionType {
     /// - Throws: what `body` or PostgreSQL throws.
     public func write<T: Sendable>(_ body: @escaping @Sendable (PostgresTransaction) throws -> T) async throws -> T {
         try await database.transaction(readOnly: false, body)
+    }
+}
+
+/// Passes everything to `base` except postgres-nio's warning that a connection was leased before
+/// `PostgresClient.run()` was entered. ``PostgresDatabase/run()`` and the first lease start
+/// concurrently (``PostgresDatabase/withDatabase(url:logger:_:)``, `coaty record`); the lease then
+/// simply waits for the pool, so the warning is noise (a stray line on the CLI's stderr).
+struct RunOrderWarningFilter: LogHandler {
+    var base: any LogHandler
+
+    var logLevel: Logger.Level {
+        get { base.logLevel }
+        set { base.logLevel = newValue }
+    }
+
+    var metadata: Logger.Metadata {
+        get { base.metadata }
+        set { base.metadata = newValue }
+    }
+
+    var metadataProvider: Logger.MetadataProvider? {
+        get { base.metadataProvider }
+        set { base.metadataProvider = newValue }
+    }
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { base[metadataKey: key] }
+        set { base[metadataKey: key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        if event.level == .warning, event.message.description.contains("`PostgresClient.run()` hasn't been called") {
+            return
+        }
+        base.log(event: event)
     }
 }

@@ -21,7 +21,7 @@ struct CLIAgent: Sendable {
     let logger: Logger
     let options: ConnectionOptions
 
-    /// Creates the agent (not connected yet); register observations before ``start()`` so they
+    /// Creates the agent (not connected yet); register observations before ``start(interruptedBy:)`` so they
     /// are subscribed before the identity is advertised (the identity Advertise means "ready").
     init(
         _ options: ConnectionOptions,
@@ -55,38 +55,25 @@ struct CLIAgent: Sendable {
         let url = options.brokerForMessages
         let seconds = options.connectTimeout
         let manager = self.manager
-        enum Outcome { case started, timedOut, interrupted }
         do {
-            try await withThrowingTaskGroup(of: Outcome?.self) { group in
-                group.addTask {
-                    try await manager.start()
-                    return .started
-                }
-                group.addTask {
-                    // A safety net over the transport's own connect timeout.
-                    try await Task.sleep(for: .milliseconds(Int64(seconds * 1000) + 2000))
-                    return .timedOut
-                }
-                if let signals {
-                    group.addTask { await signals.next() ? .interrupted : nil }
-                }
-                var outcome = Outcome.timedOut
-                while let next = try await group.next() {
-                    if let next {
-                        outcome = next
-                        break
+            try await interruptible(by: signals) {
+                try await withThrowingTaskGroup(of: Bool.self) { group in
+                    group.addTask {
+                        try await manager.start()
+                        return true
                     }
-                }
-                group.cancelAll()
-                switch outcome {
-                case .started:
-                    return
-                case .timedOut:
-                    throw CLIError(
-                        "The broker at \(url) did not accept the connection within \(Self.format(seconds)) s."
-                    )
-                case .interrupted:
-                    throw ExitCode.success
+                    group.addTask {
+                        // A safety net over the transport's own connect timeout.
+                        try await Task.sleep(for: .milliseconds(Int64(seconds * 1000) + 2000))
+                        return false
+                    }
+                    let started = try await group.next() ?? false
+                    group.cancelAll()
+                    if !started {
+                        throw CLIError(
+                            "The broker at \(url) did not accept the connection within \(Self.format(seconds)) s."
+                        )
+                    }
                 }
             }
         } catch let exit as ExitCode {
@@ -125,6 +112,24 @@ struct CLIAgent: Sendable {
     static func format(_ seconds: Double) -> String {
         seconds == seconds.rounded() ? String(Int(seconds)) : String(seconds)
     }
+}
+
+/// Runs `operation` (a connect), ending the command with exit code 0 (`ExitCode.success`) when
+/// SIGINT/SIGTERM arrives first; the operation is cancelled then.
+func interruptible(
+    by signals: ShutdownSignals?,
+    _ operation: @escaping @Sendable () async throws -> Void
+) async throws {
+    guard let signals else { return try await operation() }
+    let interrupted = try await withThrowingTaskGroup(of: Bool?.self) { group in
+        group.addTask {
+            try await operation()
+            return false
+        }
+        group.addTask { await signals.next() ? true : nil }
+        return try await group.firstDecision(or: false)
+    }
+    if interrupted { throw ExitCode.success }
 }
 
 // MARK: - Output
@@ -178,15 +183,20 @@ func printEvents<S: AsyncSequence & Sendable>(
         group.addTask {
             await signals.next() ? .signal : nil
         }
-        var end: EventLoopEnd = .exhausted
-        while let result = try await group.next() {
-            if let result {
-                end = result
-                break
-            }
+        return try await group.firstDecision(or: .exhausted)
+    }
+}
+
+extension ThrowingTaskGroup {
+    /// The first child result that is not `nil` (a child returns `nil` when it ends without deciding,
+    /// e.g. cancelled), or `fallback` when none decides; the other children are cancelled.
+    mutating func firstDecision<Decision>(or fallback: Decision) async throws -> Decision
+    where ChildTaskResult == Decision? {
+        defer { cancelAll() }
+        while let next = try await self.next() {
+            if let next { return next }
         }
-        group.cancelAll()
-        return end
+        return fallback
     }
 }
 
@@ -223,13 +233,18 @@ final class ShutdownSignals: Sendable {
     init() {
         var sources: [any DispatchSourceSignal] = []
         let box = self.box
+        // The sources register asynchronously, while SIG_IGN already applies: a signal in between
+        // would be lost, so this waits (briefly) until both are registered.
+        let registered = DispatchSemaphore(value: 0)
         for number in [SIGINT, SIGTERM] {
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler { box.receive() }
+            source.setRegistrationHandler { registered.signal() }
             source.resume()
             sources.append(source)
         }
+        for _ in sources { _ = registered.wait(timeout: .now() + 2) }
         self.sources = Mutex(sources)
     }
 

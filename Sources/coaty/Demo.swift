@@ -223,15 +223,7 @@ struct DemoScenario {
                         recorder: recorder
                     )
                 }
-                var result = Summary()
-                while let next = try await group.next() {
-                    if let next {
-                        result = next
-                        break
-                    }
-                }
-                group.cancelAll()
-                return result
+                return try await group.firstDecision(or: Summary())
             }
         } catch {
             recorder.stop()

@@ -363,8 +363,13 @@ struct UpdateObjectTypeObserver {
             logger: agent.logger
         )
         do {
-            try await client.connect()
-            try await client.subscribe(filter)
+            try await interruptible(by: signals) {
+                try await client.connect()
+                try await client.subscribe(filter)
+            }
+        } catch let exit as ExitCode {
+            await client.disconnect()
+            throw exit
         } catch {
             await client.disconnect()
             let url = connection.brokerForMessages

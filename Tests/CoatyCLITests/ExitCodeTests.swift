@@ -284,7 +284,10 @@ struct ConnectionFailureTests {
 
     @Test(
         "SIGINT while the broker has not answered CONNECT ends the command at once with exit 0",
-        arguments: [["observe", "channel", "x"], ["discover", "--core-types", "Identity"]]
+        arguments: [
+            ["observe", "channel", "x"], ["discover", "--core-types", "Identity"],
+            ["observe", "update", "--object-type", "com.example.Light"],
+        ]
     )
     func signalWhileConnecting(_ arguments: [String]) async throws {
         let listener = try SilentListener()
@@ -297,6 +300,7 @@ struct ConnectionFailureTests {
         #expect(result.status == 0, "stderr: \(result.stderr)")
         #expect(result.stderr.isEmpty, "stderr: \(result.stderr)")
         #expect(result.stdout.isEmpty)
+        withExtendedLifetime(listener) {}  // the connection stays open (and silent) until the command ended
     }
 
     @Test("logs go to stderr at --log-level; stdout stays JSON lines only", .enabled(if: BrokerAvailability.shouldRun))
