@@ -114,22 +114,21 @@ struct CLIAgent: Sendable {
     }
 }
 
-/// Runs `operation` (a connect), ending the command with exit code 0 (`ExitCode.success`) when
-/// SIGINT/SIGTERM arrives first; the operation is cancelled then.
-func interruptible(
+/// Runs `operation` (a connect) and returns its result, ending the command with exit code 0
+/// (`ExitCode.success`) when SIGINT/SIGTERM arrives first; the operation is cancelled then.
+func interruptible<T: Sendable>(
     by signals: ShutdownSignals?,
-    _ operation: @escaping @Sendable () async throws -> Void
-) async throws {
+    _ operation: @escaping @Sendable () async throws -> T
+) async throws -> T {
     guard let signals else { return try await operation() }
-    let interrupted = try await withThrowingTaskGroup(of: Bool?.self) { group in
-        group.addTask {
-            try await operation()
-            return false
-        }
-        group.addTask { await signals.next() ? true : nil }
-        return try await group.firstDecision(or: false)
+    // `.some(nil)`: the signal decided.
+    let result: T? = try await withThrowingTaskGroup(of: T??.self) { group in
+        group.addTask { .some(try await operation()) }
+        group.addTask { await signals.next() ? .some(nil) : nil }
+        return try await group.firstDecision(or: nil)
     }
-    if interrupted { throw ExitCode.success }
+    guard let result else { throw ExitCode.success }
+    return result
 }
 
 // MARK: - Output

@@ -77,7 +77,10 @@ struct Record: AsyncParsableCommand {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { try await database.run() }
                 defer { group.cancelAll() }
-                let connection = try await openPostgres(database, timeout: self.connection.connectTimeout)
+                let timeout = self.connection.connectTimeout
+                let connection = try await interruptible(by: signals) {
+                    try await openPostgres(database, timeout: timeout)
+                }
                 try await record(agent, storage: ConnectionRecorderStorage(connection), configuration, signals)
             }
         } else {

@@ -303,6 +303,22 @@ struct ConnectionFailureTests {
         withExtendedLifetime(listener) {}  // the connection stays open (and silent) until the command ended
     }
 
+    @Test("SIGINT while PostgreSQL has not answered ends coaty record at once with exit 0")
+    func signalWhileOpeningPostgres() async throws {
+        let listener = try SilentListener()
+        let process = try CoatyProcess([
+            "record", "--db", "postgres://coaty@127.0.0.1:\(listener.port)/coaty?sslmode=disable",
+            "--connect-timeout", "120",
+        ])
+        #expect(listener.acceptConnection(within: 30), "the recorder never connected")
+        process.signal(SIGINT)
+        // Only the signal can end it before the 120 s timeout; a hang is killed after 30 s (and fails).
+        let result = await process.finish(timeout: 30)
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        #expect(result.stderr.isEmpty, "stderr: \(result.stderr)")
+        withExtendedLifetime(listener) {}  // the connection stays open (and silent) until the command ended
+    }
+
     @Test("logs go to stderr at --log-level; stdout stays JSON lines only", .enabled(if: BrokerAvailability.shouldRun))
     func logsOnStderrOnly() async throws {
         try await withBroker { broker in
