@@ -866,29 +866,30 @@ void CMosquittoShim_Client_openDispatcher(CMosquittoShim_Client *c) {
     pthread_mutex_unlock(&c->queueLock);
 }
 
-CMosquittoShim_Event *CMosquittoShim_Client_popEvent(CMosquittoShim_Client *c) {
-    pthread_mutex_lock(&c->queueLock);
+/// Unlinks the oldest event (queueLock held); NULL when there is none.
+static CMosquittoShim_Event *unlinkEventLocked(CMosquittoShim_Client *c) {
     CMosquittoShim_Event *event = c->eventHead;
     if (event) {
         c->eventHead = event->next;
         if (!c->eventHead) c->eventTail = NULL;
         event->next = NULL;
     }
+    return event;
+}
+
+CMosquittoShim_Event *CMosquittoShim_Client_popEvent(CMosquittoShim_Client *c) {
+    pthread_mutex_lock(&c->queueLock);
+    CMosquittoShim_Event *event = unlinkEventLocked(c);
     pthread_mutex_unlock(&c->queueLock);
     return event;
 }
 
 CMosquittoShim_Event *CMosquittoShim_Client_popDueEvent(CMosquittoShim_Client *c, bool includeStopped) {
     pthread_mutex_lock(&c->queueLock);
-    CMosquittoShim_Event *event = c->eventHead;
-    if (event && event->afterMessages <= c->takenMessages &&
-        (includeStopped || event->kind != CMosquittoShim_EventStopped)) {
-        c->eventHead = event->next;
-        if (!c->eventHead) c->eventTail = NULL;
-        event->next = NULL;
-    } else {
-        event = NULL;
-    }
+    CMosquittoShim_Event *head = c->eventHead;
+    bool due = head && head->afterMessages <= c->takenMessages &&
+               (includeStopped || head->kind != CMosquittoShim_EventStopped);
+    CMosquittoShim_Event *event = due ? unlinkEventLocked(c) : NULL;
     pthread_mutex_unlock(&c->queueLock);
     return event;
 }

@@ -83,11 +83,7 @@ final class StreamEncodingContext {
     }
 
     /// Built on first use: most encodes never ask.
-    lazy var userInfo: [CodingUserInfoKey: Any] = {
-        var info: [CodingUserInfoKey: Any] = [:]
-        for (key, value) in options.userInfo { info[key] = value }
-        return info
-    }()
+    lazy var userInfo = options.codingUserInfo
 
     /// Marks the run as failed and returns the error that stops it.
     func fail() -> StreamFallback {
@@ -195,39 +191,11 @@ final class StreamEncodingContext {
     // MARK: Values
 
     /// Writes `value`; the one place where special types and Coaty objects are handled (as
-    /// `EncodingContext.box`).
+    /// `EncodingContext.box`, with the same ``JSONValueEncoder/specialValue(_:)``).
     func write<T: Encodable>(_ value: T, parent: StreamEncoder?, key: (any CodingKey)?) throws {
-        if T.self == String.self { return JSONSerializer.writeString(_identityCast(value, to: String.self), to: &out) }
-        if T.self == JSONValue.self { return JSONSerializer.write(_identityCast(value, to: JSONValue.self), to: &out) }
+        // The same text as the special value, without making a `String` (two per Coaty object).
         if T.self == CoatyUUID.self { return _identityCast(value, to: CoatyUUID.self).appendQuoted(to: &out) }
-        if T.self == Double.self {
-            return JSONSerializer.write(jsonNumber(_identityCast(value, to: Double.self)), to: &out)
-        }
-        if T.self == Int.self { return JSONSerializer.writeInt(Int64(_identityCast(value, to: Int.self)), to: &out) }
-        if T.self == Bool.self {
-            return JSONSerializer.write(.bool(_identityCast(value, to: Bool.self)), to: &out)
-        }
-        if T.self == JSONObject.self {
-            return JSONSerializer.writeObject(_identityCast(value, to: JSONObject.self), to: &out)
-        }
-        if T.self == Int64.self { return JSONSerializer.writeInt(_identityCast(value, to: Int64.self), to: &out) }
-        if T.self == CoreType.self {
-            return JSONSerializer.writeString(_identityCast(value, to: CoreType.self).rawValue, to: &out)
-        }
-        if T.self == AnyCoatyObject.self {
-            return JSONSerializer.writeObject(_identityCast(value, to: AnyCoatyObject.self).json, to: &out)
-        }
-        if T.self == Date.self {
-            let date = _identityCast(value, to: Date.self)
-            switch options.dateEncodingStrategy {
-            case .millisecondsSince1970:
-                return JSONSerializer.write(jsonNumber(date.timeIntervalSince1970 * 1000), to: &out)
-            case .iso8601: return JSONSerializer.writeString(ISO8601Dates.format(date), to: &out)
-            }
-        }
-        if T.self == URL.self {
-            return JSONSerializer.writeString(_identityCast(value, to: URL.self).absoluteString, to: &out)
-        }
+        if let special = options.specialValue(value) { return JSONSerializer.write(special, to: &out) }
 
         let base = frames.count
         let encoder = StreamEncoder(context: self, parent: parent, key: key, base: base)

@@ -66,6 +66,41 @@ public struct JSONValueEncoder: Sendable {
 
 // MARK: - Internals
 
+extension JSONValueEncoder {
+    /// ``userInfo`` as `Encoder.userInfo` gives it.
+    var codingUserInfo: [CodingUserInfoKey: Any] {
+        var info: [CodingUserInfoKey: Any] = [:]
+        for (key, value) in userInfo { info[key] = value }
+        return info
+    }
+
+    /// The JSON form of a value of a type written without its `encode(to:)` (strings, numbers,
+    /// UUIDs, dates, JSON values, received objects…), or `nil` for any other type. The one list of
+    /// such types, for the tree and the streaming encoder.
+    @inline(__always)
+    func specialValue<T: Encodable>(_ value: T) -> JSONValue? {
+        if T.self == String.self { return .string(_identityCast(value, to: String.self)) }
+        if T.self == JSONValue.self { return _identityCast(value, to: JSONValue.self) }
+        if T.self == CoatyUUID.self { return .string(_identityCast(value, to: CoatyUUID.self).uuidString) }
+        if T.self == Double.self { return jsonNumber(_identityCast(value, to: Double.self)) }
+        if T.self == Int.self { return .int(Int64(_identityCast(value, to: Int.self))) }
+        if T.self == Bool.self { return .bool(_identityCast(value, to: Bool.self)) }
+        if T.self == JSONObject.self { return .object(_identityCast(value, to: JSONObject.self)) }
+        if T.self == Int64.self { return .int(_identityCast(value, to: Int64.self)) }
+        if T.self == CoreType.self { return .string(_identityCast(value, to: CoreType.self).rawValue) }
+        if T.self == AnyCoatyObject.self { return .object(_identityCast(value, to: AnyCoatyObject.self).json) }
+        if T.self == Date.self {
+            let date = _identityCast(value, to: Date.self)
+            switch dateEncodingStrategy {
+            case .millisecondsSince1970: return jsonNumber(date.timeIntervalSince1970 * 1000)
+            case .iso8601: return .string(ISO8601Dates.format(date))
+            }
+        }
+        if T.self == URL.self { return .string(_identityCast(value, to: URL.self).absoluteString) }
+        return nil
+    }
+}
+
 /// Converts a Swift floating-point value to JSON the way JavaScript writes numbers.
 @inline(__always)
 func jsonNumber(_ d: Double) -> JSONValue {
@@ -93,32 +128,11 @@ final class EncodingContext {
     }
 
     /// Built on first use: most encodes never ask.
-    lazy var userInfo: [CodingUserInfoKey: Any] = {
-        var info: [CodingUserInfoKey: Any] = [:]
-        for (key, value) in options.userInfo { info[key] = value }
-        return info
-    }()
+    lazy var userInfo = options.codingUserInfo
 
     /// Encodes `value`; the one place where special types and Coaty objects are handled.
     func box<T: Encodable>(_ value: T, parent: ValueEncoder?, key: (any CodingKey)?) throws -> JSONValue {
-        if T.self == String.self { return .string(_identityCast(value, to: String.self)) }
-        if T.self == JSONValue.self { return _identityCast(value, to: JSONValue.self) }
-        if T.self == CoatyUUID.self { return .string(_identityCast(value, to: CoatyUUID.self).uuidString) }
-        if T.self == Double.self { return jsonNumber(_identityCast(value, to: Double.self)) }
-        if T.self == Int.self { return .int(Int64(_identityCast(value, to: Int.self))) }
-        if T.self == Bool.self { return .bool(_identityCast(value, to: Bool.self)) }
-        if T.self == JSONObject.self { return .object(_identityCast(value, to: JSONObject.self)) }
-        if T.self == Int64.self { return .int(_identityCast(value, to: Int64.self)) }
-        if T.self == CoreType.self { return .string(_identityCast(value, to: CoreType.self).rawValue) }
-        if T.self == AnyCoatyObject.self { return .object(_identityCast(value, to: AnyCoatyObject.self).json) }
-        if T.self == Date.self {
-            let date = _identityCast(value, to: Date.self)
-            switch options.dateEncodingStrategy {
-            case .millisecondsSince1970: return jsonNumber(date.timeIntervalSince1970 * 1000)
-            case .iso8601: return .string(ISO8601Dates.format(date))
-            }
-        }
-        if T.self == URL.self { return .string(_identityCast(value, to: URL.self).absoluteString) }
+        if let special = options.specialValue(value) { return special }
 
         let encoder = ValueEncoder(context: self, parent: parent, key: key)
         if let coatyType = T.self as? any CoatyObject.Type {
