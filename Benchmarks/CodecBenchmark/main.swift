@@ -178,6 +178,12 @@ func run() throws -> [Row] {
         return consume(any) &+ (top["privateData"]?.objectValue?.count ?? 0)
     }
 
+    let payloadArray = Array(payload)
+    try scenario("read Advertise payload bytes -> registered Light (agent's path)", baseline: foundationDecode) {
+        let data = try AdvertiseEventData(bytes: payloadArray, registry: registered)
+        return consume(data.object) &+ (data.privateData?.count ?? 0)
+    }
+
     try scenario("decode Advertise -> core BaseObject + custom fields", baseline: foundationDecode) {
         let value = try JSONValue(parsing: payload)
         guard case .object(let top) = value, let object = top["object"] else { fatalError("bad payload") }

@@ -122,10 +122,12 @@ extension JSONValue {
 
 /// A recursive-descent UTF-8 JSON parser over raw memory.
 struct JSONParser {
-    private let base: UnsafePointer<UInt8>
-    private let end: Int
-    private var pos = 0
-    private var depth = 0
+    let base: UnsafePointer<UInt8>
+    let end: Int
+    /// The offset of the next byte to read.
+    var pos = 0
+    /// The nesting depth of arrays and objects at `pos`.
+    var depth = 0
     private let maximumDepth: Int
     /// Reused buffer for strings with escapes.
     private var scratch: [UInt8] = []
@@ -141,6 +143,14 @@ struct JSONParser {
         keyStack.reserveCapacity(16)
     }
 
+    /// A parser for reading single values at chosen offsets (see `JSONObjectIndex`): no stacks
+    /// reserved up front.
+    init(reading base: UnsafePointer<UInt8>, count: Int, maximumDepth: Int) {
+        self.base = base
+        self.end = count
+        self.maximumDepth = maximumDepth
+    }
+
     mutating func parseDocument() throws(JSONParseError) -> JSONValue {
         skipWhitespace()
         let value = try parseValue()
@@ -150,7 +160,7 @@ struct JSONParser {
     }
 
     @inline(__always)
-    private mutating func skipWhitespace() {
+    mutating func skipWhitespace() {
         while pos < end {
             switch base[pos] {
             case 0x20, 0x0A, 0x0D, 0x09: pos += 1
@@ -160,12 +170,12 @@ struct JSONParser {
     }
 
     @inline(__always)
-    private func peek() throws(JSONParseError) -> UInt8 {
+    func peek() throws(JSONParseError) -> UInt8 {
         guard pos < end else { throw JSONParseError(.unexpectedEnd, at: pos) }
         return base[pos]
     }
 
-    private mutating func parseValue() throws(JSONParseError) -> JSONValue {
+    mutating func parseValue() throws(JSONParseError) -> JSONValue {
         let byte = try peek()
         switch byte {
         case UInt8(ascii: "\""):
@@ -190,7 +200,7 @@ struct JSONParser {
         }
     }
 
-    private mutating func expectLiteral(_ literal: StaticString) throws(JSONParseError) {
+    mutating func expectLiteral(_ literal: StaticString) throws(JSONParseError) {
         let bytes = literal.utf8Start
         for i in 0..<literal.utf8CodeUnitCount {
             guard pos < end else { throw JSONParseError(.unexpectedEnd, at: pos) }
@@ -199,62 +209,79 @@ struct JSONParser {
         }
     }
 
-    private mutating func enter() throws(JSONParseError) {
+    mutating func enter() throws(JSONParseError) {
         depth += 1
         if depth > maximumDepth { throw JSONParseError(.tooDeep(limit: maximumDepth), at: pos) }
     }
 
-    private mutating func parseArray() throws(JSONParseError) -> JSONValue {
+    /// Enters the array or object whose opening bracket is at `pos`; `true` when it is empty
+    /// (then it is closed and left again).
+    @inline(__always)
+    mutating func openContainer(closing close: UInt8) throws(JSONParseError) -> Bool {
         try enter()
-        pos += 1  // [
+        pos += 1
         skipWhitespace()
-        if try peek() == UInt8(ascii: "]") {
-            pos += 1
-            depth -= 1
-            return .array([])
+        guard try peek() == close else { return false }
+        pos += 1
+        depth -= 1
+        return true
+    }
+
+    /// After an element or member: reads the separator; `true` after a comma (and the whitespace
+    /// after it), `false` after `close` (the container is left); any other byte is an error.
+    @inline(__always)
+    mutating func continueAfterMember(closing close: UInt8) throws(JSONParseError) -> Bool {
+        skipWhitespace()
+        let byte = try peek()
+        pos += 1
+        if byte == UInt8(ascii: ",") {
+            skipWhitespace()
+            return true
         }
+        guard byte == close else { throw JSONParseError(.unexpectedCharacter(byte), at: pos - 1) }
+        depth -= 1
+        return false
+    }
+
+    /// Checks that a member's key (its opening quote) is at `pos`.
+    @inline(__always)
+    func expectKey() throws(JSONParseError) {
+        let quote = try peek()
+        guard quote == UInt8(ascii: "\"") else { throw JSONParseError(.unexpectedCharacter(quote), at: pos) }
+    }
+
+    /// Reads the colon after a member's key, with the whitespace around it.
+    @inline(__always)
+    mutating func expectColon() throws(JSONParseError) {
+        skipWhitespace()
+        let colon = try peek()
+        guard colon == UInt8(ascii: ":") else { throw JSONParseError(.unexpectedCharacter(colon), at: pos) }
+        pos += 1
+        skipWhitespace()
+    }
+
+    private mutating func parseArray() throws(JSONParseError) -> JSONValue {
+        if try openContainer(closing: UInt8(ascii: "]")) { return .array([]) }
         // Elements collect on a shared stack and are copied out once, at their exact count.
         let first = valueStack.count
-        while true {
+        repeat {
             valueStack.append(try parseValue())
-            skipWhitespace()
-            let byte = try peek()
-            pos += 1
-            if byte == UInt8(ascii: ",") {
-                skipWhitespace()
-                continue
-            }
-            if byte == UInt8(ascii: "]") { break }
-            throw JSONParseError(.unexpectedCharacter(byte), at: pos - 1)
-        }
+        } while try continueAfterMember(closing: UInt8(ascii: "]"))
         let elements = takeValues(from: first)
-        depth -= 1
         return .array(elements)
     }
 
     private mutating func parseObject() throws(JSONParseError) -> JSONValue {
-        try enter()
-        pos += 1  // {
-        skipWhitespace()
-        if try peek() == UInt8(ascii: "}") {
-            pos += 1
-            depth -= 1
-            return .object(JSONObject())
-        }
+        if try openContainer(closing: UInt8(ascii: "}")) { return .object(JSONObject()) }
         // Members collect on shared stacks and are copied out once, at their exact count.
         let keyBase = keyStack.count
         let valueBase = valueStack.count
         /// Index for duplicate detection once the object grows large.
         var index: [String: Int]? = nil
-        while true {
-            let quote = try peek()
-            guard quote == UInt8(ascii: "\"") else { throw JSONParseError(.unexpectedCharacter(quote), at: pos) }
+        repeat {
+            try expectKey()
             let key = try parseString()
-            skipWhitespace()
-            let colon = try peek()
-            guard colon == UInt8(ascii: ":") else { throw JSONParseError(.unexpectedCharacter(colon), at: pos) }
-            pos += 1
-            skipWhitespace()
+            try expectColon()
             let value = try parseValue()
 
             // Duplicate keys: first position, last value (as JavaScript's JSON.parse).
@@ -286,49 +313,41 @@ struct JSONParser {
                 keyStack.append(key)
                 valueStack.append(value)
             }
-
-            skipWhitespace()
-            let byte = try peek()
-            pos += 1
-            if byte == UInt8(ascii: ",") {
-                skipWhitespace()
-                continue
-            }
-            if byte == UInt8(ascii: "}") { break }
-            throw JSONParseError(.unexpectedCharacter(byte), at: pos - 1)
-        }
+        } while try continueAfterMember(closing: UInt8(ascii: "}"))
         let keys = takeKeys(from: keyBase)
         let values = takeValues(from: valueBase)
-        depth -= 1
         return .object(JSONObject(uncheckedKeys: keys, values: values))
     }
 
     /// Moves the values from `first` to the top of the stack into a new array (no retain/release
     /// per element) and pops them.
+    ///
+    /// The array is made with `reserveCapacity`, whose storage type is looked up once and cached:
+    /// `Array(unsafeUninitializedCapacity:)` calls the stdlib's unspecialized allocation, which
+    /// looks the generic metadata up in the runtime's hash table on every call.
     private mutating func takeValues(from first: Int) -> [JSONValue] {
         let count = valueStack.count - first
-        let taken = [JSONValue](unsafeUninitializedCapacity: count) { buffer, initialized in
-            valueStack.withUnsafeMutableBufferPointer { stack in
-                let source = stack.baseAddress! + first
-                buffer.baseAddress!.moveInitialize(from: source, count: count)
-                source.initialize(repeating: .null, count: count)  // trivial values, nothing to release
-            }
-            initialized = count
+        var taken: [JSONValue] = []
+        taken.reserveCapacity(count)
+        valueStack.withUnsafeMutableBufferPointer { stack in
+            let source = stack.baseAddress! + first
+            for i in 0..<count { taken.append((source + i).move()) }
+            source.initialize(repeating: .null, count: count)  // trivial values, nothing to release
         }
         valueStack.removeLast(count)
         return taken
     }
 
-    /// Moves the keys from `first` to the top of the key stack into a new array and pops them.
+    /// Moves the keys from `first` to the top of the key stack into a new array and pops them
+    /// (made as in `takeValues`).
     private mutating func takeKeys(from first: Int) -> [String] {
         let count = keyStack.count - first
-        let taken = [String](unsafeUninitializedCapacity: count) { buffer, initialized in
-            keyStack.withUnsafeMutableBufferPointer { stack in
-                let source = stack.baseAddress! + first
-                buffer.baseAddress!.moveInitialize(from: source, count: count)
-                source.initialize(repeating: "", count: count)  // empty strings own no storage
-            }
-            initialized = count
+        var taken: [String] = []
+        taken.reserveCapacity(count)
+        keyStack.withUnsafeMutableBufferPointer { stack in
+            let source = stack.baseAddress! + first
+            for i in 0..<count { taken.append((source + i).move()) }
+            source.initialize(repeating: "", count: count)  // empty strings own no storage
         }
         keyStack.removeLast(count)
         return taken
@@ -337,24 +356,30 @@ struct JSONParser {
     // MARK: Strings
 
     /// Parses a string starting at the opening quote.
-    private mutating func parseString() throws(JSONParseError) -> String {
+    mutating func parseString() throws(JSONParseError) -> String {
+        let start = pos + 1
+        guard let (text, ascii) = try scanPlainString() else { return try parseEscapedString(from: start) }
+        if ascii { return String(decoding: text, as: UTF8.self) }
+        guard let string = String(validating: text, as: UTF8.self) else {
+            throw JSONParseError(.invalidUTF8, at: start)
+        }
+        return string
+    }
+
+    /// Reads a string without escapes from its opening quote to after its closing one, returning
+    /// its text and whether that is ASCII; `nil` at the first backslash (`pos` is left there).
+    @inline(__always)
+    mutating func scanPlainString() throws(JSONParseError) -> (text: UnsafeBufferPointer<UInt8>, ascii: Bool)? {
         pos += 1  // opening quote
         let start = pos
         var ascii = true
         while pos < end {
             let byte = base[pos]
             if byte == UInt8(ascii: "\"") {
-                let buffer = UnsafeBufferPointer(start: base + start, count: pos - start)
                 pos += 1
-                if ascii { return String(decoding: buffer, as: UTF8.self) }
-                guard let string = String(validating: buffer, as: UTF8.self) else {
-                    throw JSONParseError(.invalidUTF8, at: start)
-                }
-                return string
+                return (UnsafeBufferPointer(start: base + start, count: pos - 1 - start), ascii)
             }
-            if byte == UInt8(ascii: "\\") {
-                return try parseEscapedString(from: start)
-            }
+            if byte == UInt8(ascii: "\\") { return nil }
             if byte < 0x20 { throw JSONParseError(.controlCharacterInString, at: pos) }
             if byte >= 0x80 { ascii = false }
             pos += 1
@@ -363,7 +388,7 @@ struct JSONParser {
     }
 
     /// Continues a string that contains escapes; `pos` is at the first backslash.
-    private mutating func parseEscapedString(from start: Int) throws(JSONParseError) -> String {
+    mutating func parseEscapedString(from start: Int) throws(JSONParseError) -> String {
         scratch.removeAll(keepingCapacity: true)
         scratch.append(contentsOf: UnsafeBufferPointer(start: base + start, count: pos - start))
         while pos < end {
@@ -462,7 +487,7 @@ struct JSONParser {
 
     // MARK: Numbers
 
-    private mutating func parseNumber() throws(JSONParseError) -> JSONValue {
+    mutating func parseNumber() throws(JSONParseError) -> JSONValue {
         let start = pos
         var negative = false
         if base[pos] == UInt8(ascii: "-") {

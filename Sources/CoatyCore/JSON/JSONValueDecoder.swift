@@ -319,6 +319,9 @@ final class ValueDecoder: Decoder, CodingPathNode {
     /// Where the next key lookup starts.
     @exclusivity(unchecked) var cursor = 0
 
+    /// The object's text when it is read from bytes (see ``ObjectBytes``); `object` is then empty.
+    let bytes: ObjectBytes?
+
     init(_ value: JSONValue, context: DecodingContext, parent: ValueDecoder?, key: (any CodingKey)?) {
         self.value = value
         if case .object(let object) = value {
@@ -329,6 +332,17 @@ final class ValueDecoder: Decoder, CodingPathNode {
         self.context = context
         self.parent = parent
         self.key = key
+        self.bytes = nil
+    }
+
+    /// The decoder of a root object read from its bytes.
+    init(bytes: ObjectBytes, context: DecodingContext) {
+        self.value = .object(JSONObject())
+        self.object = JSONObject()
+        self.context = context
+        self.parent = nil
+        self.key = nil
+        self.bytes = bytes
     }
 
     var depth: Int {
@@ -352,7 +366,7 @@ final class ValueDecoder: Decoder, CodingPathNode {
 
     /// Whether a container has read the member `key` of `object`.
     func hasRead(_ key: String) -> Bool {
-        guard let i = object.index(forKey: key) else { return false }
+        guard let i = bytes?.index(of: key) ?? object.index(forKey: key) else { return false }
         return i < 64 ? (readMask & (1 << UInt64(i))) != 0 : readOverflow.contains(i)
     }
 
@@ -360,15 +374,54 @@ final class ValueDecoder: Decoder, CodingPathNode {
     func unreadMembers(of object: JSONObject, excludingHeader: Bool) -> JSONObject {
         var keys: [String] = []
         var values: [JSONValue] = []
-        for i in object.keys.indices {
+        let count = bytes?.members.count ?? object.keys.count
+        for i in 0..<count {
             let read = i < 64 ? (readMask & (1 << UInt64(i))) != 0 : readOverflow.contains(i)
             if read { continue }
-            let key = object.keys[i]
+            let key = bytes?.key(at: i) ?? object.keys[i]
             if excludingHeader && (key == "objectType" || key == "coreType") { continue }
             keys.append(key)
-            values.append(object.values[i])
+            values.append(bytes?.value(at: i) ?? object.values[i])
         }
         return JSONObject(uncheckedKeys: keys, values: values)
+    }
+
+    /// The value of member `key`, found from the member read last on (synthesized decoders
+    /// usually read the members in the order they were written) and marked as read.
+    @inline(__always)
+    func lookup(_ name: String) -> JSONValue? {
+        if let bytes {
+            guard let i = bytes.index(of: name, from: cursor) else { return nil }
+            markRead(i)
+            cursor = i + 1
+            return bytes.value(at: i)
+        }
+        let keys = object.keys
+        let count = keys.count
+        guard count > 0 else { return nil }
+        var i = cursor < count ? cursor : 0
+        for _ in 0..<count {
+            if keys[i] == name {
+                markRead(i)
+                cursor = i + 1
+                return object.values[i]
+            }
+            i += 1
+            if i == count { i = 0 }
+        }
+        return nil
+    }
+
+    /// The value of member `key` without marking it read.
+    func member(_ name: String) -> JSONValue? {
+        if let bytes { return bytes.index(of: name).map { bytes.value(at: $0) } }
+        return object[name]
+    }
+
+    /// The keys in order.
+    var memberKeys: [String] {
+        guard let bytes else { return object.keys }
+        return bytes.members.indices.map { bytes.key(at: $0) }
     }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
@@ -395,7 +448,13 @@ final class ValueDecoder: Decoder, CodingPathNode {
     }
 
     func singleValueContainer() throws -> any SingleValueDecodingContainer {
-        SingleValueDecoder(decoder: self)
+        if let bytes {
+            // The whole object as one value: not what the byte view serves; the caller decodes
+            // again from the parsed object.
+            bytes.unsupported = true
+            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "decoded again from the tree"))
+        }
+        return SingleValueDecoder(decoder: self)
     }
 }
 
@@ -434,32 +493,12 @@ struct JSONCodingKey: CodingKey {
 struct KeyedValueDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
     let decoder: ValueDecoder
 
-    private var object: JSONObject { decoder.object }
-
     var codingPath: [any CodingKey] { decoder.codingPath }
 
-    var allKeys: [Key] { object.keys.compactMap { Key(stringValue: $0) } }
+    var allKeys: [Key] { decoder.memberKeys.compactMap { Key(stringValue: $0) } }
 
-    /// Finds `key`, starting after the member found last: synthesized decoders usually read the
-    /// members in the order they were written.
     @inline(__always)
-    private func lookup(_ key: Key) -> JSONValue? {
-        let name = key.stringValue
-        let keys = object.keys
-        let count = keys.count
-        guard count > 0 else { return nil }
-        var i = decoder.cursor < count ? decoder.cursor : 0
-        for _ in 0..<count {
-            if keys[i] == name {
-                decoder.markRead(i)
-                decoder.cursor = i + 1
-                return object.values[i]
-            }
-            i += 1
-            if i == count { i = 0 }
-        }
-        return nil
-    }
+    private func lookup(_ key: Key) -> JSONValue? { decoder.lookup(key.stringValue) }
 
     private func required(_ key: Key) throws -> JSONValue {
         guard let value = lookup(key) else {
@@ -595,7 +634,7 @@ struct KeyedValueDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
     }
 
     func superDecoder() throws -> any Decoder {
-        let value = object["super"] ?? .null
+        let value = decoder.member("super") ?? .null
         return ValueDecoder(value, context: decoder.context, parent: decoder, key: JSONCodingKey.superKey)
     }
 

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Any Coaty object: its wire JSON together with its decoded Swift value.
 ///
 /// Received objects arrive as `AnyCoatyObject` (see `CoatyObjectRegistry.decode(_:)`);
@@ -10,8 +12,8 @@
 /// any.as(Light.self)?.isOn       // typed access in one call
 /// ```
 public struct AnyCoatyObject: Sendable, Hashable, CustomStringConvertible {
-    /// The object's JSON as received (or as encoded from the value).
-    public let json: JSONObject
+    /// The JSON: built, or the received text, parsed when first asked for.
+    private let source: Source
     /// The decoded value: a registered type, or the struct of the object's core type.
     public let value: any CoatyObject
     /// The object type.
@@ -19,8 +21,39 @@ public struct AnyCoatyObject: Sendable, Hashable, CustomStringConvertible {
     /// The core type.
     public let coreType: CoreType
 
+    /// Where the JSON comes from.
+    private enum Source: Sendable {
+        case built(JSONObject)
+        case received(ReceivedJSON)
+    }
+
+    /// The object's JSON as received (or as encoded from the value).
+    ///
+    /// A received object is decoded into ``value`` straight from the payload's text; its JSON
+    /// tree is parsed from that text the first time it is asked for (once, then kept).
+    public var json: JSONObject {
+        switch source {
+        case .built(let json): json
+        case .received(let received): received.object
+        }
+    }
+
+    /// Whether the JSON is still the received text (for tests).
+    var isReceivedText: Bool {
+        if case .received = source { return true }
+        return false
+    }
+
     init(json: JSONObject, value: any CoatyObject, objectType: String, coreType: CoreType) {
-        self.json = json
+        self.source = .built(json)
+        self.value = value
+        self.objectType = objectType
+        self.coreType = coreType
+    }
+
+    /// A received object whose JSON is the validated text `received`.
+    init(received: ReceivedJSON, value: any CoatyObject, objectType: String, coreType: CoreType) {
+        self.source = .received(received)
         self.value = value
         self.objectType = objectType
         self.coreType = coreType
@@ -103,5 +136,36 @@ extension AnyCoatyObject: CoatyObject {
     /// - Throws: whatever the encoder throws.
     public func encode(to encoder: any Encoder) throws {
         try json.encode(to: encoder)
+    }
+}
+
+/// The text of a received object, validated already, parsed into its ``JSONObject`` on first use.
+final class ReceivedJSON: Sendable {
+    /// The payload that holds the text.
+    private let payload: [UInt8]
+    /// Where the object's text lies in `payload`.
+    private let range: Range<Int>
+    private let parsed = Mutex<JSONObject?>(nil)
+
+    init(payload: [UInt8], range: Range<Int>) {
+        self.payload = payload
+        self.range = range
+    }
+
+    /// The parsed object.
+    var object: JSONObject {
+        parsed.withLock { cached in
+            if let cached { return cached }
+            let value = payload.withUnsafeBytes { raw in
+                try? JSONValue(parsing: UnsafeRawBufferPointer(rebasing: raw[range]))
+            }
+            guard case .object(let object)? = value else {
+                // Unreachable: the text was validated as an object when the payload was read.
+                assertionFailure("received object text no longer parses")
+                return JSONObject()
+            }
+            cached = object
+            return object
+        }
     }
 }

@@ -110,6 +110,42 @@ public final class CoatyObjectRegistry: Sendable {
         return AnyCoatyObject(json: json, value: value, objectType: header.objectType, coreType: header.coreType)
     }
 
+    /// Decodes a received object straight from its indexed text, keeping the text as its JSON;
+    /// `nil` when this path does not decode it exactly as ``decode(_:)-(JSONObject)`` decodes the
+    /// parsed object, or when the object is invalid (decode the parsed object then: it also
+    /// reports the error).
+    /// - Parameters:
+    ///   - bytes: the object's members in the text.
+    ///   - received: the object's text, kept as its JSON.
+    func decodeReceived(_ bytes: ObjectBytes, received: ReceivedJSON) -> AnyCoatyObject? {
+        // The header checks of `CoatyObjectValidation.validateHeader`, on the happy path only.
+        guard let typeIndex = bytes.index(of: "objectType"),
+            case .string(let objectType) = bytes.value(at: typeIndex), !objectType.isEmpty,
+            let coreIndex = bytes.index(of: "coreType"),
+            case .string(let coreName) = bytes.value(at: coreIndex),
+            let coreType = CoreType(rawValue: coreName),
+            let idIndex = bytes.index(of: "objectId"),
+            let nameIndex = bytes.index(of: "name"), bytes.firstByte(at: nameIndex) == UInt8(ascii: "\"")
+        else { return nil }
+        if let text = bytes.plainString(at: idIndex) {
+            guard CoatyUUID.parse(text) != nil else { return nil }
+        } else {
+            guard case .string(let id) = bytes.value(at: idIndex), CoatyUUID(id) != nil else { return nil }
+        }
+        let type = swiftType(objectType: objectType, coreType: coreType)
+        guard type.coreType == coreType,
+            let value = try? Self.decodeValue(type, from: bytes, decoder: JSONValueDecoder(registry: self)),
+            !bytes.unsupported
+        else { return nil }
+        return AnyCoatyObject(received: received, value: value, objectType: objectType, coreType: coreType)
+    }
+
+    private static func decodeValue<T: CoatyObject>(_ type: T.Type, from bytes: ObjectBytes, decoder: JSONValueDecoder)
+        throws -> (any CoatyObject)?
+    {
+        try decoder.decodeValidatedObject(T.self, from: bytes)
+    }
+
     private static func decodeValue<T: CoatyObject>(_ type: T.Type, from json: JSONObject, decoder: JSONValueDecoder)
         throws -> any CoatyObject
     {

@@ -77,6 +77,11 @@ extension CommunicationEventData {
     ///   - registry: the registry that decodes carried objects.
     /// - Throws: ``CommunicationEventDataError`` for invalid JSON or a broken rule.
     public init(bytes: [UInt8], registry: CoatyObjectRegistry) throws(CommunicationEventDataError) {
+        try self.init(json: Self.parsePayload(bytes), registry: registry)
+    }
+
+    /// The payload's JSON object.
+    static func parsePayload(_ bytes: [UInt8]) throws(CommunicationEventDataError) -> JSONObject {
         let value: JSONValue
         do {
             value = try JSONValue(parsing: bytes)
@@ -86,7 +91,7 @@ extension CommunicationEventData {
         guard case .object(let object) = value else {
             throw CommunicationEventDataError(Self.eventType, "the payload is not a JSON object")
         }
-        try self.init(json: object, registry: registry)
+        return object
     }
 
     /// The payload's compact UTF-8 JSON text.

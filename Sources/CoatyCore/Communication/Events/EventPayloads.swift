@@ -18,6 +18,68 @@ public struct AdvertiseEventData: CommunicationEventData, Hashable {
         self.privateData = privateData
     }
 
+    /// Reads a received Advertise payload from its UTF-8 bytes; `object` must be a valid Coaty
+    /// object.
+    ///
+    /// The object is decoded straight from the text, without parsing the payload into a tree
+    /// first; its ``AnyCoatyObject/json`` is parsed from the text when first asked for. Payloads
+    /// outside that path (escaped or repeated keys, say) and invalid ones are parsed as a whole,
+    /// with the same result and the same errors.
+    /// - Parameters:
+    ///   - bytes: the payload.
+    ///   - registry: decodes the object.
+    /// - Throws: ``CommunicationEventDataError``.
+    public init(bytes: [UInt8], registry: CoatyObjectRegistry) throws(CommunicationEventDataError) {
+        if let read = Self.readIndexed(bytes, registry: registry) {
+            self = read
+        } else {
+            try self.init(json: Self.parsePayload(bytes), registry: registry)
+        }
+    }
+
+    /// The payload read through a member index of its text, or `nil` (see `init(bytes:registry:)`).
+    private static func readIndexed(_ bytes: [UInt8], registry: CoatyObjectRegistry) -> AdvertiseEventData? {
+        bytes.withUnsafeBufferPointer { buffer -> AdvertiseEventData? in
+            guard let base = buffer.baseAddress, !buffer.isEmpty else { return nil }
+            var parser = JSONParser(reading: base, count: buffer.count, maximumDepth: JSONValue.defaultMaximumDepth)
+            var payload: [JSONMemberLocation] = []
+            payload.reserveCapacity(4)
+            var members: [JSONMemberLocation] = []
+            var objectRange: Range<Int>?
+            var objectDepth = 0
+            do {
+                parser.skipWhitespace()
+                let indexed = try parser.indexObject(into: &payload) { parser, key throws(JSONParseError) in
+                    guard key.elementsEqual("object".utf8), try parser.peek() == UInt8(ascii: "{") else { return false }
+                    let start = parser.pos
+                    objectDepth = parser.depth + 1
+                    members.reserveCapacity(16)
+                    guard try parser.indexObject(into: &members) else { throw JSONParseError(.unexpectedEnd, at: -1) }
+                    objectRange = start..<parser.pos
+                    return true
+                }
+                parser.skipWhitespace()
+                guard indexed, parser.pos == buffer.count else { return nil }
+            } catch {
+                return nil
+            }
+            guard let objectRange else { return nil }
+            let top = ObjectBytes(parser: parser, members: payload, depth: 1)
+            var privateData: JSONObject?
+            if let i = top.index(of: "privateData") {
+                switch top.value(at: i) {
+                case .null: privateData = nil
+                case .object(let object): privateData = object
+                default: return nil
+                }
+            }
+            let object = ObjectBytes(parser: parser, members: members, depth: objectDepth)
+            let received = ReceivedJSON(payload: bytes, range: objectRange)
+            guard let decoded = registry.decodeReceived(object, received: received) else { return nil }
+            return AdvertiseEventData(object: decoded, privateData: privateData)
+        }
+    }
+
     /// Reads a received Advertise payload; `object` must be a valid Coaty object.
     /// - Parameters:
     ///   - json: the payload.

@@ -1,0 +1,307 @@
+import Foundation
+import Testing
+
+@testable import CoatyCore
+
+// A received Advertise is decoded straight from its text (`AdvertiseEventData.init(bytes:registry:)`,
+// through a member index, `ObjectBytes`), and its JSON is parsed only when asked for. These tests
+// hold that path to the tree path (parse the payload, then `init(json:registry:)`): the same
+// object, value, JSON, private data and errors, and check which payloads take which path.
+
+/// A registered type using most value kinds synthesized Codable reads.
+private struct Appliance: CoatyObject, Equatable {
+    static let objectType = "com.example.Appliance"
+    var objectId = CoatyUUID()
+    var name: String
+    var parentObjectId: CoatyUUID?
+    var isOn = true
+    var level = 0.75
+    var ratio: Float = 0.5
+    var count = -42
+    var small: Int8 = -8
+    var big: UInt64 = 1 << 40
+    var when = Date(timeIntervalSince1970: 1_700_000_000.5)
+    var tags = ["a", "b\"c", "ü\n"]
+    var maybe: [Int?] = [1, nil, 3]
+    var grid = [[1, 2], [], [3]]
+    var byName = ["x": 1]
+    var extra: JSONObject = ["k": [1, "two", nil, ["deep": true]]]
+    var anyValue: JSONValue = .double(1.5)
+    var link = URL(string: "https://example.com/a?b=c")!
+    var kind = CoreType.task
+    var nested = Part(label: "p", sizes: [1, 2])
+    var optionalPart: Part?
+}
+
+private struct Part: Codable, Equatable {
+    var label: String
+    var sizes: [Int]
+}
+
+/// A registered type that reads some members leniently (`try?`), as hand-written decoders do.
+private struct Lenient: CoatyObject, Equatable {
+    static let objectType = "com.example.Lenient"
+    var objectId = CoatyUUID()
+    var name = "lenient"
+    var level = 0
+
+    enum CodingKeys: String, CodingKey { case objectId, name, level }
+
+    init() {}
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        objectId = try container.decode(CoatyUUID.self, forKey: .objectId)
+        name = try container.decode(String.self, forKey: .name)
+        level = (try? container.decode(Int.self, forKey: .level)) ?? -1
+    }
+}
+
+/// A registered type reading a key that is not ASCII.
+private struct Kelvin: CoatyObject, Equatable {
+    static let objectType = "com.example.Kelvin"
+    var objectId = CoatyUUID()
+    var name = "kelvin"
+    var temperature: Int?
+
+    enum CodingKeys: String, CodingKey {
+        case objectId, name
+        case temperature = "\u{212A}"  // KELVIN SIGN: equal to "K" under canonical equivalence
+    }
+}
+
+private let registry = CoatyObjectRegistry([Appliance.self, Lenient.self, Kelvin.self])
+
+private func payload(_ object: String, privateData: String? = nil) -> [UInt8] {
+    var text = #"{"object":"# + object
+    if let privateData { text += #","privateData":"# + privateData }
+    return Array((text + "}").utf8)
+}
+
+private func objectText<T: CoatyObject>(_ value: T) throws -> String {
+    try JSONValueEncoder().encode(value).serializedString()
+}
+
+/// Both readings of `bytes`, as results.
+private func bothReadings(_ bytes: [UInt8]) -> (
+    text: Result<AdvertiseEventData, CommunicationEventDataError>,
+    tree: Result<AdvertiseEventData, CommunicationEventDataError>
+) {
+    let text = Result { () throws(CommunicationEventDataError) in
+        try AdvertiseEventData(bytes: bytes, registry: registry)
+    }
+    let tree = Result { () throws(CommunicationEventDataError) in
+        try AdvertiseEventData(json: AdvertiseEventData.parsePayload(bytes), registry: registry)
+    }
+    return (text, tree)
+}
+
+/// Expects both readings to agree on everything, and returns the one read from the text.
+@discardableResult
+private func expectSameReading(_ bytes: [UInt8], sourceLocation: SourceLocation = #_sourceLocation) throws
+    -> AdvertiseEventData
+{
+    let (text, tree) = bothReadings(bytes)
+    let fromText = try text.get()
+    let fromTree = try tree.get()
+    #expect(fromText.object.objectType == fromTree.object.objectType, sourceLocation: sourceLocation)
+    #expect(fromText.object.coreType == fromTree.object.coreType, sourceLocation: sourceLocation)
+    #expect(fromText.privateData == fromTree.privateData, sourceLocation: sourceLocation)
+    #expect(fromText.object.json == fromTree.object.json, sourceLocation: sourceLocation)
+    #expect(
+        JSONValue.object(fromText.object.json).serializedString()
+            == JSONValue.object(fromTree.object.json).serializedString(),
+        "member order and number forms",
+        sourceLocation: sourceLocation
+    )
+    #expect(
+        ObjectIdentifier(type(of: fromText.object.value)) == ObjectIdentifier(type(of: fromTree.object.value)),
+        sourceLocation: sourceLocation
+    )
+    let encoder = JSONValueEncoder()
+    #expect(
+        try encoder.encode(fromText.object.value) == encoder.encode(fromTree.object.value),
+        "the decoded values",
+        sourceLocation: sourceLocation
+    )
+    return fromText
+}
+
+@Suite("Received objects decoded from their text")
+struct ReceivedObjectDecodingTests {
+    @Test("a registered type with every value kind reads as from the tree, from the text")
+    func registeredTypeReadsFromText() throws {
+        var appliance = Appliance(name: "Washer ünd \"Dryer\"")
+        appliance.parentObjectId = CoatyUUID()
+        appliance.optionalPart = Part(label: "q", sizes: [])
+        let read = try expectSameReading(payload(try objectText(appliance)))
+        #expect(read.object.isReceivedText)
+        #expect(read.object.as(Appliance.self) == appliance)
+        #expect(read.privateData == nil)
+    }
+
+    @Test("private data, null private data and unknown payload members")
+    func privateDataAndUnknownMembers() throws {
+        let object = try objectText(Appliance(name: "a"))
+        let withPrivate = try expectSameReading(payload(object, privateData: #"{"a":[1,{"b":null}],"c":"d"}"#))
+        #expect(withPrivate.privateData == ["a": [1, ["b": nil]], "c": "d"])
+        #expect(withPrivate.object.isReceivedText)
+        let nullPrivate = try expectSameReading(payload(object, privateData: "null"))
+        #expect(nullPrivate.privateData == nil)
+        let unknown = try expectSameReading(
+            Array((#"{"x":[1,2,{"y":"z"}],"object":"# + object + #","n":-0.5e3}"#).utf8)
+        )
+        #expect(unknown.object.isReceivedText)
+    }
+
+    @Test("an unregistered type reads into its core type, with its unknown fields in custom")
+    func coreTypeWithCustomFields() throws {
+        let id = CoatyUUID()
+        let text =
+            #"{"objectType":"com.example.Other","coreType":"CoatyObject","objectId":"\#(id)","name":"o","#
+            + #""extra":{"deep":[1,2.5,"x"]},"flag":false,"n":12345678901234567890}"#
+        let read = try expectSameReading(payload(text))
+        #expect(read.object.isReceivedText)
+        let base = try #require(read.object.as(BaseObject.self))
+        #expect(base.custom["flag"] == false)
+        #expect(base.custom["extra"] == ["deep": [1, 2.5, "x"]])
+        #expect(base.custom["objectType"] == nil, "the header is not a custom field")
+    }
+
+    @Test("whitespace everywhere, escapes in values and numbers in every form")
+    func whitespaceEscapesAndNumbers() throws {
+        let id = CoatyUUID()
+        let text =
+            " {\n\t\"objectType\" : \"com.example.Lenient\" ,\r\n \"coreType\":\"CoatyObject\", "
+            + "\"objectId\": \"\(id)\" , \"name\" : \"tab\\there \\u00fc \\ud83d\\ude00\", \"level\" : 7 } "
+        let read = try expectSameReading(Array((" {\"object\" : " + text + " , \"privateData\" : { } } \n").utf8))
+        #expect(read.object.isReceivedText)
+        #expect(read.object.as(Lenient.self)?.name == "tab\there ü 😀")
+        #expect(read.object.as(Lenient.self)?.level == 7)
+        #expect(read.privateData == [:])
+        // An escaped UUID, and numbers the lenient reader rejects or accepts.
+        let escapedId = "\(id)".replacingOccurrences(of: "-", with: "\\u002d")
+        for level in ["7.0", "7e0", "-0", "1e400", "\"7\"", "null", "9223372036854775808"] {
+            let object =
+                #"{"objectType":"com.example.Lenient","coreType":"CoatyObject","objectId":"\#(escapedId)","#
+                + #""name":"n","level":\#(level)}"#
+            let (text, tree) = bothReadings(payload(object))
+            switch (text, tree) {
+            case (.success(let a), .success(let b)):
+                #expect(a.object.as(Lenient.self) == b.object.as(Lenient.self), "level \(level)")
+            case (.failure(let a), .failure(let b)):
+                #expect(a.description == b.description, "level \(level)")
+            default:
+                Issue.record("level \(level): the readings differ: \(text) / \(tree)")
+            }
+        }
+    }
+
+    @Test("a lenient decoder that catches a mismatch gets the same value as from the tree")
+    func lenientDecoders() throws {
+        let id = CoatyUUID()
+        let object =
+            #"{"objectType":"com.example.Lenient","coreType":"CoatyObject","objectId":"\#(id)","#
+            + #""name":"n","level":"high"}"#
+        let read = try expectSameReading(payload(object))
+        #expect(read.object.as(Lenient.self)?.level == -1)
+        #expect(read.object.isReceivedText)
+    }
+
+    @Test("escaped, repeated or non-ASCII keys and a key found only by canonical equivalence read from the tree")
+    func keysOutsideTheIndex() throws {
+        let id = CoatyUUID()
+        let header = #""objectType":"com.example.Lenient","coreType":"CoatyObject","objectId":"\#(id)""#
+        let cases = [
+            "{" + header + #","n\u0061me":"escaped key","level":1}"#,
+            "{" + header + #","name":"first","level":1,"name":"repeated"}"#,
+            "{" + header + #","name":"n","lëvel":1}"#,
+        ]
+        for text in cases {
+            let read = try expectSameReading(payload(text))
+            #expect(!read.object.isReceivedText, "\(text)")
+        }
+        // A repeated "object" member: the last one counts.
+        let twice = #"{"object":{"a":1},"object":{"# + header + #","name":"second"}}"#
+        let read = try expectSameReading(Array(twice.utf8))
+        #expect(read.object.name == "second")
+        #expect(!read.object.isReceivedText)
+
+        let kelvin =
+            #"{"objectType":"com.example.Kelvin","coreType":"CoatyObject","objectId":"\#(id)","#
+            + #""name":"k","K":300}"#
+        let hot = try expectSameReading(payload(kelvin))
+        #expect(hot.object.as(Kelvin.self)?.temperature == 300)
+        #expect(!hot.object.isReceivedText)
+    }
+
+    @Test("invalid payloads fail with the tree's error, every one")
+    func invalidPayloadsFailAlike() throws {
+        let id = CoatyUUID()
+        let good = #""objectType":"com.example.Appliance","coreType":"CoatyObject","objectId":"\#(id)","name":"n""#
+        let texts = [
+            "",
+            "   ",
+            "[]",
+            #"{"object":null}"#,
+            #"{"object":"x"}"#,
+            #"{"privateData":{}}"#,
+            #"{"object":{"# + good + #"},"privateData":[1]}"#,
+            #"{"object":{"# + good + #"}} x"#,
+            #"{"object":{"# + good + #",}}"#,
+            #"{"object":{"# + good + #","tags":[1,]}}"#,
+            #"{"object":{"# + good + #","v":01}}"#,
+            #"{"object":{"# + good + #","s":"\x"}}"#,
+            "{\"object\":{" + good + ",\"s\":\"a\u{01}b\"}}",
+            #"{"object":{"objectType":"","coreType":"CoatyObject","objectId":"\#(id)","name":"n"}}"#,
+            #"{"object":{"objectType":"a.B","coreType":"Nope","objectId":"\#(id)","name":"n"}}"#,
+            #"{"object":{"objectType":"com.example.Appliance","coreType":"Task","objectId":"\#(id)","name":"n"}}"#,
+            #"{"object":{"objectType":"a.B","coreType":"CoatyObject","objectId":"not-a-uuid","name":"n"}}"#,
+            #"{"object":{"objectType":"a.B","coreType":"CoatyObject","objectId":"\#(id)","name":7}}"#,
+            #"{"object":{"objectType":"a.B","coreType":"CoatyObject","objectId":"\#(id)"}}"#,
+            #"{"object":{"# + good + #","isOn":"yes"}}"#,
+            #"{"object":{"# + good + #","small":300}}"#,
+            #"{"object":{"# + good + #","nested":{"label":1,"sizes":[]}}}"#,
+            String(repeating: "[", count: 600),
+        ]
+        for text in texts {
+            let (fromText, fromTree) = bothReadings(Array(text.utf8))
+            switch (fromText, fromTree) {
+            case (.failure(let a), .failure(let b)):
+                #expect(a.description == b.description, "\(text)")
+            default:
+                Issue.record("\(text): expected both to fail: \(fromText) / \(fromTree)")
+            }
+        }
+        // Invalid UTF-8 inside a string value and deep nesting inside the object.
+        var invalidUTF8 = payload("{" + good + #","s":"ab"}"#)
+        invalidUTF8[invalidUTF8.count - 5] = 0xFF
+        let deep = payload(
+            "{" + good + #","d":"# + String(repeating: "[", count: 511) + String(repeating: "]", count: 511) + "}"
+        )
+        for bytes in [invalidUTF8, deep] {
+            let (fromText, fromTree) = bothReadings(bytes)
+            switch (fromText, fromTree) {
+            case (.failure(let a), .failure(let b)):
+                #expect(a.description == b.description)
+            default:
+                Issue.record("expected both to fail: \(fromText) / \(fromTree)")
+            }
+        }
+    }
+
+    @Test("the JSON of an object read from its text is parsed once and safe to read from many tasks")
+    func lazyJSONIsSharedSafely() async throws {
+        let appliance = Appliance(name: "shared")
+        let read = try AdvertiseEventData(bytes: payload(try objectText(appliance)), registry: registry)
+        #expect(read.object.isReceivedText)
+        let expected = try JSONValueEncoder().encode(appliance)
+        let results = await withTaskGroup(of: Bool.self) { group in
+            for _ in 0..<16 { group.addTask { JSONValue.object(read.object.json) == expected } }
+            return await group.reduce(into: [Bool]()) { $0.append($1) }
+        }
+        #expect(results == Array(repeating: true, count: 16))
+        #expect(read.object == (try AnyCoatyObject(appliance)), "equality follows the JSON")
+        #expect(read.object.hashValue == (try AnyCoatyObject(appliance)).hashValue)
+    }
+}
