@@ -1,7 +1,8 @@
-import CoatyCore
 import Foundation
 import PropertyBased
 import Testing
+
+@testable import CoatyCore
 
 /// Random JSON values: every kind, deep-ish nesting, strings with escapes and astral characters,
 /// integers over the full range, finite doubles from bit patterns and from decimals.
@@ -142,6 +143,28 @@ struct JSONCodecPropertyTests {
             } catch {
                 #expect(error.offset >= 0 && error.offset <= bytes.count)
             }
+        }
+    }
+
+    /// The parser's own UTF-8 check accepts exactly what the standard library's does: random
+    /// byte strings biased towards multi-byte leads, continuations and the edge values.
+    @Test func utf8CheckAgreesWithTheStandardLibrary() async {
+        let edges: [UInt8] = [
+            0x00, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0, 0xED, 0xEF, 0xF0, 0xF4, 0xF5,
+            0xFF,
+        ]
+        let bytes = Generator<[UInt8], Shrink.None<[UInt8]>>(run: { rng in
+            (0..<Int.random(in: 0...8, using: &rng)).map { _ in
+                Bool.random(using: &rng) ? edges.randomElement(using: &rng)! : UInt8.random(in: 0...255, using: &rng)
+            }
+        })
+        await propertyCheck(count: 20_000, input: bytes) { bytes in
+            let ours = bytes.withUnsafeBufferPointer { JSONParser.isValidUTF8($0) }
+            #expect(ours == (String(validating: bytes, as: UTF8.self) != nil), "\(bytes)")
+        }
+        for scalar in [0x7F, 0x80, 0x7FF, 0x800, 0xD7FF, 0xE000, 0xFFFF, 0x10000, 0x10FFFF] {
+            let utf8 = Array(String(Unicode.Scalar(UInt32(scalar))!).utf8)
+            #expect(utf8.withUnsafeBufferPointer { JSONParser.isValidUTF8($0) }, "U+\(String(scalar, radix: 16))")
         }
     }
 

@@ -15,14 +15,14 @@ extension JSONParser {
     static let maximumIndexedMembers = 64
 
     /// Validates a string exactly as `parseString` does, without making the `String` (only a string
-    /// with escapes or non-ASCII bytes is built, to check it as the parser does).
+    /// with escapes is built, to check it as the parser does).
     mutating func skipString() throws(JSONParseError) {
         let start = pos + 1
         guard let (text, ascii) = try scanPlainString() else {
             _ = try parseEscapedString(from: start)
             return
         }
-        if !ascii && String(validating: text, as: UTF8.self) == nil { throw JSONParseError(.invalidUTF8, at: start) }
+        if !ascii && !Self.isValidUTF8(text) { throw JSONParseError(.invalidUTF8, at: start) }
     }
 
     /// Validates the value at `pos` exactly as `parseValue` does (same errors, same depth limit),

@@ -359,11 +359,42 @@ struct JSONParser {
     mutating func parseString() throws(JSONParseError) -> String {
         let start = pos + 1
         guard let (text, ascii) = try scanPlainString() else { return try parseEscapedString(from: start) }
-        if ascii { return String(decoding: text, as: UTF8.self) }
-        guard let string = String(validating: text, as: UTF8.self) else {
-            throw JSONParseError(.invalidUTF8, at: start)
+        guard ascii || Self.isValidUTF8(text) else { throw JSONParseError(.invalidUTF8, at: start) }
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    /// Whether `bytes` are well-formed UTF-8, as `String(validating:as:)` decides (no overlong
+    /// forms, surrogates, or values beyond U+10FFFF), without its generic code's runtime
+    /// metadata lookups.
+    static func isValidUTF8(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        var i = 0
+        let n = bytes.count
+        while i < n {
+            let lead = bytes[i]
+            if lead < 0x80 {
+                i += 1
+                continue
+            }
+            let length: Int
+            var low: UInt8 = 0x80
+            var high: UInt8 = 0xBF
+            switch lead {
+            case 0xC2...0xDF: length = 2
+            case 0xE0...0xEF:
+                length = 3
+                if lead == 0xE0 { low = 0xA0 }  // overlong
+                if lead == 0xED { high = 0x9F }  // surrogates
+            case 0xF0...0xF4:
+                length = 4
+                if lead == 0xF0 { low = 0x90 }  // overlong
+                if lead == 0xF4 { high = 0x8F }  // beyond U+10FFFF
+            default: return false
+            }
+            guard i + length <= n, bytes[i + 1] >= low, bytes[i + 1] <= high else { return false }
+            for j in (i + 2)..<(i + length) where bytes[j] & 0xC0 != 0x80 { return false }
+            i += length
         }
-        return string
+        return true
     }
 
     /// Reads a string without escapes from its opening quote to after its closing one, returning
@@ -395,10 +426,9 @@ struct JSONParser {
             let byte = base[pos]
             if byte == UInt8(ascii: "\"") {
                 pos += 1
-                guard let string = String(validating: scratch, as: UTF8.self) else {
-                    throw JSONParseError(.invalidUTF8, at: start)
-                }
-                return string
+                let valid = scratch.withUnsafeBufferPointer { Self.isValidUTF8($0) }
+                guard valid else { throw JSONParseError(.invalidUTF8, at: start) }
+                return String(decoding: scratch, as: UTF8.self)
             }
             if byte < 0x20 { throw JSONParseError(.controlCharacterInString, at: pos) }
             if byte != UInt8(ascii: "\\") {

@@ -412,6 +412,18 @@ final class ValueDecoder: Decoder, CodingPathNode {
         return nil
     }
 
+    /// The member `name` as a UUID read straight from the text, when the object is read from
+    /// its bytes and the member is a UUID string without escapes (marked as read); otherwise `nil`
+    /// and nothing is marked (the caller goes the general way).
+    func plainUUID(_ name: String) -> CoatyUUID? {
+        guard let bytes, let i = bytes.index(of: name, from: cursor), let text = bytes.plainString(at: i),
+            let uuid = CoatyUUID.parse(text)
+        else { return nil }
+        markRead(i)
+        cursor = i + 1
+        return uuid
+    }
+
     /// The value of member `key` without marking it read.
     func member(_ name: String) -> JSONValue? {
         if let bytes { return bytes.index(of: name).map { bytes.value(at: $0) } }
@@ -557,7 +569,12 @@ struct KeyedValueDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
         try decoder.context.unboxFloat(try required(key), decoder, key)
     }
 
-    func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try integer(key) }
+    func decode(_ type: Int.Type, forKey key: Key) throws -> Int {
+        // The common case without the generic integer path (and its runtime metadata lookups).
+        let value = try required(key)
+        if case .int(let i) = value, let v = Int(exactly: i) { return v }
+        return try decoder.context.unboxInteger(value, Int.self, decoder, key)
+    }
     func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try integer(key) }
     func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { try integer(key) }
     func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { try integer(key) }
@@ -573,7 +590,10 @@ struct KeyedValueDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
     }
 
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
-        try decoder.context.unbox(try required(key), as: T.self, parent: decoder, key: key)
+        if T.self == CoatyUUID.self, let uuid = decoder.plainUUID(key.stringValue) {
+            return _identityCast(uuid, to: T.self)
+        }
+        return try decoder.context.unbox(try required(key), as: T.self, parent: decoder, key: key)
     }
 
     func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? {
@@ -616,6 +636,9 @@ struct KeyedValueDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
     }
 
     func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
+        if T.self == CoatyUUID.self, let uuid = decoder.plainUUID(key.stringValue) {
+            return _identityCast(uuid, to: T.self)
+        }
         guard let value = lookup(key) else { return nil }
         if case .null = value, T.self != JSONValue.self { return nil }
         return try decoder.context.unbox(value, as: T.self, parent: decoder, key: key)

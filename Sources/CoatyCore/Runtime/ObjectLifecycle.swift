@@ -143,13 +143,13 @@ public struct ObjectLifecycleSequence: AsyncSequence, Sendable {
         let deadvertiseKey = CoatyTopic.Event.deadvertise.level
         let token = manager.state.withLock { $0.makeToken() }
         let releaser = ReleaseOnce { [weak manager] in
-            manager?.release(filters.advertise) { $0.removeRoute(advertiseKey, token: token) }
-            manager?.release(filters.deadvertise) { $0.removeRoute(deadvertiseKey, token: token) }
+            manager?.release(filters.advertise) { $0.setRoute(advertiseKey, token: token, sink: nil) }
+            manager?.release(filters.deadvertise) { $0.setRoute(deadvertiseKey, token: token, sink: nil) }
             manager?.release(filters.resolve) { $0.responseRoutes[correlationId] = nil }
         }
         continuation.onTermination = { _ in releaser.release() }
-        manager.retain(filters.advertise) { $0.routes[advertiseKey, default: [:]][token] = advertiseSink }
-        manager.retain(filters.deadvertise) { $0.routes[deadvertiseKey, default: [:]][token] = deadvertiseSink }
+        manager.retain(filters.advertise) { $0.setRoute(advertiseKey, token: token, sink: advertiseSink) }
+        manager.retain(filters.deadvertise) { $0.setRoute(deadvertiseKey, token: token, sink: deadvertiseSink) }
         manager.retain(filters.resolve) { $0.responseRoutes[correlationId] = resolveSink }
         for filter in [filters.advertise, filters.deadvertise, filters.resolve] {
             await manager.awaitEstablished(filter)
@@ -176,14 +176,6 @@ final class LifecycleRun: Sendable {
     }
 
     deinit { releaser.release() }
-}
-
-extension ManagerState {
-    /// Removes the non-response route `token` of `key`.
-    mutating func removeRoute(_ key: String, token: Int) {
-        routes[key]?[token] = nil
-        if routes[key]?.isEmpty == true { routes[key] = nil }
-    }
 }
 
 /// The tracked objects of one lifecycle observation, in first-seen order.

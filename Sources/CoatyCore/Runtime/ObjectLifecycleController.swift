@@ -215,9 +215,9 @@ public final class DiscoverableObject: Sendable {
             }
         }
         releaser = ReleaseOnce { [weak manager] in
-            manager?.release(filter) { $0.removeRoute(key, token: token) }
+            manager?.release(filter) { $0.setRoute(key, token: token, sink: nil) }
         }
-        manager.retain(filter) { $0.routes[key, default: [:]][token] = sink }
+        manager.retain(filter) { $0.setRoute(key, token: token, sink: sink) }
     }
 
     deinit { releaser.release() }

@@ -29,17 +29,14 @@ extension CommunicationManager {
     ) -> EventObservation<Element> {
         let token = state.withLock { $0.makeToken() }
         let releaser = ReleaseOnce { [weak self] in
-            self?.release(filter) { state in
-                state.routes[routeKey]?[token] = nil
-                if state.routes[routeKey]?.isEmpty == true { state.routes[routeKey] = nil }
-            }
+            self?.release(filter) { state in state.setRoute(routeKey, token: token, sink: nil) }
         }
         let buffer = makeBuffer(of: Element.self, releaser: releaser)
         let sink: EventSink = { incoming in
             guard let element = transform(incoming) else { return }
             buffer.push(element)
         }
-        retain(filter) { state in state.routes[routeKey, default: [:]][token] = sink }
+        retain(filter) { state in state.setRoute(routeKey, token: token, sink: sink) }
         return EventObservation(
             buffer: buffer,
             registration: ObservationRegistration(manager: self, filter: filter, releaser: releaser)

@@ -726,7 +726,7 @@ public final class CommunicationManager: Sendable {
                 guard let payload = decode(message.payload, topic: topic) else { return }
                 sink(IncomingEvent(topic: topic, payload: payload))
             } else {
-                let sinks = state.withLock { state in state.routes[String(topic.eventLevel)].map { Array($0.values) } }
+                let sinks = state.withLock { state in state.routes[topic.eventLevel]?.sinks }
                 guard let sinks, !sinks.isEmpty else { return }
                 guard let payload = decode(message.payload, topic: topic) else { return }
                 let event = IncomingEvent(topic: topic, payload: payload)
@@ -818,7 +818,7 @@ public final class CommunicationManager: Sendable {
         state.withLock { state in
             state.refCounts[filter, default: 0] += 1
             let id = state.makeToken()
-            state.routes["DSC", default: [:]][id] = sink
+            state.setRoute("DSC", token: id, sink: sink)
         }
     }
 }
@@ -832,8 +832,29 @@ struct ManagerState {
     var draining = false
     var nextToken = 0
 
-    /// Non-response routes by event level (`ADV:Task`, `DSC`, `CLL:switch`, …).
-    var routes: [String: [Int: EventSink]] = [:]
+    /// Non-response routes by event level (`ADV:Task`, `DSC`, `CLL:switch`, …), keyed by
+    /// `Substring` so a received topic's level is looked up without copying it.
+    private(set) var routes: [Substring: Route] = [:]
+
+    /// The observers of one event level.
+    struct Route {
+        /// By registration token.
+        var byToken: [Int: EventSink] = [:]
+        /// The same in registration order: what routing a message reads (no copy per message).
+        var sinks: [EventSink] = []
+    }
+
+    /// Adds (or with `nil` removes) the observer `token` of the event level `key`.
+    mutating func setRoute(_ key: String, token: Int, sink: EventSink?) {
+        var route = routes[Substring(key)] ?? Route()
+        route.byToken[token] = sink
+        if route.byToken.isEmpty {
+            routes[Substring(key)] = nil
+        } else {
+            route.sinks = route.byToken.sorted { $0.key < $1.key }.map(\.value)
+            routes[Substring(key)] = route
+        }
+    }
     /// Response routes by correlation id.
     var responseRoutes: [CoatyUUID: EventSink] = [:]
     /// Raw routes.
