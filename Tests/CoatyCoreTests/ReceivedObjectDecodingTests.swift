@@ -3,8 +3,9 @@ import Testing
 
 @testable import CoatyCore
 
-// A received Advertise is decoded straight from its text (`AdvertiseEventData.init(bytes:registry:)`,
-// through a member index, `ObjectBytes`), and its JSON is parsed only when asked for. These tests
+// A received payload that carries an object (Advertise, Channel, Resolve, Update, Complete) has
+// that object decoded straight from its text (`init(receivedBytes:registry:)`, through a member
+// index, `ObjectBytes`), and the object's JSON is parsed only when asked for. These tests
 // hold that path to the tree path (parse the payload, then `init(json:registry:)`): the same
 // object, value, JSON, private data and errors, and check which payloads take which path.
 
@@ -88,7 +89,7 @@ private func bothReadings(_ bytes: [UInt8]) -> (
     tree: Result<AdvertiseEventData, CommunicationEventDataError>
 ) {
     let text = Result { () throws(CommunicationEventDataError) in
-        try AdvertiseEventData(bytes: bytes, registry: registry)
+        try AdvertiseEventData(receivedBytes: bytes, registry: registry)
     }
     let tree = Result { () throws(CommunicationEventDataError) in
         try AdvertiseEventData(json: AdvertiseEventData.parsePayload(bytes), registry: registry)
@@ -290,10 +291,64 @@ struct ReceivedObjectDecodingTests {
         }
     }
 
+    @Test("Channel, Resolve, Update and Complete payloads read their object from the text, the rest as before")
+    func otherObjectCarryingPayloads() throws {
+        let object = try objectText(Appliance(name: "other"))
+        let related = try objectText(Appliance(name: "related"))
+        func check<Data: ObjectCarryingPayload & Equatable>(
+            _ type: Data.Type,
+            _ text: String,
+            sourceLocation: SourceLocation = #_sourceLocation
+        ) throws -> Data {
+            let bytes = Array(text.utf8)
+            let fromText = try Data(receivedBytes: bytes, registry: registry)
+            let fromTree = try Data(json: Data.parsePayload(bytes), registry: registry)
+            #expect(fromText == fromTree, sourceLocation: sourceLocation)
+            #expect(
+                JSONValue.object(fromText.json).serializedString()
+                    == JSONValue.object(fromTree.json).serializedString(),
+                sourceLocation: sourceLocation
+            )
+            return fromText
+        }
+        let channel = try check(ChannelEventData.self, #"{"privateData":{"p":1},"object":"# + object + "}")
+        #expect(channel.objects.first?.isReceivedText == true)
+        #expect(channel.privateData == ["p": 1])
+        let resolve = try check(
+            ResolveEventData.self,
+            #"{"object":"# + object + #","relatedObjects":["# + related + #"],"privateData":{"q":[true]}}"#
+        )
+        #expect(resolve.object?.isReceivedText == true)
+        #expect(resolve.relatedObjects?.first?.isReceivedText == false, "objects in arrays come from the tree")
+        let onlyRelated = try check(ResolveEventData.self, #"{"relatedObjects":["# + related + "]}")
+        #expect(onlyRelated.object == nil)
+        let update = try check(UpdateEventData.self, #"{"object":"# + object + "}")
+        #expect(update.object.isReceivedText)
+        let complete = try check(CompleteEventData.self, #"{"object":"# + object + #","privateData":null}"#)
+        #expect(complete.object.isReceivedText)
+        // Rules beyond the object still apply: a Channel with both forms, a Resolve with neither.
+        for (text, reading) in [
+            (
+                #"{"object":"# + object + #","objects":[]}"#,
+                { (bytes: [UInt8]) throws(CommunicationEventDataError) in
+                    _ = try ChannelEventData(receivedBytes: bytes, registry: registry)
+                }
+            ),
+            (
+                #"{"privateData":{}}"#,
+                { (bytes: [UInt8]) throws(CommunicationEventDataError) in
+                    _ = try ResolveEventData(receivedBytes: bytes, registry: registry)
+                }
+            ),
+        ] {
+            #expect(throws: CommunicationEventDataError.self, "\(text)") { try reading(Array(text.utf8)) }
+        }
+    }
+
     @Test("the JSON of an object read from its text is parsed once and safe to read from many tasks")
     func lazyJSONIsSharedSafely() async throws {
         let appliance = Appliance(name: "shared")
-        let read = try AdvertiseEventData(bytes: payload(try objectText(appliance)), registry: registry)
+        let read = try AdvertiseEventData(receivedBytes: payload(try objectText(appliance)), registry: registry)
         #expect(read.object.isReceivedText)
         let expected = try JSONValueEncoder().encode(appliance)
         let results = await withTaskGroup(of: Bool.self) { group in

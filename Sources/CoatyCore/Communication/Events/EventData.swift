@@ -98,6 +98,27 @@ extension CommunicationEventData {
     public var payloadBytes: [UInt8] { json.serializedBytes() }
 }
 
+/// A payload that carries one Coaty object in its `object` member (Advertise, Channel, Resolve,
+/// Update, Complete): received, that object is decoded straight from the payload's text.
+protocol ObjectCarryingPayload: CommunicationEventData {
+    /// Reads the payload's fields from `reader`.
+    init(reader: PayloadReader) throws(CommunicationEventDataError)
+}
+
+extension ObjectCarryingPayload {
+    /// Reads a received payload from its UTF-8 bytes, as ``CommunicationEventData/init(bytes:registry:)``
+    /// does (the same result and the same errors), decoding the `object` member straight from the
+    /// text without parsing the payload into a tree first; its ``AnyCoatyObject/json`` is parsed
+    /// from the text when first asked for.
+    init(receivedBytes bytes: [UInt8], registry: CoatyObjectRegistry) throws(CommunicationEventDataError) {
+        if let reader = PayloadReader(indexing: bytes, eventType: Self.eventType, registry: registry) {
+            try self.init(reader: reader)
+        } else {
+            try self.init(json: Self.parsePayload(bytes), registry: registry)
+        }
+    }
+}
+
 // MARK: Field helpers
 
 /// Reads the fields of a received payload, throwing a ``CommunicationEventDataError`` that names
@@ -106,6 +127,63 @@ struct PayloadReader {
     let json: JSONObject
     let eventType: CommunicationEventType
     let registry: CoatyObjectRegistry
+    /// The `object` member, decoded straight from the payload's text (then `json` lacks it).
+    private var decodedObject: AnyCoatyObject?
+
+    init(json: JSONObject, eventType: CommunicationEventType, registry: CoatyObjectRegistry) {
+        self.json = json
+        self.eventType = eventType
+        self.registry = registry
+    }
+
+    /// A reader over a received payload's text whose `object` member, an object, is decoded
+    /// straight from the text (`CoatyObjectRegistry.decodeReceived`) and keeps that text as its
+    /// JSON; the other members are parsed as usual. `nil` when the payload is outside that path
+    /// (no object-valued `object`, a key with escapes or repeated, invalid text or an invalid
+    /// object): parse it as a whole then, with the same result or error.
+    init?(indexing bytes: [UInt8], eventType: CommunicationEventType, registry: CoatyObjectRegistry) {
+        let read = bytes.withUnsafeBufferPointer { buffer -> (JSONObject, AnyCoatyObject)? in
+            guard let base = buffer.baseAddress, !buffer.isEmpty else { return nil }
+            var parser = JSONParser(reading: base, count: buffer.count, maximumDepth: JSONValue.defaultMaximumDepth)
+            var payload: [JSONMemberLocation] = []
+            payload.reserveCapacity(4)
+            var members: [JSONMemberLocation] = []
+            var objectRange: Range<Int>?
+            var objectDepth = 0
+            do {
+                parser.skipWhitespace()
+                let indexed = try parser.indexObject(into: &payload) { parser, key throws(JSONParseError) in
+                    guard key.elementsEqual("object".utf8), try parser.peek() == UInt8(ascii: "{") else { return false }
+                    let start = parser.pos
+                    objectDepth = parser.depth + 1
+                    members.reserveCapacity(16)
+                    guard try parser.indexObject(into: &members) else { throw JSONParseError(.unexpectedEnd, at: -1) }
+                    objectRange = start..<parser.pos
+                    return true
+                }
+                parser.skipWhitespace()
+                guard indexed, parser.pos == buffer.count, let objectRange else { return nil }
+                let top = ObjectBytes(parser: parser, members: payload, depth: 1)
+                let object = ObjectBytes(parser: parser, members: members, depth: objectDepth)
+                guard
+                    let decoded = registry.decodeReceived(
+                        object,
+                        received: ReceivedJSON(payload: bytes, range: objectRange)
+                    )
+                else { return nil }
+                var rest = JSONObject()
+                for i in payload.indices where payload[i].valueStart != objectRange.lowerBound {
+                    rest.appendUnchecked(top.key(at: i), top.value(at: i))
+                }
+                return top.unsupported ? nil : (rest, decoded)
+            } catch {
+                return nil
+            }
+        }
+        guard let (rest, object) = read else { return nil }
+        self.init(json: rest, eventType: eventType, registry: registry)
+        decodedObject = object
+    }
 
     func fail(_ reason: String) -> CommunicationEventDataError {
         CommunicationEventDataError(eventType, reason)
@@ -118,6 +196,7 @@ struct PayloadReader {
     }
 
     func object(_ key: String) throws(CommunicationEventDataError) -> AnyCoatyObject? {
+        if key == "object", let decodedObject { return decodedObject }
         guard let value = optional(key) else { return nil }
         return try decodeObject(value, field: key)
     }

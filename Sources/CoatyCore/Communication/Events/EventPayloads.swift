@@ -1,7 +1,7 @@
 // The payloads of the Coaty events (PROTOCOL.md, "Payloads").
 
 /// The payload of an Advertise: `{"object":O,"privateData"?:{…}}`.
-public struct AdvertiseEventData: CommunicationEventData, Hashable {
+public struct AdvertiseEventData: CommunicationEventData, ObjectCarryingPayload, Hashable {
     /// ``CommunicationEventType/advertise``.
     public static var eventType: CommunicationEventType { .advertise }
     /// The advertised object.
@@ -18,75 +18,16 @@ public struct AdvertiseEventData: CommunicationEventData, Hashable {
         self.privateData = privateData
     }
 
-    /// Reads a received Advertise payload from its UTF-8 bytes; `object` must be a valid Coaty
-    /// object.
-    ///
-    /// The object is decoded straight from the text, without parsing the payload into a tree
-    /// first; its ``AnyCoatyObject/json`` is parsed from the text when first asked for. Payloads
-    /// outside that path (escaped or repeated keys, say) and invalid ones are parsed as a whole,
-    /// with the same result and the same errors.
-    /// - Parameters:
-    ///   - bytes: the payload.
-    ///   - registry: decodes the object.
-    /// - Throws: ``CommunicationEventDataError``.
-    public init(bytes: [UInt8], registry: CoatyObjectRegistry) throws(CommunicationEventDataError) {
-        if let read = Self.readIndexed(bytes, registry: registry) {
-            self = read
-        } else {
-            try self.init(json: Self.parsePayload(bytes), registry: registry)
-        }
-    }
-
-    /// The payload read through a member index of its text, or `nil` (see `init(bytes:registry:)`).
-    private static func readIndexed(_ bytes: [UInt8], registry: CoatyObjectRegistry) -> AdvertiseEventData? {
-        bytes.withUnsafeBufferPointer { buffer -> AdvertiseEventData? in
-            guard let base = buffer.baseAddress, !buffer.isEmpty else { return nil }
-            var parser = JSONParser(reading: base, count: buffer.count, maximumDepth: JSONValue.defaultMaximumDepth)
-            var payload: [JSONMemberLocation] = []
-            payload.reserveCapacity(4)
-            var members: [JSONMemberLocation] = []
-            var objectRange: Range<Int>?
-            var objectDepth = 0
-            do {
-                parser.skipWhitespace()
-                let indexed = try parser.indexObject(into: &payload) { parser, key throws(JSONParseError) in
-                    guard key.elementsEqual("object".utf8), try parser.peek() == UInt8(ascii: "{") else { return false }
-                    let start = parser.pos
-                    objectDepth = parser.depth + 1
-                    members.reserveCapacity(16)
-                    guard try parser.indexObject(into: &members) else { throw JSONParseError(.unexpectedEnd, at: -1) }
-                    objectRange = start..<parser.pos
-                    return true
-                }
-                parser.skipWhitespace()
-                guard indexed, parser.pos == buffer.count else { return nil }
-            } catch {
-                return nil
-            }
-            guard let objectRange else { return nil }
-            let top = ObjectBytes(parser: parser, members: payload, depth: 1)
-            var privateData: JSONObject?
-            if let i = top.index(of: "privateData") {
-                switch top.value(at: i) {
-                case .null: privateData = nil
-                case .object(let object): privateData = object
-                default: return nil
-                }
-            }
-            let object = ObjectBytes(parser: parser, members: members, depth: objectDepth)
-            let received = ReceivedJSON(payload: bytes, range: objectRange)
-            guard let decoded = registry.decodeReceived(object, received: received) else { return nil }
-            return AdvertiseEventData(object: decoded, privateData: privateData)
-        }
-    }
-
     /// Reads a received Advertise payload; `object` must be a valid Coaty object.
     /// - Parameters:
     ///   - json: the payload.
     ///   - registry: decodes the object.
     /// - Throws: ``CommunicationEventDataError``.
     public init(json: JSONObject, registry: CoatyObjectRegistry) throws(CommunicationEventDataError) {
-        let reader = PayloadReader(json: json, eventType: Self.eventType, registry: registry)
+        try self.init(reader: PayloadReader(json: json, eventType: Self.eventType, registry: registry))
+    }
+
+    init(reader: PayloadReader) throws(CommunicationEventDataError) {
         object = try reader.requiredObject("object")
         privateData = try reader.privateData()
     }
@@ -137,7 +78,7 @@ public struct DeadvertiseEventData: CommunicationEventData, Hashable {
 }
 
 /// The payload of a Channel: `{"object":O}` or `{"objects":[O…]}`, plus `privateData`.
-public struct ChannelEventData: CommunicationEventData, Hashable {
+public struct ChannelEventData: CommunicationEventData, ObjectCarryingPayload, Hashable {
     /// ``CommunicationEventType/channel``.
     public static var eventType: CommunicationEventType { .channel }
     /// The objects (one when the wire form is `object`).
@@ -173,7 +114,10 @@ public struct ChannelEventData: CommunicationEventData, Hashable {
     ///   - registry: decodes the objects.
     /// - Throws: ``CommunicationEventDataError``.
     public init(json: JSONObject, registry: CoatyObjectRegistry) throws(CommunicationEventDataError) {
-        let reader = PayloadReader(json: json, eventType: Self.eventType, registry: registry)
+        try self.init(reader: PayloadReader(json: json, eventType: Self.eventType, registry: registry))
+    }
+
+    init(reader: PayloadReader) throws(CommunicationEventDataError) {
         let single = try reader.object("object")
         let many = try reader.objects("objects")
         switch (single, many) {
@@ -345,7 +289,7 @@ public struct DiscoverEventData: CommunicationEventData, Hashable {
 
 /// The payload of a Resolve: `{"object"?,"relatedObjects"?:[…],"privateData"?}`, at least one of
 /// `object` / `relatedObjects`.
-public struct ResolveEventData: CommunicationEventData, Hashable {
+public struct ResolveEventData: CommunicationEventData, ObjectCarryingPayload, Hashable {
     /// ``CommunicationEventType/resolve``.
     public static var eventType: CommunicationEventType { .resolve }
     /// The resolved object.
@@ -385,7 +329,10 @@ public struct ResolveEventData: CommunicationEventData, Hashable {
     ///   - registry: decodes the objects.
     /// - Throws: ``CommunicationEventDataError``.
     public init(json: JSONObject, registry: CoatyObjectRegistry) throws(CommunicationEventDataError) {
-        let reader = PayloadReader(json: json, eventType: Self.eventType, registry: registry)
+        try self.init(reader: PayloadReader(json: json, eventType: Self.eventType, registry: registry))
+    }
+
+    init(reader: PayloadReader) throws(CommunicationEventDataError) {
         try self.init(
             object: try reader.object("object"),
             relatedObjects: try reader.objects("relatedObjects"),
@@ -530,7 +477,7 @@ public struct RetrieveEventData: CommunicationEventData, Hashable {
 }
 
 /// The payload of an Update: `{"object":O}`, the full object.
-public struct UpdateEventData: CommunicationEventData, Hashable {
+public struct UpdateEventData: CommunicationEventData, ObjectCarryingPayload, Hashable {
     /// ``CommunicationEventType/update``.
     public static var eventType: CommunicationEventType { .update }
     /// The full updated object.
@@ -548,7 +495,10 @@ public struct UpdateEventData: CommunicationEventData, Hashable {
     ///   - registry: decodes the object.
     /// - Throws: ``CommunicationEventDataError``.
     public init(json: JSONObject, registry: CoatyObjectRegistry) throws(CommunicationEventDataError) {
-        let reader = PayloadReader(json: json, eventType: Self.eventType, registry: registry)
+        try self.init(reader: PayloadReader(json: json, eventType: Self.eventType, registry: registry))
+    }
+
+    init(reader: PayloadReader) throws(CommunicationEventDataError) {
         object = try reader.requiredObject("object")
     }
 
@@ -557,7 +507,7 @@ public struct UpdateEventData: CommunicationEventData, Hashable {
 }
 
 /// The payload of a Complete: `{"object":O,"privateData"?}`.
-public struct CompleteEventData: CommunicationEventData, Hashable {
+public struct CompleteEventData: CommunicationEventData, ObjectCarryingPayload, Hashable {
     /// ``CommunicationEventType/complete``.
     public static var eventType: CommunicationEventType { .complete }
     /// The object as the responder has it after the update.
@@ -580,7 +530,10 @@ public struct CompleteEventData: CommunicationEventData, Hashable {
     ///   - registry: decodes the object.
     /// - Throws: ``CommunicationEventDataError``.
     public init(json: JSONObject, registry: CoatyObjectRegistry) throws(CommunicationEventDataError) {
-        let reader = PayloadReader(json: json, eventType: Self.eventType, registry: registry)
+        try self.init(reader: PayloadReader(json: json, eventType: Self.eventType, registry: registry))
+    }
+
+    init(reader: PayloadReader) throws(CommunicationEventDataError) {
         object = try reader.requiredObject("object")
         privateData = try reader.privateData()
     }

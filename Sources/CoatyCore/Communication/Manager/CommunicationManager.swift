@@ -762,15 +762,15 @@ public final class CommunicationManager: Sendable {
     private func decode(_ bytes: [UInt8], topic: CoatyTopic) -> IncomingEvent.Payload? {
         do throws(CommunicationEventDataError) {
             switch topic.eventType {
-            case .advertise: return .advertise(try AdvertiseEventData(bytes: bytes, registry: registry))
+            case .advertise: return .advertise(try AdvertiseEventData(receivedBytes: bytes, registry: registry))
             case .deadvertise: return .deadvertise(try DeadvertiseEventData(bytes: bytes, registry: registry))
-            case .channel: return .channel(try ChannelEventData(bytes: bytes, registry: registry))
+            case .channel: return .channel(try ChannelEventData(receivedBytes: bytes, registry: registry))
             case .discover: return .discover(try DiscoverEventData(bytes: bytes, registry: registry))
-            case .resolve: return .resolve(try ResolveEventData(bytes: bytes, registry: registry))
+            case .resolve: return .resolve(try ResolveEventData(receivedBytes: bytes, registry: registry))
             case .query: return .query(try QueryEventData(bytes: bytes, registry: registry))
             case .retrieve: return .retrieve(try RetrieveEventData(bytes: bytes, registry: registry))
-            case .update: return .update(try UpdateEventData(bytes: bytes, registry: registry))
-            case .complete: return .complete(try CompleteEventData(bytes: bytes, registry: registry))
+            case .update: return .update(try UpdateEventData(receivedBytes: bytes, registry: registry))
+            case .complete: return .complete(try CompleteEventData(receivedBytes: bytes, registry: registry))
             case .call: return .call(try CallEventData(bytes: bytes, registry: registry))
             case .return: return .return(try ReturnEventData(bytes: bytes, registry: registry))
             case .associate: return .associate(try AssociateEventData(bytes: bytes, registry: registry))
