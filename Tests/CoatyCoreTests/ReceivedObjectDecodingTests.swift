@@ -71,7 +71,32 @@ private struct Kelvin: CoatyObject, Equatable {
     }
 }
 
-private let registry = CoatyObjectRegistry([Appliance.self, Lenient.self, Kelvin.self])
+/// A registered type that reads its whole JSON through the root decoder too.
+private struct Keeper: CoatyObject {
+    static let objectType = "com.example.Keeper"
+    var objectId = CoatyUUID()
+    var name = "keeper"
+    var raw: JSONObject = [:]
+
+    enum CodingKeys: String, CodingKey { case objectId, name }
+
+    init() {}
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        objectId = try container.decode(CoatyUUID.self, forKey: .objectId)
+        name = try container.decode(String.self, forKey: .name)
+        raw = try JSONObject(from: decoder)
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(objectId, forKey: .objectId)
+        try container.encode(name, forKey: .name)
+    }
+}
+
+private let registry = CoatyObjectRegistry([Appliance.self, Lenient.self, Kelvin.self, Keeper.self])
 
 private func payload(_ object: String, privateData: String? = nil) -> [UInt8] {
     var text = #"{"object":"# + object
@@ -343,6 +368,19 @@ struct ReceivedObjectDecodingTests {
         ] {
             #expect(throws: CommunicationEventDataError.self, "\(text)") { try reading(Array(text.utf8)) }
         }
+    }
+
+    @Test("a type reading its whole JSON through the root decoder gets all of it")
+    func wholeValueThroughTheRootDecoder() throws {
+        let id = CoatyUUID()
+        let object =
+            #"{"objectType":"com.example.Keeper","coreType":"CoatyObject","objectId":"\#(id)","#
+            + #""name":"kept","extra":[1,{"a":"b"}]}"#
+        let read = try expectSameReading(payload(object))
+        let keeper = try #require(read.object.as(Keeper.self))
+        #expect(keeper.raw == (try JSONValue(parsing: object).objectValue))
+        #expect(keeper.raw.count == 5)
+        #expect(read.object.isReceivedText)
     }
 
     @Test("the JSON of an object read from its text is parsed once and safe to read from many tasks")

@@ -60,10 +60,12 @@ extension JSONParser {
     /// Validates the object at `pos` (its `{`) as `parseValue` does and records where each member
     /// lies, building nothing.
     ///
-    /// Returns `false` as soon as the object is outside what a location index answers exactly like
-    /// the parsed object: a key with escapes or non-ASCII bytes, a repeated key (the parser keeps its
-    /// last value at the first position), or more than ``maximumIndexedMembers`` members. The caller
-    /// then parses the text as a whole, which also reports any error at its exact offset.
+    /// Returns `false` when the value at `pos` is not an object, and as soon as the object is
+    /// outside what a location index answers exactly like the parsed object: a key with escapes,
+    /// non-ASCII or control bytes (or cut off by the end of the text), a repeated key (the parser
+    /// keeps its last value at the first position), or more than ``maximumIndexedMembers``
+    /// members. Invalid text throws. Either way the caller then parses the text as a whole, which
+    /// also reports any error at its exact offset.
     /// - Parameters:
     ///   - members: receives the members, in order.
     ///   - valueReader: called for each member with its key bytes, positioned at the value; returns

@@ -122,7 +122,9 @@ extension JSONValue {
 
 /// A recursive-descent UTF-8 JSON parser over raw memory.
 struct JSONParser {
+    /// The text.
     let base: UnsafePointer<UInt8>
+    /// The text's length in bytes.
     let end: Int
     /// The offset of the next byte to read.
     var pos = 0
@@ -169,12 +171,14 @@ struct JSONParser {
         }
     }
 
+    /// The byte at `pos`; the end of the text is an error.
     @inline(__always)
     func peek() throws(JSONParseError) -> UInt8 {
         guard pos < end else { throw JSONParseError(.unexpectedEnd, at: pos) }
         return base[pos]
     }
 
+    /// Parses the value at `pos` and moves past it.
     mutating func parseValue() throws(JSONParseError) -> JSONValue {
         let byte = try peek()
         switch byte {
@@ -200,6 +204,7 @@ struct JSONParser {
         }
     }
 
+    /// Reads `literal` (`true`, `false`, `null`) at `pos`.
     mutating func expectLiteral(_ literal: StaticString) throws(JSONParseError) {
         let bytes = literal.utf8Start
         for i in 0..<literal.utf8CodeUnitCount {
@@ -209,6 +214,7 @@ struct JSONParser {
         }
     }
 
+    /// Goes one array or object deeper, within `maximumDepth`.
     mutating func enter() throws(JSONParseError) {
         depth += 1
         if depth > maximumDepth { throw JSONParseError(.tooDeep(limit: maximumDepth), at: pos) }

@@ -8,7 +8,7 @@ extension JSONValue: Codable {
     /// - Throws: `DecodingError` when the value is none of the JSON kinds.
     public init(from decoder: any Decoder) throws {
         if let ours = decoder as? ValueDecoder {
-            self = ours.value
+            self = ours.bytes.map { .object($0.object) } ?? ours.value
             return
         }
         if let container = try? decoder.container(keyedBy: JSONCodingKey.self) {

@@ -364,13 +364,14 @@ final class ValueDecoder: Decoder, CodingPathNode {
         if index < 64 { readMask |= 1 << UInt64(index) } else { readOverflow.insert(index) }
     }
 
-    /// Whether a container has read the member `key` of `object`.
+    /// Whether a container has read the member `key` (of `object`, or of the text in bytes mode).
     func hasRead(_ key: String) -> Bool {
         guard let i = bytes?.index(of: key) ?? object.index(forKey: key) else { return false }
         return i < 64 ? (readMask & (1 << UInt64(i))) != 0 : readOverflow.contains(i)
     }
 
-    /// The members of `object` no container has read, minus `objectType`/`coreType` for objects.
+    /// The members of `object` (of the text in bytes mode, where `object` is not used) no container
+    /// has read, minus `objectType`/`coreType` for objects.
     func unreadMembers(of object: JSONObject, excludingHeader: Bool) -> JSONObject {
         var keys: [String] = []
         var values: [JSONValue] = []
@@ -386,7 +387,7 @@ final class ValueDecoder: Decoder, CodingPathNode {
         return JSONObject(uncheckedKeys: keys, values: values)
     }
 
-    /// The value of member `key`, found from the member read last on (synthesized decoders
+    /// The value of member `name`, found from the member read last on (synthesized decoders
     /// usually read the members in the order they were written) and marked as read.
     @inline(__always)
     func lookup(_ name: String) -> JSONValue? {
@@ -416,15 +417,15 @@ final class ValueDecoder: Decoder, CodingPathNode {
     /// its bytes and the member is a UUID string without escapes (marked as read); otherwise `nil`
     /// and nothing is marked (the caller goes the general way).
     func plainUUID(_ name: String) -> CoatyUUID? {
-        guard let bytes, let i = bytes.index(of: name, from: cursor), let text = bytes.plainString(at: i),
-            let uuid = CoatyUUID.parse(text)
-        else { return nil }
+        guard let bytes, let i = bytes.index(of: name, from: cursor), let uuid = bytes.plainUUID(at: i) else {
+            return nil
+        }
         markRead(i)
         cursor = i + 1
         return uuid
     }
 
-    /// The value of member `key` without marking it read.
+    /// The value of member `name` without marking it read.
     func member(_ name: String) -> JSONValue? {
         if let bytes { return bytes.index(of: name).map { bytes.value(at: $0) } }
         return object[name]

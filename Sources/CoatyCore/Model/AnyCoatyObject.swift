@@ -30,7 +30,8 @@ public struct AnyCoatyObject: Sendable, Hashable, CustomStringConvertible {
     /// The object's JSON as received (or as encoded from the value).
     ///
     /// A received object is decoded into ``value`` straight from the payload's text; its JSON
-    /// tree is parsed from that text the first time it is asked for (once, then kept).
+    /// tree is parsed from that text the first time it is asked for (once, then kept). Until the
+    /// object is released it keeps the received payload (a few hundred bytes, typically).
     public var json: JSONObject {
         switch source {
         case .built(let json): json
@@ -145,8 +146,12 @@ final class ReceivedJSON: Sendable {
     private let payload: [UInt8]
     /// Where the object's text lies in `payload`.
     private let range: Range<Int>
+    /// The object once parsed.
     private let parsed = Mutex<JSONObject?>(nil)
 
+    /// - Parameters:
+    ///   - payload: the received payload, validated.
+    ///   - range: where the object's text lies in it.
     init(payload: [UInt8], range: Range<Int>) {
         self.payload = payload
         self.range = range

@@ -113,7 +113,7 @@ public final class CoatyObjectRegistry: Sendable {
     /// Decodes a received object straight from its indexed text, keeping the text as its JSON;
     /// `nil` when this path does not decode it exactly as ``decode(_:)-(JSONObject)`` decodes the
     /// parsed object, or when the object is invalid (decode the parsed object then: it also
-    /// reports the error).
+    /// reports the error). The Swift type's `init(from:)` then runs a second time.
     /// - Parameters:
     ///   - bytes: the object's members in the text.
     ///   - received: the object's text, kept as its JSON.
@@ -127,9 +127,7 @@ public final class CoatyObjectRegistry: Sendable {
             let idIndex = bytes.index(of: "objectId"),
             let nameIndex = bytes.index(of: "name"), bytes.firstByte(at: nameIndex) == UInt8(ascii: "\"")
         else { return nil }
-        if let text = bytes.plainString(at: idIndex) {
-            guard CoatyUUID.parse(text) != nil else { return nil }
-        } else {
+        if bytes.plainUUID(at: idIndex) == nil {
             guard case .string(let id) = bytes.value(at: idIndex), CoatyUUID(id) != nil else { return nil }
         }
         let type = swiftType(objectType: objectType, coreType: coreType)
@@ -140,6 +138,7 @@ public final class CoatyObjectRegistry: Sendable {
         return AnyCoatyObject(received: received, value: value, objectType: objectType, coreType: coreType)
     }
 
+    /// Opens the registered type for `JSONValueDecoder.decodeValidatedObject(_:from:)` on the text.
     private static func decodeValue<T: CoatyObject>(_ type: T.Type, from bytes: ObjectBytes, decoder: JSONValueDecoder)
         throws -> (any CoatyObject)?
     {

@@ -109,7 +109,9 @@ extension ObjectCarryingPayload {
     /// Reads a received payload from its UTF-8 bytes, as ``CommunicationEventData/init(bytes:registry:)``
     /// does (the same result and the same errors), decoding the `object` member straight from the
     /// text without parsing the payload into a tree first; its ``AnyCoatyObject/json`` is parsed
-    /// from the text when first asked for.
+    /// from the text when first asked for. A payload outside that path (see
+    /// `PayloadReader.init(indexing:eventType:registry:)`) is parsed as a whole; when its object
+    /// was invalid, the object's `init(from:)` has then run twice.
     init(receivedBytes bytes: [UInt8], registry: CoatyObjectRegistry) throws(CommunicationEventDataError) {
         if let reader = PayloadReader(indexing: bytes, eventType: Self.eventType, registry: registry) {
             try self.init(reader: reader)
@@ -163,8 +165,8 @@ struct PayloadReader {
                 }
                 parser.skipWhitespace()
                 guard indexed, parser.pos == buffer.count, let objectRange else { return nil }
-                let top = ObjectBytes(parser: parser, members: payload, depth: 1)
-                let object = ObjectBytes(parser: parser, members: members, depth: objectDepth)
+                let top = ObjectBytes(text: bytes, members: payload, depth: 1)
+                let object = ObjectBytes(text: bytes, members: members, depth: objectDepth)
                 guard
                     let decoded = registry.decodeReceived(
                         object,
