@@ -131,6 +131,11 @@ public final class CoatyObjectRegistry: Sendable {
             guard case .string(let id) = bytes.value(at: idIndex), CoatyUUID(id) != nil else { return nil }
         }
         let type = swiftType(objectType: objectType, coreType: coreType)
+        // A type that keeps unknown fields (the core types' structs) reads every member anyway,
+        // and whoever receives such objects generically (a recorder, say) reads their JSON too:
+        // parsing the object once, as a tree, is cheaper for them than reading it from the text
+        // and parsing it again for its JSON.
+        if type is any CustomFieldsCarrying.Type { return nil }
         guard type.coreType == coreType,
             let value = try? Self.decodeValue(type, from: bytes, decoder: JSONValueDecoder(registry: self)),
             !bytes.unsupported
