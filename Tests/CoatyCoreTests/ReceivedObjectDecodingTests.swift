@@ -1,4 +1,6 @@
 import Foundation
+import PropertyBased
+import Synchronization
 import Testing
 
 @testable import CoatyCore
@@ -383,6 +385,48 @@ struct ReceivedObjectDecodingTests {
         #expect(read.object.isReceivedText)
     }
 
+    /// Random payloads around valid objects: members replaced by random JSON, removed, repeated
+    /// or renamed, keys escaped, whitespace between tokens, private data of every kind. Both
+    /// readings must agree on every one, success or failure.
+    @Test("random payloads read the same from the text and from the tree")
+    func randomPayloadsAgree() async {
+        let generator = Generator<[UInt8], Shrink.None<[UInt8]>>(run: { rng in randomPayload(&rng) })
+        let outcomes = Mutex((fromText: 0, succeeded: 0, failed: 0))
+        await propertyCheck(count: 3000, input: generator) { bytes in
+            let (fromText, fromTree) = bothReadings(bytes)
+            let text = String(decoding: bytes, as: UTF8.self)
+            switch (fromText, fromTree) {
+            case (.success(let a), .success(let b)):
+                outcomes.withLock {
+                    $0.succeeded += 1
+                    if a.object.isReceivedText { $0.fromText += 1 }
+                }
+                #expect(a.object.json == b.object.json, "\(text)")
+                #expect(
+                    JSONValue.object(a.object.json).serializedString()
+                        == JSONValue.object(b.object.json).serializedString(),
+                    "\(text)"
+                )
+                #expect(a.privateData == b.privateData, "\(text)")
+                let encoder = JSONValueEncoder()
+                #expect(
+                    (try? encoder.encode(a.object.value)) == (try? encoder.encode(b.object.value)),
+                    "\(text)"
+                )
+            case (.failure(let a), .failure(let b)):
+                outcomes.withLock { $0.failed += 1 }
+                #expect(a.description == b.description, "\(text)")
+            default:
+                Issue.record("the readings differ for \(text): \(fromText) / \(fromTree)")
+            }
+        }
+        // The generator reaches both paths and both outcomes.
+        let counts = outcomes.withLock { $0 }
+        #expect(counts.fromText > 300, "\(counts)")
+        #expect(counts.succeeded - counts.fromText > 300, "\(counts)")
+        #expect(counts.failed > 300, "\(counts)")
+    }
+
     @Test("the JSON of an object read from its text is parsed once and safe to read from many tasks")
     func lazyJSONIsSharedSafely() async throws {
         let appliance = Appliance(name: "shared")
@@ -397,4 +441,94 @@ struct ReceivedObjectDecodingTests {
         #expect(read.object == (try AnyCoatyObject(appliance)), "equality follows the JSON")
         #expect(read.object.hashValue == (try AnyCoatyObject(appliance)).hashValue)
     }
+}
+
+/// A payload around a valid `Appliance`, `Lenient` or unregistered object, changed at random.
+private func randomPayload<R: RandomNumberGenerator>(_ rng: inout R) -> [UInt8] {
+    var object: JSONObject
+    switch Int.random(in: 0..<3, using: &rng) {
+    case 0:
+        var appliance = Appliance(name: RandomJSON.string(&rng))
+        if Bool.random(using: &rng) { appliance.parentObjectId = CoatyUUID() }
+        if Bool.random(using: &rng) { appliance.optionalPart = Part(label: "x", sizes: [1]) }
+        object = (try? JSONValueEncoder().encode(appliance).objectValue) ?? [:]
+    case 1:
+        object = (try? JSONValueEncoder().encode(Lenient()).objectValue) ?? [:]
+    default:
+        object = [
+            "objectType": "com.example.Other", "coreType": "CoatyObject", "objectId": .string("\(CoatyUUID())"),
+            "name": "o",
+        ]
+    }
+    var keys = object.keys
+    var values = object.values
+    for _ in 0..<(Bool.random(using: &rng) ? 0 : Int.random(in: 1...3, using: &rng)) {
+        let i = Int.random(in: 0..<max(1, keys.count), using: &rng)
+        guard i < keys.count else { break }
+        switch Int.random(in: 0..<6, using: &rng) {
+        case 0: values[i] = RandomJSON.value(&rng, depth: 3)  // a leaf or a small container
+        case 1:
+            keys.remove(at: i)
+            values.remove(at: i)
+        case 2:
+            keys.append(keys[i])  // a repeated key
+            values.append(RandomJSON.value(&rng, depth: 4))
+        case 3:
+            keys.append(RandomJSON.string(&rng))  // an unknown member
+            values.append(RandomJSON.value(&rng, depth: 2))
+        case 4: values[i] = .null
+        default:
+            let j = Int.random(in: 0..<keys.count, using: &rng)
+            keys.swapAt(i, j)
+            values.swapAt(i, j)
+        }
+    }
+    var text = "{"
+    let escaped = Int.random(in: 0..<5, using: &rng) == 0 ? Int.random(in: 0..<max(1, keys.count), using: &rng) : -1
+    for (index, key) in keys.enumerated() {
+        if index > 0 { text += "," }
+        var keyText = JSONValue.string(key).serializedString()
+        if index == escaped, let first = key.unicodeScalars.first, first.isASCII {
+            // The same key with its first character escaped.
+            keyText = "\"\\u" + String(format: "%04x", first.value) + String(keyText.dropFirst(2))
+        }
+        text += keyText + ":" + values[index].serializedString()
+    }
+    text += "}"
+    var payload = #"{"object":"# + text
+    switch Int.random(in: 0..<5, using: &rng) {
+    case 0: payload += #","privateData":"# + RandomJSON.value(&rng, depth: 0).serializedString()
+    case 1: payload += #","privateData":null"#
+    case 2: payload += #","privateData":"# + RandomJSON.value(&rng, depth: 4).serializedString()
+    default: break
+    }
+    payload += "}"
+    return Array(sprinkleWhitespace(payload, &rng).utf8)
+}
+
+/// `text` with random whitespace after structural characters outside strings.
+private func sprinkleWhitespace<R: RandomNumberGenerator>(_ text: String, _ rng: inout R) -> String {
+    guard Bool.random(using: &rng) else { return text }
+    var result = ""
+    var inString = false
+    var escaped = false
+    for character in text {
+        result.append(character)
+        if inString {
+            if escaped {
+                escaped = false
+            } else if character == "\\" {
+                escaped = true
+            } else if character == "\"" {
+                inString = false
+            }
+            continue
+        }
+        if character == "\"" {
+            inString = true
+        } else if "{}[],:".contains(character), Int.random(in: 0..<3, using: &rng) == 0 {
+            result += [" ", "\n", "\t", "\r\n "].randomElement(using: &rng)!
+        }
+    }
+    return result
 }
