@@ -387,12 +387,10 @@ extension CommunicationManager {
         _ object: Object,
         privateData: JSONObject? = nil
     ) async throws(CommunicationError) {
-        let messages = try advertiseMessages(
-            payload: try AnyCoatyObject.payloadBytes(object: object, privateData: privateData),
-            filters: CoatyTopic.TypeFilter.publishing(objectType: object.objectType, coreType: object.coreType)
-        )
-        for message in messages {
-            try await send(message)
+        let payload = try AnyCoatyObject.payloadBytes(object: object, privateData: privateData)
+        // Every topic is built before anything is sent: an invalid object type sends nothing.
+        for topic in try advertiseTopicNames(objectType: object.objectType, coreType: object.coreType) {
+            try await send(TransportMessage(topic: topic, payload: payload))
         }
     }
 

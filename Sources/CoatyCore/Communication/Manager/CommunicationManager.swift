@@ -159,6 +159,8 @@ public final class CommunicationManager: Sendable {
     /// Topic names of one-way events published before (they depend only on the event: the
     /// namespace and source id are fixed), so a stream of Advertises builds each name once.
     let topicNames = Mutex<[CoatyTopic.Event: String]>([:])
+    /// The Advertise topic names of each object type published before (see ``advertiseTopicNames(objectType:coreType:)``).
+    let advertiseNames = Mutex<[AdvertisedType: [String]]>([:])
     /// Observers to wake at the end of the batch of messages being routed.
     let wakeups = ObservationWakeups()
 
@@ -526,6 +528,21 @@ public final class CommunicationManager: Sendable {
         return messages
     }
 
+    /// The Advertise topic names of an object type, `ADV:<CoreType>` and, for a custom object
+    /// type, `ADV::<objectType>`: one lookup per Advertise, built once per type (up to 1024 kept).
+    func advertiseTopicNames(objectType: String, coreType: CoreType) throws(CommunicationError) -> [String] {
+        let key = AdvertisedType(objectType: objectType, coreType: coreType)
+        if let names = advertiseNames.withLock({ $0[key] }) { return names }
+        var names: [String] = []
+        for filter in CoatyTopic.TypeFilter.publishing(objectType: objectType, coreType: coreType) {
+            names.append(try topicName(.advertise(filter)))
+        }
+        advertiseNames.withLock { cache in
+            if cache.count < 1024 { cache[key] = names }
+        }
+        return names
+    }
+
     /// The topic name of a one-way event of this agent, built once per event (up to 1024 kept).
     func topicName(_ event: CoatyTopic.Event) throws(CommunicationError) -> String {
         if let name = topicNames.withLock({ $0[event] }) { return name }
@@ -821,6 +838,12 @@ public final class CommunicationManager: Sendable {
             state.setRoute("DSC", token: id, sink: sink)
         }
     }
+}
+
+/// An object type with its core type, as Advertise topics depend on both.
+struct AdvertisedType: Hashable {
+    let objectType: String
+    let coreType: CoreType
 }
 
 // MARK: - State
