@@ -213,6 +213,51 @@ struct JSONSerializerCodecTests {
         #expect(jsonIdentical(try JSONValue(parsing: c.value.serializedBytes()), c.value))
     }
 
+    /// Every byte that needs escaping is escaped in every position of a string (runs of plain bytes
+    /// are copied in one piece), and nothing else is.
+    @Test func everyByteIsEscapedAsNeededInEveryPosition() throws {
+        func reference(_ text: String) -> String {
+            var out = "\""
+            for scalar in text.unicodeScalars {
+                switch scalar {
+                case "\"": out += "\\\""
+                case "\\": out += "\\\\"
+                case "\n": out += "\\n"
+                case "\r": out += "\\r"
+                case "\t": out += "\\t"
+                case "\u{08}": out += "\\b"
+                case "\u{0C}": out += "\\f"
+                case let c where c.value < 0x20:
+                    out += "\\u00" + (c.value < 0x10 ? "0" : "") + String(c.value, radix: 16)
+                default: out.unicodeScalars.append(scalar)
+                }
+            }
+            return out + "\""
+        }
+        let specials: [Unicode.Scalar] =
+            (0..<0x20).map { Unicode.Scalar($0)! } + [
+                "\"", "\\", " ", "!", "#", "[", "]", "~", "\u{7F}", "é", "€", "😀",
+            ]
+        for length in [1, 7, 8, 9, 15, 16, 17, 24] {
+            for position in 0..<length {
+                for special in specials {
+                    var scalars = String.UnicodeScalarView(repeating: "a", count: length)
+                    scalars.replaceSubrange(
+                        scalars.index(
+                            scalars.startIndex,
+                            offsetBy: position
+                        )..<scalars.index(scalars.startIndex, offsetBy: position + 1),
+                        with: [special]
+                    )
+                    let text = String(scalars)
+                    let serialized = JSONValue.string(text).serializedString()
+                    #expect(serialized == reference(text), "\(Array(text.utf8))")
+                    #expect(try JSONValue(parsing: serialized) == .string(text))
+                }
+            }
+        }
+    }
+
     @Test func serializeIntoAppends() {
         var buffer = Array("x=".utf8)
         JSONValue.array([1, 2]).serialize(into: &buffer)
