@@ -670,13 +670,24 @@ struct CommunicationManagerTests {
         for garbage in ["", "{", "[]", #"{"object":1}"#, #"{"object":{"objectType":"coaty.Task"}}"#, "null"] {
             broker.publish(TransportMessage(topic: topic, payload: Array(garbage.utf8)))
         }
+        // The same invalid topic twice in a row (the manager remembers the last topic) counts twice.
+        broker.publish(TransportMessage(topic: "coaty/3/-/ADV:Task/not-a-uuid", payload: Array("{}".utf8)))
         broker.publish(TransportMessage(topic: "coaty/3/-/ADV:Task/not-a-uuid", payload: Array("{}".utf8)))
         broker.publish(TransportMessage(topic: "coaty/3/-/ADV:Task/\(source.uuidString.uppercased())", payload: []))
         let valid = task(creator: source)
         try await a.manager.publishAdvertise(valid)
         #expect(try #require(await iterator.next()).object.objectId == valid.objectId)
+        // Events from two sources in turn keep their own source ids.
+        let payload = AdvertiseEventData(object: try AnyCoatyObject(valid)).payloadBytes
+        let sources = [CoatyUUID(), CoatyUUID(), CoatyUUID()]
+        for sender in [sources[0], sources[1], sources[1], sources[2], sources[0]] {
+            broker.publish(TransportMessage(topic: "coaty/3/-/ADV:Task/\(sender)", payload: payload))
+        }
+        var seen: [CoatyUUID] = []
+        for _ in 0..<5 { seen.append(try #require(await iterator.next()).sourceId) }
+        #expect(seen == [sources[0], sources[1], sources[1], sources[2], sources[0]])
         #expect(a.manager.statistics.invalidPayloads == 6)
-        #expect(a.manager.statistics.invalidTopics == 2)
+        #expect(a.manager.statistics.invalidTopics == 3)
         await a.manager.stop()
     }
 

@@ -159,6 +159,8 @@ public final class CommunicationManager: Sendable {
     /// Topic names of one-way events published before (they depend only on the event: the
     /// namespace and source id are fixed), so a stream of Advertises builds each name once.
     let topicNames = Mutex<[CoatyTopic.Event: String]>([:])
+    /// The last received topic and what it is (see `classify(_:)`).
+    let lastTopic = Mutex<(topic: String, classification: CoatyTopic.Classification)?>(nil)
     /// The Advertise topic names of each object type published before (see ``advertiseTopicNames(objectType:coreType:)``).
     let advertiseNames = Mutex<[AdvertisedType: [String]]>([:])
     /// Observers to wake at the end of the batch of messages being routed.
@@ -723,7 +725,7 @@ public final class CommunicationManager: Sendable {
 
     private func handle(_ message: TransportMessage) {
         if options.brokerDeliversCopyPerSubscription, isExtraCopy(message) { return }
-        switch CoatyTopic.classify(message.topic) {
+        switch classify(message.topic) {
         case .raw:
             let sinks = state.withLock { state in
                 state.rawRoutes.values.filter { MQTTTopicFilter.matches(topic: message.topic, filter: $0.filter) }
@@ -750,6 +752,26 @@ public final class CommunicationManager: Sendable {
                 for sink in sinks { sink(event) }
             }
         }
+    }
+
+    /// ``CoatyTopic/classify(_:)``, remembering the last topic: a stream of events from one
+    /// publisher repeats its topic, which is then compared instead of parsed again.
+    private func classify(_ topic: String) -> CoatyTopic.Classification {
+        // Compared byte for byte: MQTT topics are byte strings (`==` on `String` would also take
+        // canonically equivalent spellings for equal).
+        func sameBytes(_ a: String, _ b: String) -> Bool {
+            var a = a
+            var b = b
+            return a.withUTF8 { x in b.withUTF8 { y in x.count == y.count && x.elementsEqual(y) } }
+        }
+        if let hit = lastTopic.withLock({ last in last.flatMap { sameBytes($0.topic, topic) ? $0.classification : nil }
+            })
+        {
+            return hit
+        }
+        let classification = CoatyTopic.classify(topic)
+        lastTopic.withLock { $0 = (topic, classification) }
+        return classification
     }
 
     /// Whether `message` is an extra copy delivered for a second overlapping subscription.
