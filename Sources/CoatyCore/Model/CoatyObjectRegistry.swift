@@ -123,21 +123,22 @@ public final class CoatyObjectRegistry: Sendable {
             case .string(let objectType) = bytes.value(at: typeIndex), !objectType.isEmpty,
             let coreIndex = bytes.index(of: "coreType"),
             case .string(let coreName) = bytes.value(at: coreIndex),
-            let coreType = CoreType(rawValue: coreName),
+            let coreType = CoreType(rawValue: coreName)
+        else { return nil }
+        let type = swiftType(objectType: objectType, coreType: coreType)
+        // A type that keeps unknown fields (the core types' structs) reads every member anyway,
+        // and whoever receives such objects generically (a recorder, say) reads their JSON too:
+        // parsing the object once, as a tree, is cheaper for them than reading it from the text
+        // and parsing it again for its JSON. Decided before the rest of the header is read.
+        if type is any CustomFieldsCarrying.Type { return nil }
+        guard type.coreType == coreType,
             let idIndex = bytes.index(of: "objectId"),
             let nameIndex = bytes.index(of: "name"), bytes.firstByte(at: nameIndex) == UInt8(ascii: "\"")
         else { return nil }
         if bytes.plainUUID(at: idIndex) == nil {
             guard case .string(let id) = bytes.value(at: idIndex), CoatyUUID(id) != nil else { return nil }
         }
-        let type = swiftType(objectType: objectType, coreType: coreType)
-        // A type that keeps unknown fields (the core types' structs) reads every member anyway,
-        // and whoever receives such objects generically (a recorder, say) reads their JSON too:
-        // parsing the object once, as a tree, is cheaper for them than reading it from the text
-        // and parsing it again for its JSON.
-        if type is any CustomFieldsCarrying.Type { return nil }
-        guard type.coreType == coreType,
-            let value = try? Self.decodeValue(type, from: bytes, decoder: JSONValueDecoder(registry: self)),
+        guard let value = try? Self.decodeValue(type, from: bytes, decoder: JSONValueDecoder(registry: self)),
             !bytes.unsupported
         else { return nil }
         return AnyCoatyObject(received: received, value: value, objectType: objectType, coreType: coreType)

@@ -505,29 +505,22 @@ public final class CommunicationManager: Sendable {
         }
     }
 
+    /// The Advertise messages of `object`, one per topic: its type's topics
+    /// (``advertiseTopicNames(objectType:coreType:)``), or those of `filters`. Every topic is built
+    /// before any message is returned, so an invalid object type sends nothing.
     func advertiseMessage(
         _ object: AnyCoatyObject,
         privateData: JSONObject?,
         filters: [CoatyTopic.TypeFilter]? = nil
     ) throws(CommunicationError) -> [TransportMessage] {
-        try advertiseMessages(
-            payload: AdvertiseEventData(object: object, privateData: privateData).payloadBytes,
-            filters: filters
-                ?? CoatyTopic.TypeFilter.publishing(objectType: object.objectType, coreType: object.coreType)
-        )
-    }
-
-    /// The Advertise messages of a payload, one per topic; every topic is built before any is returned, so an
-    /// invalid object type sends nothing.
-    func advertiseMessages(
-        payload: [UInt8],
-        filters: [CoatyTopic.TypeFilter]
-    ) throws(CommunicationError) -> [TransportMessage] {
-        var messages: [TransportMessage] = []
-        for filter in filters {
-            messages.append(TransportMessage(topic: try topicName(.advertise(filter)), payload: payload))
+        let payload = AdvertiseEventData(object: object, privateData: privateData).payloadBytes
+        let topics: [String]
+        if let filters {
+            topics = try filters.map { filter throws(CommunicationError) in try topicName(.advertise(filter)) }
+        } else {
+            topics = try advertiseTopicNames(objectType: object.objectType, coreType: object.coreType)
         }
-        return messages
+        return topics.map { TransportMessage(topic: $0, payload: payload) }
     }
 
     /// The Advertise topic names of an object type, `ADV:<CoreType>` and, for a custom object
@@ -765,8 +758,7 @@ public final class CommunicationManager: Sendable {
             return a.withUTF8 { x in b.withUTF8 { y in x.count == y.count && x.elementsEqual(y) } }
         }
         if let hit = lastTopic.withLock({ last in last.flatMap { sameBytes($0.topic, topic) ? $0.classification : nil }
-            })
-        {
+        }) {
             return hit
         }
         let classification = CoatyTopic.classify(topic)
