@@ -208,6 +208,14 @@ public final class MQTTClient: Sendable {
         return Int(clamping: handle.outstandingPublishes)
     }
 
+    /// Whether publishing skips libmosquitto's own loop wake-up (a `write()` to a socket pair per publish, which
+    /// this client's network loop does not need); see the CMosquittoShim sources. False where the kernel does not
+    /// allow the thread-local seccomp filter it takes.
+    var skipsLibmosquittoWakeUp: Bool {
+        guard case .success(let handle) = core.setup else { return false }
+        return handle.withoutWakePair
+    }
+
     /// The topic filters that are remembered and re-subscribed after a reconnect.
     public var subscriptions: [String: MQTTQoS] { core.state.withLock { $0.subscriptions } }
 }

@@ -188,6 +188,10 @@ uint64_t CMosquittoShim_Client_droppedCount(CMosquittoShim_Client *client);
 /// or still queued when the graceful stop's flush time ran out. Updated before the ConnectionLost / Stopped event.
 uint64_t CMosquittoShim_Client_unsentCount(CMosquittoShim_Client *client);
 
+/// Whether libmosquitto runs without its wake-up socket pair, so a publish costs no write() to it (created under a
+/// thread-local seccomp filter; false where seccomp is unavailable).
+bool CMosquittoShim_Client_withoutWakePair(CMosquittoShim_Client *client);
+
 /// QoS 0 publishes queued in libmosquitto whose PUBLISH packet is not written yet (for back-pressure).
 uint64_t CMosquittoShim_Client_outstandingPublishes(CMosquittoShim_Client *client);
 
