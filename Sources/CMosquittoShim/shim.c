@@ -28,6 +28,8 @@
 
 #define SHIM_TIMEOUT_CODE (-1000)
 #define SHIM_LOOP_TIMEOUT_MS 100
+/// At most this many packets are read after one poll (see loopOnce).
+#define SHIM_READ_BURST 64
 /// The wait of one mosquitto_loop step until CONNACK: it cannot watch the wake-up eventfd, so short steps bound how
 /// long a stop waits for a pending connect (100 wake-ups per second, only until the session is up).
 #define SHIM_CONNECTING_STEP_MS 10
@@ -701,8 +703,15 @@ static int loopOnce(CMosquittoShim_Client *c, int timeoutMs) {
         woken = true;
     }
     if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
-        int rc = mosquitto_loop_read(c->mosq, 1);
-        if (rc || mosquitto_socket(c->mosq) < 0) return rc;
+        // mosquitto_loop_read reads one packet per call (for QoS 0). While PUBLISH packets keep completing, the next
+        // one is read at once instead of after another poll: a stream costs one poll per burst, not per message
+        // (and one read that finds nothing at its end). Bounded, so writes and keepalive are not held up.
+        for (int i = 0; i < SHIM_READ_BURST; i++) {
+            uint64_t before = c->received;
+            int rc = mosquitto_loop_read(c->mosq, 1);
+            if (rc || mosquitto_socket(c->mosq) < 0) return rc;
+            if (c->received == before) break;  // nothing complete, or not a PUBLISH: back to the poll
+        }
     }
     // As mosquitto_loop: write when the socket is writable, or when another thread queued a packet (libmosquitto
     // treats its socket-pair wake-up as "writable").
