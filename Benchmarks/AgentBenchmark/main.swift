@@ -259,7 +259,14 @@ func drive(_ options: BenchmarkOptions) async throws {
     let (throughput, memory, roundTrip, nagle) = try await withBroker { broker in
         let port = String(broker.port)
         return (
-            try measureThroughput(options, baseline: baseline, ours: ours, port: port, size: size),
+            try measureThroughput(
+                options,
+                baseline: baseline,
+                ours: ours,
+                port: port,
+                brokerPID: broker.processIdentifier,
+                size: size
+            ),
             try measureMemory(events: options["--memory-events"], ours: ours, port: port),
             try measureRoundTrips(
                 runs: runs,
@@ -307,6 +314,26 @@ func drive(_ options: BenchmarkOptions) async throws {
                 better: .higher,
                 ours: median(throughput.baselineTwoTopics),
                 baseline: median(throughput.baseline)
+            ),
+            // Three processes on the benchmark machine's cores: where they are all busy, throughput is
+            // set by the CPU all of them spend per event, a figure much steadier from run to run.
+            BenchmarkRow(
+                "CPU per event, subscriber + publisher + broker (µs, user + system; C: two topics)",
+                better: .lower,
+                ours: median(throughput.cpuOurs.total),
+                baseline: median(throughput.cpuTwoTopics.total)
+            ),
+            BenchmarkRow(
+                "CPU per event, subscriber + publisher processes, start-up included (µs; C: two topics)",
+                better: .lower,
+                ours: median(throughput.cpuOurs.clients),
+                baseline: median(throughput.cpuTwoTopics.clients)
+            ),
+            BenchmarkRow(
+                "CPU per event, broker (µs; C: two topics)",
+                better: .lower,
+                ours: median(throughput.cpuOurs.broker),
+                baseline: median(throughput.cpuTwoTopics.broker)
             ),
             BenchmarkRow(
                 "Advertise throughput, observer loop on the manager's deliveryExecutor (events/s; C: raw)",
@@ -401,6 +428,28 @@ struct ThroughputRuns {
     /// work of a custom-type Advertise).
     var baselineTwoTopics: [Double] = []
     var receivedOfSent: [String] = []
+    /// CPU µs per event of the runs of `ours` and of `baselineTwoTopics`.
+    var cpuOurs = CPUPerEvent()
+    var cpuTwoTopics = CPUPerEvent()
+}
+
+/// CPU µs per event, user plus system, of throughput runs: the two client processes (from their
+/// start to their exit) and the broker (during the run).
+struct CPUPerEvent {
+    var clients: [Double] = []
+    var broker: [Double] = []
+
+    var total: [Double] { zip(clients, broker).map { $0 + $1 } }
+
+    /// Runs `body` (one throughput run of `events` events) and records the CPU it took.
+    mutating func measure<T>(events: Int, broker pid: Int32?, _ body: () throws -> T) rethrows -> T {
+        let (clients0, broker0) = (CPUTime.ofWaitedChildren, pid.map(CPUTime.ofProcess) ?? .nan)
+        let result = try body()
+        let (clients1, broker1) = (CPUTime.ofWaitedChildren, pid.map(CPUTime.ofProcess) ?? .nan)
+        clients.append((clients1 - clients0) * 1e6 / Double(events))
+        broker.append((broker1 - broker0) * 1e6 / Double(events))
+        return result
+    }
 }
 
 /// Throughput runs, the baseline and ours alternately; events (messages) per second.
@@ -409,6 +458,7 @@ func measureThroughput(
     baseline: URL,
     ours: URL,
     port: String,
+    brokerPID: Int32?,
     size: Int
 ) throws -> ThroughputRuns {
     let messages = options["--messages"]
@@ -421,21 +471,29 @@ func measureThroughput(
             expected: messages
         )
         result.baseline.append(c.number("perSecond"))
-        let twoTopics = try runThroughput(
-            subscriber: Role(baseline, ["sub", host, port, topic, String(messages)]),
-            publisher: Role(
-                baseline,
-                ["pub", host, port, topic, String(messages), String(size), topic + "/unobserved"]
-            ),
-            expected: messages
-        )
-        result.baselineTwoTopics.append(twoTopics.number("perSecond"))
-        for onExecutor in [false, true] {
-            let agent = try runThroughput(
-                subscriber: Role(ours, ["observe", host, port, String(messages)] + (onExecutor ? ["--executor"] : [])),
-                publisher: Role(ours, ["advertise", host, port, String(messages)]),
+        let twoTopics = try result.cpuTwoTopics.measure(events: messages, broker: brokerPID) {
+            try runThroughput(
+                subscriber: Role(baseline, ["sub", host, port, topic, String(messages)]),
+                publisher: Role(
+                    baseline,
+                    ["pub", host, port, topic, String(messages), String(size), topic + "/unobserved"]
+                ),
                 expected: messages
             )
+        }
+        result.baselineTwoTopics.append(twoTopics.number("perSecond"))
+        for onExecutor in [false, true] {
+            let run = {
+                try runThroughput(
+                    subscriber: Role(
+                        ours,
+                        ["observe", host, port, String(messages)] + (onExecutor ? ["--executor"] : [])
+                    ),
+                    publisher: Role(ours, ["advertise", host, port, String(messages)]),
+                    expected: messages
+                )
+            }
+            let agent = onExecutor ? try run() : try result.cpuOurs.measure(events: messages, broker: brokerPID, run)
             // Every event was decoded into a Reading: the sum of their sequence numbers is 0+1+…+(N-1).
             guard agent.integer("sequenceSum") == messages * (messages - 1) / 2 else {
                 throw BenchmarkError("the observed readings are not the advertised ones: \(agent)")

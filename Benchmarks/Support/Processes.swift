@@ -128,3 +128,34 @@ extension JSONObject {
     /// - Returns: the integer.
     public func integer(_ key: String) -> Int { self[key]?.intValue ?? -1 }
 }
+
+/// CPU time, user plus system, of work this benchmark started.
+public enum CPUTime {
+    /// The CPU seconds of every child process this process has waited for (cumulative, so take the
+    /// difference around a run); includes each child's start-up.
+    public static var ofWaitedChildren: Double {
+        #if os(Linux)
+            var usage = rusage()
+            guard getrusage(RUSAGE_CHILDREN.rawValue, &usage) == 0 else { return .nan }
+            return seconds(usage.ru_utime) + seconds(usage.ru_stime)
+        #else
+            return .nan
+        #endif
+    }
+
+    /// The CPU seconds process `pid` has used so far (Linux `/proc/<pid>/stat`); `nan` where it
+    /// cannot be read.
+    /// - Parameter pid: a running process.
+    /// - Returns: its user plus system seconds.
+    public static func ofProcess(_ pid: Int32) -> Double {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let end = stat.lastIndex(of: ")")
+        else { return .nan }
+        // After "pid (comm)": state is field 3; utime and stime are fields 14 and 15.
+        let fields = stat[stat.index(after: end)...].split(separator: " ")
+        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return .nan }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    private static func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1e6 }
+}
