@@ -31,7 +31,11 @@ struct MQTTClientTests {
         let broker = try await MosquittoBroker.start()
         let client = try await connectedClient(broker.url)
         #if os(Linux) && (arch(x86_64) || arch(arm64))
-            #expect(client.skipsLibmosquittoWakeUp, "created without the socket pair where seccomp is available")
+            // A kernel with seccomp says so in /proc/self/status ("Seccomp:"); there the filter must be taken.
+            let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+            if status.contains("\nSeccomp:") {
+                #expect(client.skipsLibmosquittoWakeUp, "created without the socket pair where seccomp is available")
+            }
         #endif
         try await client.subscribe("nopair/#")
         let perTask = 250
