@@ -6,6 +6,7 @@
 #include "CMosquittoShim.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <mosquitto.h>
 #include <mqtt_protocol.h>
 #include <netinet/in.h>
@@ -21,6 +22,8 @@
 #include <time.h>
 #include <stddef.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/syscall.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
@@ -33,6 +36,14 @@
 /// The wait of one mosquitto_loop step until CONNACK: it cannot watch the wake-up eventfd, so short steps bound how
 /// long a stop waits for a pending connect (100 wake-ups per second, only until the session is up).
 #define SHIM_CONNECTING_STEP_MS 10
+
+/// A QoS 0 PUBLISH packet of the direct path waiting to be written (see publishDirect).
+struct OutPacket {
+    struct OutPacket *next;
+    size_t length;
+    size_t offset;  // bytes already written
+    uint8_t bytes[];
+};
 
 struct CMosquittoShim_Client {
     struct mosquitto *mosq;
@@ -48,6 +59,18 @@ struct CMosquittoShim_Client {
     int stopFlushMs;
     bool quickAck;
     bool withoutWakePair;  // libmosquitto was created without its wake-up socket pair (see newMosquitto)
+    bool protocolV5;
+    bool plainTCP;  // no TLS: QoS 0 PUBLISH packets may be written directly (see publishDirect)
+
+    // Direct QoS 0 writes (see publishDirect), guarded by writeLock, which the loop thread also holds while it writes.
+    pthread_mutex_t writeLock;
+    int directFd;                        // a duplicate of the session's socket; -1 outside a session
+    struct OutPacket *oursHead;          // direct packets not (fully) written yet, oldest first
+    struct OutPacket *oursTail;
+    atomic_bool directReady;             // directFd is open (set and cleared under writeLock)
+    atomic_bool oursNonEmpty;            // oursHead != NULL, for the loop's poll
+    atomic_uint_fast64_t flushedThrough; // every packet counted in packetsQueued up to this was written
+    atomic_uint_fast32_t maxPacketSize;  // the broker's Maximum Packet Size (MQTT 5 CONNACK); 0: none
     // TCP_QUICKACK pacing (loop thread only; see renewQuickAck).
     int64_t quickAckRenewedNs;
     int64_t rateWindowStartNs;
@@ -224,9 +247,13 @@ static void takeLastError(CMosquittoShim_Client *c, char *out, size_t size) {
 // MARK: - Callbacks (run on the loop thread under libmosquitto's callback mutex; never set callbacks here)
 
 static void onConnect(struct mosquitto *mosq, void *obj, int rc, int flags, const mosquitto_property *props) {
-    (void)mosq; (void)flags; (void)props;
+    (void)mosq; (void)flags;
     CMosquittoShim_Client *c = obj;
     if (rc == 0) {
+        // What libmosquitto enforces on publish from the CONNACK, the direct writes enforce too (see publishDirect).
+        uint32_t maxPacketSize = 0;
+        if (props) (void)mosquitto_property_read_int32(props, MQTT_PROP_MAXIMUM_PACKET_SIZE, &maxPacketSize, false);
+        atomic_store(&c->maxPacketSize, maxPacketSize);
         c->sessionUp = true;
         pushEvent(c, CMosquittoShim_EventConnected, 0, 0, NULL);
     } else {
@@ -372,6 +399,13 @@ static void destroyClient(CMosquittoShim_Client *c) {
     pthread_mutex_destroy(&c->ackLock);
     pthread_mutex_destroy(&c->errorLock);
     pthread_mutex_destroy(&c->publishLock);
+    pthread_mutex_destroy(&c->writeLock);
+    if (c->directFd >= 0) close(c->directFd);
+    while (c->oursHead) {
+        struct OutPacket *next = c->oursHead->next;
+        free(c->oursHead);
+        c->oursHead = next;
+    }
     if (c->wakeFd >= 0) close(c->wakeFd);
     free(c->ring);
     free(c->host);
@@ -483,6 +517,12 @@ CMosquittoShim_Client *CMosquittoShim_Client_create(const CMosquittoShim_Options
     pthread_mutex_init(&c->ackLock, NULL);
     pthread_mutex_init(&c->errorLock, NULL);
     pthread_mutex_init(&c->publishLock, NULL);
+    pthread_mutex_init(&c->writeLock, NULL);
+    c->directFd = -1;
+    atomic_init(&c->directReady, false);
+    atomic_init(&c->oursNonEmpty, false);
+    atomic_init(&c->flushedThrough, 0);
+    atomic_init(&c->maxPacketSize, 0);
     atomic_init(&c->qos0Queued, 0);
     atomic_init(&c->qos0Written, 0);
     atomic_init(&c->drainTargetPlusOne, 0);
@@ -503,6 +543,8 @@ CMosquittoShim_Client *CMosquittoShim_Client_create(const CMosquittoShim_Options
                                                                                       : c->reconnectDelayMs;
     c->stopFlushMs = o->stopFlushMilliseconds >= 0 ? o->stopFlushMilliseconds : 0;
     c->quickAck = o->tcpNoDelay;
+    c->protocolV5 = o->protocolV5;
+    c->plainTCP = !o->useTLS;
     if (!c->ring || !c->host) {
         failCreate(c, MOSQ_ERR_NOMEM, "allocating the client", errorCode, errorText, errorTextSize);
         return NULL;
@@ -672,6 +714,224 @@ static void wakeLoop(CMosquittoShim_Client *c) {
 }
 
 
+// ---- direct QoS 0 writes ----
+//
+// libmosquitto queues every packet and writes it on the network thread: a QoS 0 publish from another thread costs a
+// packet allocation, a wake-up of that thread (an eventfd write, a context switch, a poll) and the write there. A
+// QoS 0 PUBLISH without retain on a plain TCP session is instead written by the publishing thread itself, with one
+// sendmsg() on a duplicate of the session's socket. The order of everything this client sends stays the order of
+// the calls:
+// - Packets of the direct path that cannot be written at once (the socket buffer is full) wait in `ours`, in order.
+//   They are always older than anything libmosquitto has queued: the loop thread writes `ours` first, and a publish
+//   goes to `ours` or the socket only while no packet queued in libmosquitto through this client is unwritten
+//   (`flushedThrough` equals `packetsQueued`). After a SUBSCRIBE, UNSUBSCRIBE or QoS 1/2 publish, QoS 0 publishes are
+//   queued in libmosquitto behind it until the loop thread has written them all.
+// - The socket: the duplicate (`directFd`) is opened once the session is up and closed by the loop thread when the
+//   session ends, under writeLock, so a direct write never reaches a descriptor number libmosquitto closed and the
+//   process reused. Packets still in `ours` then are dropped and counted as unsent, as libmosquitto's queue is.
+// - A broken connection is left to the loop thread to notice (its next read); a direct publish that meets it counts
+//   as unsent.
+// - The packet is the one libmosquitto would write (MQTT 3.1.1, or 5 without properties), after the same checks of
+//   the topic (mosquitto_pub_topic_check2, mosquitto_validate_utf8) and of the broker's Maximum Packet Size.
+
+/// Opens the duplicate socket for direct writes once a plain TCP session is up (loop thread).
+static void openDirect(CMosquittoShim_Client *c) {
+    if (!c->plainTCP) return;
+    int sock = mosquitto_socket(c->mosq);
+    if (sock < 0) return;
+    pthread_mutex_lock(&c->writeLock);
+    c->directFd = fcntl(sock, F_DUPFD_CLOEXEC, 0);
+    atomic_store(&c->directReady, c->directFd >= 0);
+    pthread_mutex_unlock(&c->writeLock);
+}
+
+/// Ends direct writes with the session (loop thread). Packets still waiting in `ours` are dropped; they were counted
+/// as queued, not as written, so settleUnsent counts them as unsent.
+static void closeDirect(CMosquittoShim_Client *c) {
+    pthread_mutex_lock(&c->writeLock);
+    atomic_store(&c->directReady, false);
+    if (c->directFd >= 0) close(c->directFd);
+    c->directFd = -1;
+    while (c->oursHead) {
+        struct OutPacket *next = c->oursHead->next;
+        free(c->oursHead);
+        c->oursHead = next;
+    }
+    c->oursTail = NULL;
+    atomic_store(&c->oursNonEmpty, false);
+    pthread_mutex_unlock(&c->writeLock);
+}
+
+/// Writes the waiting direct packets, oldest first (writeLock held); true when none is left. Wakes a back-pressure
+/// waiter when some were written.
+static bool flushOursLocked(CMosquittoShim_Client *c) {
+    bool wrote = false;
+    while (c->oursHead) {
+        // Up to 64 packets per system call.
+        struct iovec parts[64];
+        int count = 0;
+        for (struct OutPacket *packet = c->oursHead; packet && count < 64; packet = packet->next) {
+            parts[count].iov_base = packet->bytes + packet->offset;
+            parts[count].iov_len = packet->length - packet->offset;
+            count++;
+        }
+        struct msghdr message = {.msg_iov = parts, .msg_iovlen = (size_t)count};
+        ssize_t n = sendmsg(c->directFd, &message, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n < 0 && errno == EINTR) continue;
+        // Full (EAGAIN), or broken: the loop thread's next read ends the session and closeDirect drops the rest.
+        if (n <= 0) break;
+        size_t left = (size_t)n;
+        while (left > 0 && c->oursHead) {
+            struct OutPacket *packet = c->oursHead;
+            size_t rest = packet->length - packet->offset;
+            if (left < rest) {
+                packet->offset += left;
+                left = 0;
+                break;
+            }
+            left -= rest;
+            c->oursHead = packet->next;
+            if (!c->oursHead) c->oursTail = NULL;
+            free(packet);
+            atomic_fetch_add(&c->qos0Written, 1);
+            wrote = true;
+        }
+        if (c->oursHead && c->oursHead->offset > 0) break;  // a partial write: the socket is full
+    }
+    bool empty = c->oursHead == NULL;
+    atomic_store(&c->oursNonEmpty, !empty);
+    if (wrote) checkDrain(c);
+    return empty;
+}
+
+/// The loop thread's write step: the waiting direct packets first, then libmosquitto's queue (as
+/// mosquitto_loop_write). Records when every packet queued through this client is written, for publishDirect.
+static int loopWrite(CMosquittoShim_Client *c) {
+    pthread_mutex_lock(&c->writeLock);
+    if (!flushOursLocked(c)) {
+        pthread_mutex_unlock(&c->writeLock);
+        return MOSQ_ERR_SUCCESS;  // the rest waits for POLLOUT; nothing libmosquitto queued may overtake it
+    }
+    int rc = mosquitto_loop_write(c->mosq, 1);
+    // Every packet counted by now was queued before it was counted, so before the check below: when libmosquitto has
+    // nothing left to write, all of them are written.
+    uint64_t queued = atomic_load(&c->packetsQueued);
+    if (rc == MOSQ_ERR_SUCCESS && mosquitto_socket(c->mosq) >= 0 && !mosquitto_want_write(c->mosq)) {
+        atomic_store(&c->flushedThrough, queued);
+    }
+    pthread_mutex_unlock(&c->writeLock);
+    checkDrain(c);
+    return rc;
+}
+
+/// Appends the MQTT variable byte integer `value` to `out`; returns the bytes written.
+static size_t putVarInt(uint8_t *out, uint32_t value) {
+    size_t n = 0;
+    do {
+        uint8_t byte = value % 128;
+        value /= 128;
+        if (value > 0) byte |= 128;
+        out[n++] = byte;
+    } while (value > 0);
+    return n;
+}
+
+/// Ends the loop thread's poll so it writes `ours` (without counting a libmosquitto packet, see wakeLoop).
+static void wakeLoopForOurs(CMosquittoShim_Client *c) {
+    if (atomic_load(&c->loopPolling) && !atomic_exchange(&c->wakePending, true)) signalLoop(c);
+}
+
+/// Writes a QoS 0 PUBLISH through the direct path (publishLock held, `accepting`, no retain); returns -1 when the
+/// publish must be queued in libmosquitto instead, else a MOSQ_ERR_* code.
+static int publishDirect(CMosquittoShim_Client *c, const char *topic, const void *payload, int payloadLength) {
+    if (!atomic_load(&c->directReady) || payloadLength < 0 || payloadLength > 1024 * 1024) return -1;
+    size_t topicLength = strlen(topic);
+    if (topicLength > 65535) return -1;  // libmosquitto reports the error
+    pthread_mutex_lock(&c->writeLock);
+    // Behind a packet queued in libmosquitto (or with the session over): queued there too, in order.
+    if (c->directFd < 0 || atomic_load(&c->flushedThrough) != atomic_load(&c->packetsQueued)) {
+        pthread_mutex_unlock(&c->writeLock);
+        return -1;
+    }
+    int rc = mosquitto_pub_topic_check2(topic, topicLength);
+    if (rc == MOSQ_ERR_SUCCESS) rc = mosquitto_validate_utf8(topic, (int)topicLength);
+    if (rc != MOSQ_ERR_SUCCESS) {
+        pthread_mutex_unlock(&c->writeLock);
+        return rc;
+    }
+    uint32_t remaining = (uint32_t)(2 + topicLength + (c->protocolV5 ? 1 : 0) + (size_t)payloadLength);
+    uint8_t header[8];
+    size_t headerLength = 0;
+    header[headerLength++] = 0x30;  // PUBLISH, QoS 0, no DUP, no RETAIN
+    headerLength += putVarInt(header + headerLength, remaining);
+    uint32_t maxPacketSize = atomic_load(&c->maxPacketSize);
+    if (maxPacketSize > 0 && headerLength + remaining > maxPacketSize) {
+        pthread_mutex_unlock(&c->writeLock);
+        return MOSQ_ERR_OVERSIZE_PACKET;
+    }
+    header[headerLength++] = (uint8_t)(topicLength >> 8);
+    header[headerLength++] = (uint8_t)(topicLength & 0xff);
+    uint8_t properties = 0;  // MQTT 5: no properties
+    struct iovec parts[4] = {
+        {.iov_base = header, .iov_len = headerLength},
+        {.iov_base = (void *)topic, .iov_len = topicLength},
+        {.iov_base = &properties, .iov_len = c->protocolV5 ? 1 : 0},
+        {.iov_base = (void *)payload, .iov_len = (size_t)payloadLength},
+    };
+    size_t total = headerLength + topicLength + (c->protocolV5 ? 1 : 0) + (size_t)payloadLength;
+    ssize_t n = -1;
+    errno = EAGAIN;
+    // Behind waiting packets (the socket was full), this one waits too: the loop thread writes them all once the
+    // socket is writable (trying here would mostly fail again).
+    if (!c->oursHead) {
+        struct msghdr message = {.msg_iov = parts, .msg_iovlen = 4};
+        do {
+            n = sendmsg(c->directFd, &message, MSG_NOSIGNAL | MSG_DONTWAIT);
+        } while (n < 0 && errno == EINTR);
+    }
+    atomic_fetch_add(&c->qos0Queued, 1);
+    bool wake = false;
+    if (n == (ssize_t)total) {
+        atomic_fetch_add(&c->qos0Written, 1);
+    } else if (n >= 0 || errno == EAGAIN || errno == EWOULDBLOCK) {
+        // The rest waits in `ours`; the loop thread writes it once the socket is writable, before anything else.
+        size_t written = n > 0 ? (size_t)n : 0;
+        struct OutPacket *packet = malloc(sizeof(struct OutPacket) + total);
+        if (packet) {
+            size_t at = 0;
+            for (int i = 0; i < 4; i++) {
+                if (parts[i].iov_len) memcpy(packet->bytes + at, parts[i].iov_base, parts[i].iov_len);
+                at += parts[i].iov_len;
+            }
+            packet->next = NULL;
+            packet->length = total;
+            packet->offset = written;
+            if (c->oursTail) {
+                c->oursTail->next = packet;
+            } else {
+                c->oursHead = packet;
+            }
+            c->oursTail = packet;
+            atomic_store(&c->oursNonEmpty, true);
+            wake = true;
+        } else if (written > 0) {
+            // Part of a packet on the wire and no memory for the rest: the stream cannot go on. Ending the connection
+            // makes the client reconnect; the packet counts as unsent when the session is settled.
+            shutdown(c->directFd, SHUT_RDWR);
+        } else {
+            atomic_fetch_add(&c->unsent, 1);
+            atomic_fetch_add(&c->qos0Written, 1);
+        }
+    } else {
+        // The connection is broken: the loop thread's next read ends the session. Lost like a queued publish.
+        atomic_fetch_add(&c->unsent, 1);
+        atomic_fetch_add(&c->qos0Written, 1);
+    }
+    pthread_mutex_unlock(&c->writeLock);
+    if (wake) wakeLoopForOurs(c);
+    return MOSQ_ERR_SUCCESS;
+}
+
 /// One iteration of the network loop, as `mosquitto_loop` does it (wait for the socket, read, write, keepalive),
 /// but woken through our own eventfd. libmosquitto wakes its loop by writing one byte to an internal socket pair for
 /// every packet another thread queues, and `mosquitto_loop` reads one byte per call: a publisher woke the loop thread
@@ -685,7 +945,7 @@ static int loopOnce(CMosquittoShim_Client *c, int timeoutMs) {
     uint64_t queued = atomic_load(&c->packetsQueued);
     bool others = queued != c->packetsSeen;  // packets queued by other threads since the last write
     c->packetsSeen = queued;
-    bool wantWrite = others || mosquitto_want_write(c->mosq);
+    bool wantWrite = others || mosquitto_want_write(c->mosq) || atomic_load(&c->oursNonEmpty);
     struct pollfd fds[2] = {
         {.fd = sock, .events = (short)(POLLIN | (wantWrite ? POLLOUT : 0)), .revents = 0},
         {.fd = c->wakeFd, .events = POLLIN, .revents = 0},
@@ -716,7 +976,7 @@ static int loopOnce(CMosquittoShim_Client *c, int timeoutMs) {
     // As mosquitto_loop: write when the socket is writable, or when another thread queued a packet (libmosquitto
     // treats its socket-pair wake-up as "writable").
     if ((fds[0].revents & POLLOUT) || others || woken) {
-        int rc = mosquitto_loop_write(c->mosq, 1);
+        int rc = loopWrite(c);
         if (rc || mosquitto_socket(c->mosq) < 0) return rc;
     }
     return mosquitto_loop_misc(c->mosq);
@@ -761,6 +1021,7 @@ static void *loopMain(void *arg) {
                 }
                 if (stopRequested(c)) break;
                 if (logging && c->sessionUp) {
+                    openDirect(c);
                     mosquitto_log_callback_set(c->mosq, NULL);
                     logging = false;
                     char stale[8];
@@ -772,8 +1033,9 @@ static void *loopMain(void *arg) {
                 }
             }
         }
-        if (stopRequested(c)) break;
+        if (stopRequested(c)) break;  // the graceful stop below still writes what is pending
 
+        closeDirect(c);
         settleUnsent(c);
         takeLastError(c, detail, sizeof(detail));
         if (detail[0] == 0) {
@@ -808,6 +1070,7 @@ static void *loopMain(void *arg) {
         mosquitto_disconnect(c->mosq);
     }
     c->sessionUp = false;
+    closeDirect(c);
     settleUnsent(c);
 
     pthread_mutex_lock(&c->controlLock);
@@ -862,6 +1125,14 @@ int CMosquittoShim_Client_publish(CMosquittoShim_Client *c, int *mid, const char
         if (!c->accepting) {
             pthread_mutex_unlock(&c->publishLock);
             return MOSQ_ERR_NO_CONN;
+        }
+        if (!retain) {
+            int rc = publishDirect(c, topic, payload, payloadLength);
+            if (rc >= 0) {
+                pthread_mutex_unlock(&c->publishLock);
+                if (mid) *mid = 0;
+                return rc;
+            }
         }
         int rc = mosquitto_publish_v5(c->mosq, mid, topic, payloadLength, payload, 0, retain, NULL);
         if (rc == MOSQ_ERR_SUCCESS) atomic_fetch_add(&c->qos0Queued, 1);

@@ -59,6 +59,52 @@ struct MQTTClientTests {
         await client.disconnect()
     }
 
+    /// QoS 0 publishes written by the publishing thread, those waiting in the client while the socket is full, and
+    /// those queued in libmosquitto behind a SUBSCRIBE leave in the order of the calls.
+    @Test func publicationsKeepTheirOrderAcrossAFullSocket() async throws {
+        let broker = try await MosquittoBroker.start()
+        let receiver = try await connectedClient(broker.url, "order-sub")
+        try await receiver.subscribe("order/#")
+        let sender = try await connectedClient(broker.url, "order-pub")
+        let pid = try #require(broker.processIdentifier)
+        let count = 3000
+        func payload(_ index: Int) -> [UInt8] { Array("\(index)".utf8) + [UInt8](repeating: 0x2e, count: 4000) }
+        // A frozen broker: once the socket buffers are full, QoS 0 publishes wait in the client.
+        #expect(Glibc.kill(pid, SIGSTOP) == 0)
+        for index in 0..<count {
+            // A SUBSCRIBE now and then: queued in libmosquitto behind the publishes waiting before it, and the
+            // publishes after it wait behind it.
+            if index % 500 == 250 { #expect(sender.subscribeNow("order/unused/\(index)") { _ in }) }
+            try await sender.publish("order/a", payload: payload(index))
+        }
+        let waiting = sender.outstandingPublishCount
+        #expect(Glibc.kill(pid, SIGCONT) == 0)
+        #expect(waiting > 0, "some publishes waited for the frozen broker")
+        let received = try await receive(receiver, count: count, within: 30)
+        let indices = received.map { Int(String(decoding: $0.payload.prefix { $0 != 0x2e }, as: UTF8.self)) ?? -1 }
+        let firstMisplaced = zip(indices, 0...).first { $0 != $1 }
+        #expect(indices == Array(0..<count), "first misplaced: \(String(describing: firstMisplaced))")
+        await sender.disconnect()
+    }
+
+    /// An MQTT 5 broker's Maximum Packet Size is respected by a QoS 0 publish: too large a packet is refused with an
+    /// error instead of being sent (which would end the connection).
+    @Test func maximumPacketSizeOfTheBrokerIsRespected() async throws {
+        let broker = try MosquittoBroker(additionalConfiguration: ["max_packet_size 2000"])
+        try await broker.start()
+        let client = try await connectedClient(broker.url) { $0.protocolVersion = .v5 }
+        try await client.subscribe("limit/#")
+        await #expect(throws: MQTTError.self) {
+            try await client.publish("limit/big", payload: [UInt8](repeating: 0x41, count: 3000))
+        }
+        try await client.publish("limit/small", payload: [UInt8](repeating: 0x41, count: 100))
+        let messages = try await receive(client, count: 1)
+        #expect(messages.map(\.topic) == ["limit/small"])
+        #expect(client.connectionState == .connected)
+        await client.disconnect()
+        await broker.stop()
+    }
+
     @Test func wildcardSubscriptions() async throws {
         let broker = try await MosquittoBroker.start()
         let client = try await connectedClient(broker.url)
