@@ -679,7 +679,8 @@ static int renewQuickAck(CMosquittoShim_Client *c, int64_t now, int timeoutMs) {
     if (!c->quickAck) return timeoutMs;
     int sock = mosquitto_socket(c->mosq);
     if (sock < 0) return timeoutMs;
-    uint64_t queued = atomic_load(&c->packetsQueued);
+    // Packets written by publishing threads count too (qos0Queued): a client that writes is never paced.
+    uint64_t queued = atomic_load(&c->packetsQueued) + atomic_load(&c->qos0Queued);
     if (queued != c->quickAckPacketsSeen || c->answerDue) {
         c->wroteSeenNs = now;
         c->quickAckPacketsSeen = queued;
@@ -844,12 +845,17 @@ static void wakeLoopForOurs(CMosquittoShim_Client *c) {
 /// Writes a QoS 0 PUBLISH through the direct path (publishLock held, `accepting`, no retain); returns -1 when the
 /// publish must be queued in libmosquitto instead, else a MOSQ_ERR_* code.
 static int publishDirect(CMosquittoShim_Client *c, const char *topic, const void *payload, int payloadLength) {
-    if (!atomic_load(&c->directReady) || payloadLength < 0 || payloadLength > 1024 * 1024) return -1;
+    if (!atomic_load(&c->directReady) || !topic || payloadLength < 0 || payloadLength > 1024 * 1024) return -1;
     size_t topicLength = strlen(topic);
-    if (topicLength > 65535) return -1;  // libmosquitto reports the error
+    if (topicLength == 0 || topicLength > 65535) return -1;  // libmosquitto reports the error
     pthread_mutex_lock(&c->writeLock);
-    // Behind a packet queued in libmosquitto (or with the session over): queued there too, in order.
-    if (c->directFd < 0 || atomic_load(&c->flushedThrough) != atomic_load(&c->packetsQueued)) {
+    // Behind a packet queued in libmosquitto (or with the session over): queued there too, in order. That includes
+    // packets its loop queues itself (PINGREQ, PUBACK, a QoS 1 publish released from the in-flight window), which
+    // `packetsQueued` does not count: a direct packet must never land inside one partly written, and they must not
+    // wait behind an ever-growing `ours`. (The loop thread writes only under writeLock, so what mosquitto_want_write
+    // reads is not being written now.)
+    if (c->directFd < 0 || atomic_load(&c->flushedThrough) != atomic_load(&c->packetsQueued) ||
+        mosquitto_want_write(c->mosq)) {
         pthread_mutex_unlock(&c->writeLock);
         return -1;
     }
@@ -912,8 +918,8 @@ static int publishDirect(CMosquittoShim_Client *c, const char *topic, const void
                 c->oursHead = packet;
             }
             c->oursTail = packet;
-            atomic_store(&c->oursNonEmpty, true);
-            wake = true;
+            // The loop's poll asks for POLLOUT while `ours` is not empty: a wake-up is needed only to start that.
+            wake = !atomic_exchange(&c->oursNonEmpty, true);
         } else if (written > 0) {
             // Part of a packet on the wire and no memory for the rest: the stream cannot go on. Ending the connection
             // makes the client reconnect; the packet counts as unsent when the session is settled.

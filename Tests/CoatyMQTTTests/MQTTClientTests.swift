@@ -87,6 +87,35 @@ struct MQTTClientTests {
         await sender.disconnect()
     }
 
+    /// Large QoS 1 publishes (queued in libmosquitto, written by its loop in parts) and QoS 0 publishes from another
+    /// task (written by the publishing thread when nothing is queued) share the socket: every message arrives, the
+    /// QoS 0 ones in order, and the connection stays up.
+    @Test func directAndQueuedPublishesShareTheSocket() async throws {
+        let broker = try await MosquittoBroker.start()
+        let receiver = try await connectedClient(broker.url, "mix-sub")
+        try await receiver.subscribe("mix/#", qos: .atLeastOnce)
+        let sender = try await connectedClient(broker.url, "mix-pub")
+        let (large, small) = (40, 2000)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for index in 0..<large {
+                    let payload = Array("\(index)".utf8) + [UInt8](repeating: 0x2e, count: 300_000)
+                    try await sender.publish("mix/large", payload: payload, qos: .atLeastOnce)
+                }
+            }
+            group.addTask {
+                for index in 0..<small { try await sender.publish("mix/small", payload: Array("\(index)".utf8)) }
+            }
+            try await group.waitForAll()
+        }
+        let received = try await receive(receiver, count: large + small, within: 60)
+        #expect(received.filter { $0.topic == "mix/large" }.count == large)
+        let smalls = received.filter { $0.topic == "mix/small" }.map { String(decoding: $0.payload, as: UTF8.self) }
+        #expect(smalls == (0..<small).map(String.init), "every QoS 0 message, in order")
+        #expect(sender.connectionState == .connected)
+        await sender.disconnect()
+    }
+
     /// An MQTT 5 broker's Maximum Packet Size is respected by a QoS 0 publish: too large a packet is refused with an
     /// error instead of being sent (which would end the connection).
     @Test func maximumPacketSizeOfTheBrokerIsRespected() async throws {
