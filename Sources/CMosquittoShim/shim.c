@@ -382,6 +382,17 @@ void CMosquittoShim_Message_free(CMosquittoShim_Message *message) { free(message
 
 void CMosquittoShim_Event_free(CMosquittoShim_Event *event) { free(event); }
 
+/// Frees the direct packets waiting to be written (writeLock held, or the client no longer shared).
+static void dropOurs(CMosquittoShim_Client *c) {
+    while (c->oursHead) {
+        struct OutPacket *next = c->oursHead->next;
+        free(c->oursHead);
+        c->oursHead = next;
+    }
+    c->oursTail = NULL;
+    atomic_store(&c->oursNonEmpty, false);
+}
+
 static void destroyClient(CMosquittoShim_Client *c) {
     if (c->mosq) mosquitto_destroy(c->mosq);
     CMosquittoShim_Client_discardMessages(c);
@@ -401,11 +412,7 @@ static void destroyClient(CMosquittoShim_Client *c) {
     pthread_mutex_destroy(&c->publishLock);
     pthread_mutex_destroy(&c->writeLock);
     if (c->directFd >= 0) close(c->directFd);
-    while (c->oursHead) {
-        struct OutPacket *next = c->oursHead->next;
-        free(c->oursHead);
-        c->oursHead = next;
-    }
+    dropOurs(c);
     if (c->wakeFd >= 0) close(c->wakeFd);
     free(c->ring);
     free(c->host);
@@ -706,12 +713,19 @@ static void signalLoop(CMosquittoShim_Client *c) {
     (void)!write(c->wakeFd, &one, sizeof(one));
 }
 
+/// Ends the loop thread's poll if it is in one (at most one eventfd write per wait). Callers first publish what the
+/// loop must see (a counter, a flag it reads before polling), sequentially consistent, so either the loop sees it or
+/// this call wakes it.
+static void wakeLoopIfPolling(CMosquittoShim_Client *c) {
+    if (atomic_load(&c->loopPolling) && !atomic_exchange(&c->wakePending, true)) signalLoop(c);
+}
+
 /// Called by any thread after it queued a packet in libmosquitto: counts it and wakes the loop thread if it polls.
 /// `packetsQueued` is incremented before `loopPolling` is read, and loopOnce sets `loopPolling` before it reads
 /// `packetsQueued` (both sequentially consistent), so either the loop sees the packet or this call wakes it.
 static void wakeLoop(CMosquittoShim_Client *c) {
     atomic_fetch_add(&c->packetsQueued, 1);
-    if (atomic_load(&c->loopPolling) && !atomic_exchange(&c->wakePending, true)) signalLoop(c);
+    wakeLoopIfPolling(c);
 }
 
 
@@ -753,13 +767,7 @@ static void closeDirect(CMosquittoShim_Client *c) {
     atomic_store(&c->directReady, false);
     if (c->directFd >= 0) close(c->directFd);
     c->directFd = -1;
-    while (c->oursHead) {
-        struct OutPacket *next = c->oursHead->next;
-        free(c->oursHead);
-        c->oursHead = next;
-    }
-    c->oursTail = NULL;
-    atomic_store(&c->oursNonEmpty, false);
+    dropOurs(c);
     pthread_mutex_unlock(&c->writeLock);
 }
 
@@ -835,11 +843,6 @@ static size_t putVarInt(uint8_t *out, uint32_t value) {
         out[n++] = byte;
     } while (value > 0);
     return n;
-}
-
-/// Ends the loop thread's poll so it writes `ours` (without counting a libmosquitto packet, see wakeLoop).
-static void wakeLoopForOurs(CMosquittoShim_Client *c) {
-    if (atomic_load(&c->loopPolling) && !atomic_exchange(&c->wakePending, true)) signalLoop(c);
 }
 
 /// Writes a QoS 0 PUBLISH through the direct path (publishLock held, `accepting`, no retain); returns -1 when the
@@ -934,7 +937,7 @@ static int publishDirect(CMosquittoShim_Client *c, const char *topic, const void
         atomic_fetch_add(&c->qos0Written, 1);
     }
     pthread_mutex_unlock(&c->writeLock);
-    if (wake) wakeLoopForOurs(c);
+    if (wake) wakeLoopIfPolling(c);  // the loop sees `oursNonEmpty` or is woken (see wakeLoopIfPolling)
     return MOSQ_ERR_SUCCESS;
 }
 
