@@ -1,6 +1,7 @@
 import AgentProcessTestSupport
 import Foundation
 import Logging
+import Synchronization
 import Testing
 
 @testable import CoatyMQTT
@@ -112,6 +113,61 @@ struct MQTTClientTests {
         #expect(received.filter { $0.topic == "mix/large" }.count == large)
         let smalls = received.filter { $0.topic == "mix/small" }.map { String(decoding: $0.payload, as: UTF8.self) }
         #expect(smalls == (0..<small).map(String.init), "every QoS 0 message, in order")
+        #expect(sender.connectionState == .connected)
+        await sender.disconnect()
+    }
+
+    /// libmosquitto holds QoS 1 publishes beyond its in-flight window (20 with MQTT 3.1.1) and its loop thread queues
+    /// each one itself when a PUBACK frees a place, unseen by the shim's count of queued packets. A QoS 0 publish
+    /// written by the publishing thread must not land inside such a packet while it is partly written (the broker
+    /// would end the connection), and waits behind it: every message arrives intact, the QoS 0 ones in order.
+    @Test func directPublishesWaitForPublishesReleasedFromTheInFlightWindow() async throws {
+        let broker = try await MosquittoBroker.start()
+        let receiver = try await connectedClient(broker.url, "window-sub")
+        try await receiver.subscribe("window/#", qos: .atLeastOnce)
+        let sender = try await connectedClient(broker.url, "window-pub") { $0.protocolVersion = .v311 }
+        let pid = try #require(broker.processIdentifier)
+        let (window, large, size) = (20, 8, 2_000_000)
+        let largeDone = RecordingCounter()
+        // A frozen broker acknowledges nothing: small QoS 1 publishes fill the window, the large ones wait behind.
+        #expect(Glibc.kill(pid, SIGSTOP) == 0)
+        let small = try await withThrowingTaskGroup(of: Int.self) { group in
+            for index in 0..<window {
+                group.addTask {
+                    try await sender.publish("window/small", payload: Array("\(index)".utf8), qos: .atLeastOnce)
+                    return 0
+                }
+            }
+            try await Task.sleep(for: .milliseconds(200))
+            for index in 0..<large {
+                group.addTask {
+                    let payload = Array("\(index)".utf8) + [UInt8](repeating: 0x2e, count: size)
+                    try await sender.publish("window/large", payload: payload, qos: .atLeastOnce)
+                    largeDone.increment(by: 1)
+                    return 0
+                }
+            }
+            try await Task.sleep(for: .milliseconds(200))
+            #expect(Glibc.kill(pid, SIGCONT) == 0)
+            // QoS 0 publishes keep coming until every large publish is acknowledged, so they meet the released ones.
+            group.addTask {
+                var index = 0
+                while largeDone.value.load(ordering: .relaxed) < large || index < 1000 {
+                    try await sender.publish("window/stream", payload: Array("\(index)".utf8))
+                    index += 1
+                    if index % 8 == 0 { try await Task.sleep(for: .microseconds(100)) }
+                }
+                return index
+            }
+            return try await group.reduce(0, +)
+        }
+        let received = try await receive(receiver, count: window + large + small, within: 60)
+        let larges = received.filter { $0.topic == "window/large" }
+        #expect(Set(larges.map { String(decoding: $0.payload.prefix { $0 != 0x2e }, as: UTF8.self) }).count == large)
+        #expect(larges.allSatisfy { $0.payload.count > size && $0.payload.suffix(size).allSatisfy { $0 == 0x2e } })
+        #expect(received.filter { $0.topic == "window/small" }.count == window)
+        let stream = received.filter { $0.topic == "window/stream" }.map { String(decoding: $0.payload, as: UTF8.self) }
+        #expect(stream == (0..<small).map(String.init), "every QoS 0 message, in order")
         #expect(sender.connectionState == .connected)
         await sender.disconnect()
     }
