@@ -619,6 +619,33 @@ struct CommunicationManagerTests {
         await a.manager.stop()
     }
 
+    @Test("Leaving the for-await loop ends the observation, also while the sequence is kept")
+    func breakingOutUnsubscribes() async throws {
+        let broker = InProcessBroker()
+        let a = try TestAgent(broker)
+        try await a.manager.start()
+        let filter = "coaty/3/-/CHN:kept/+"
+        let observation = try a.manager.observeChannel("kept")
+        await observation.subscribed()
+        #expect(broker.subscriptions(ofClient: a.clientId).contains(filter))
+        try await a.manager.publishChannel("kept", objects: [])
+        var received = 0
+        for await _ in observation {
+            received += 1
+            break
+        }
+        #expect(received == 1)
+        await a.manager.subscriptionsSettled()
+        #expect(!broker.subscriptions(ofClient: a.clientId).contains(filter))
+        #expect(a.manager.subscribedFilters[filter] == nil)
+        // The ended observation yields nothing more, however often it is iterated again.
+        try await a.manager.publishChannel("kept", objects: [])
+        var again = observation.makeAsyncIterator()
+        #expect(await again.next() == nil)
+        withExtendedLifetime(observation) {}
+        await a.manager.stop()
+    }
+
     @Test("Requests publish lazily when iteration starts and unsubscribe the response topic at the end")
     func lazyRequests() async throws {
         let broker = InProcessBroker()

@@ -33,11 +33,28 @@ final class ObservationRegistration: Sendable {
     deinit { releaser.release() }
 }
 
+/// What an ``EventObservation/Iterator`` holds. Releasing the last copy of the iterator ends the
+/// observation: leaving a `for await` loop (`break`, `return`, a thrown error) ends it even while
+/// the sequence itself is still kept.
+final class ObservationIteration<Element: Sendable>: Sendable {
+    let buffer: ObservationBuffer<Element>
+    let registration: ObservationRegistration
+
+    init(buffer: ObservationBuffer<Element>, registration: ObservationRegistration) {
+        self.buffer = buffer
+        self.registration = registration
+    }
+
+    deinit { buffer.finish() }
+}
+
 /// The events of one observation, as an `AsyncSequence`.
 ///
 /// Creating the observation registers it and subscribes its topic filter (one MQTT subscription
-/// per filter, shared by all observers of it); the subscription ends when the iteration ends, the
-/// iterating task is cancelled, or the sequence and its iterators are released. Await
+/// per filter, shared by all observers of it). The subscription ends when the iteration ends
+/// (leaving the `for await` loop, or releasing the iterator), when the iterating task is
+/// cancelled, or when the sequence is released without being iterated. An ended observation
+/// yields nothing more: create a new one to observe again. Await
 /// ``subscribed()`` before relying on the broker delivering to it (e.g. before publishing the
 /// first event you want to see).
 ///
@@ -69,25 +86,25 @@ public struct EventObservation<Element: Sendable>: AsyncSequence, Sendable {
     public var topicFilter: String { registration.filter }
 
     /// Creates the iterator.
-    /// - Returns: an iterator that keeps the subscription alive.
+    /// - Returns: an iterator that keeps the subscription alive until it is released (which ends
+    ///   the observation).
     public func makeAsyncIterator() -> Iterator {
-        Iterator(buffer: buffer, registration: registration)
+        Iterator(iteration: ObservationIteration(buffer: buffer, registration: registration))
     }
 
     /// The iterator of an ``EventObservation``.
     public struct Iterator: AsyncIteratorProtocol {
-        let buffer: ObservationBuffer<Element>
-        let registration: ObservationRegistration
+        let iteration: ObservationIteration<Element>
 
         /// The next event, or `nil` when the observation ended (its task was cancelled).
         public mutating func next() async -> Element? {
-            await buffer.next(isolation: nil)
+            await iteration.buffer.next(isolation: nil)
         }
 
         /// The next event, or `nil` when the observation ended.
         /// - Parameter actor: the caller's isolation.
         public mutating func next(isolation actor: isolated (any Actor)?) async -> Element? {
-            await buffer.next(isolation: actor)
+            await iteration.buffer.next(isolation: actor)
         }
     }
 }
