@@ -78,10 +78,7 @@ public final class MQTTTransport: CoatyTransport {
         logger: Logger? = nil,
         metricsFactory: (any MetricsFactory)? = nil
     ) throws {
-        var configuration = try MQTTConfiguration(url: url, clientId: CoatyConnection.clientId(identityId: identityId))
-        configuration.keepAlive = .seconds(60)
-        configuration.cleanSession = true
-        configuration.reconnectDelay = .seconds(1)
+        let configuration = try MQTTConfiguration.coaty(url: url, identityId: identityId)
         self.init(configuration: configuration, logger: logger, metricsFactory: metricsFactory)
     }
 
@@ -482,5 +479,26 @@ extension TransportMessage {
             qos: TransportQoS(rawValue: UInt8(message.qos.rawValue)) ?? .atMostOnce,
             retain: message.retain
         )
+    }
+}
+
+extension MQTTConfiguration {
+    /// The MQTT settings the Coaty protocol prescribes for an agent: the Coaty client id of
+    /// `identityId`, MQTT 3.1.1, clean session, keepalive 60 s, and a reconnect attempt every
+    /// second (a fixed period, as Coaty's: the delay does not grow while the broker is away).
+    ///
+    /// - Parameters:
+    ///   - url: the broker, `mqtt://host[:port]` or `mqtts://host[:port]` (TLS, verified).
+    ///   - identityId: the agent's identity id; it determines the MQTT client id.
+    /// - Returns: the configuration; change credentials or TLS files on it as needed.
+    /// - Throws: `MQTTError` of kind `.invalidConfiguration` for a malformed URL.
+    public static func coaty(url: String, identityId: CoatyUUID) throws -> MQTTConfiguration {
+        var configuration = try MQTTConfiguration(url: url, clientId: CoatyConnection.clientId(identityId: identityId))
+        configuration.protocolVersion = .v311
+        configuration.keepAlive = .seconds(60)
+        configuration.cleanSession = true
+        configuration.reconnectDelay = .seconds(1)
+        configuration.maxReconnectDelay = .seconds(1)
+        return configuration
     }
 }

@@ -106,13 +106,8 @@ struct ConnectionOptions: ParsableArguments {
 
     /// The MQTT configuration for an agent with `identityId` (Coaty client id, protocol defaults).
     func mqttConfiguration(identityId: CoatyUUID) throws -> MQTTConfiguration {
-        var configuration = try MQTTConfiguration(
-            url: broker,
-            clientId: CoatyConnection.clientId(identityId: identityId)
-        )
+        var configuration = try MQTTConfiguration.coaty(url: broker, identityId: identityId)
         configuration.keepAlive = .seconds(keepalive)
-        configuration.cleanSession = true
-        configuration.reconnectDelay = .seconds(1)
         configuration.connectTimeout = .milliseconds(Int64(connectTimeout * 1000))
         if let username { configuration.username = username }
         if let password = password ?? ProcessInfo.processInfo.environment["COATY_PASSWORD"] {

@@ -125,10 +125,7 @@ struct DemoScenario {
         var configuration = try connection.mqttConfiguration(identityId: identity.objectId)
         if url != connection.broker {
             // The local broker: plain MQTT, no credentials.
-            configuration = try MQTTConfiguration(
-                url: url,
-                clientId: CoatyConnection.clientId(identityId: identity.objectId)
-            )
+            configuration = try MQTTConfiguration.coaty(url: url, identityId: identity.objectId)
         }
         return try CommunicationManager(
             transport: MQTTTransport(configuration: configuration, logger: logger),

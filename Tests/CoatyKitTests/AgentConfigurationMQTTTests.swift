@@ -21,5 +21,23 @@ struct AgentConfigurationMQTTTests {
         #expect(manager.identity.name == "Kit agent")
         #expect(manager.options.namespace == "kit")
         #expect(manager.options.crossNamespacing)
+        #expect(transport.configuration.maxReconnectDelay == .seconds(1))
+    }
+
+    @Test("The MQTT settings of the Coaty protocol: 3.1.1, clean session, keepalive 60 s, reconnect every second")
+    func coatyMQTTSettings() throws {
+        let id = CoatyUUID()
+        let transport = try MQTTTransport(url: "mqtt://127.0.0.1:1883", identityId: id)
+        for configuration in [
+            try MQTTConfiguration.coaty(url: "mqtt://127.0.0.1:1883", identityId: id), transport.configuration,
+        ] {
+            #expect(configuration.clientId == CoatyConnection.clientId(identityId: id))
+            #expect(configuration.protocolVersion == .v311)
+            #expect(configuration.cleanSession)
+            #expect(configuration.keepAlive == .seconds(60))
+            #expect(configuration.reconnectDelay == .seconds(1))
+            #expect(configuration.maxReconnectDelay == .seconds(1), "a fixed reconnect period, no back-off")
+            #expect(configuration.will == nil)
+        }
     }
 }

@@ -702,6 +702,13 @@ struct CommunicationManagerTests {
         broker.publish(TransportMessage(topic: "coaty/3/-/ADV:Task/not-a-uuid", payload: Array("{}".utf8)))
         broker.publish(TransportMessage(topic: "coaty/3/-/ADV:Task/\(source.uuidString.uppercased())", payload: []))
         let valid = task(creator: source)
+        // An object type that cannot be a topic level: the object could never be advertised again.
+        let text = String(decoding: AdvertiseEventData(object: try AnyCoatyObject(valid)).payloadBytes, as: UTF8.self)
+        #expect(text.contains(#""objectType":"coaty.Task""#))
+        for badType in ["coaty/Task", "coaty.+", "coaty.#", #"coaty.\u0000Task"#] {
+            let bad = text.replacing(#""objectType":"coaty.Task""#, with: #""objectType":"\#(badType)""#)
+            broker.publish(TransportMessage(topic: topic, payload: Array(bad.utf8)))
+        }
         try await a.manager.publishAdvertise(valid)
         #expect(try #require(await iterator.next()).object.objectId == valid.objectId)
         // Events from two sources in turn keep their own source ids.
@@ -713,7 +720,7 @@ struct CommunicationManagerTests {
         var seen: [CoatyUUID] = []
         for _ in 0..<5 { seen.append(try #require(await iterator.next()).sourceId) }
         #expect(seen == [sources[0], sources[1], sources[1], sources[2], sources[0]])
-        #expect(a.manager.statistics.invalidPayloads == 6)
+        #expect(a.manager.statistics.invalidPayloads == 10)
         #expect(a.manager.statistics.invalidTopics == 3)
         await a.manager.stop()
     }
