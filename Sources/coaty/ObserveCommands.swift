@@ -183,28 +183,13 @@ struct ObserveUpdate: AsyncParsableCommand {
 
     func run() async throws {
         let coreType = try type.coreType.map(JSONInput.coreType)
-        let render: @Sendable (UpdateEvent<AnyCoatyObject>) -> String? = { event in
+        let objectType = type.objectType
+        try await runObserver(connection, limits, defaultName: "coaty observe update") { manager in
+            if let coreType { return try manager.observeUpdate(coreType: coreType) }
+            return try manager.observeUpdate(objectType: objectType ?? "")
+        } render: { event in
             EventLine.make("Update", topic: event.topic, data: UpdateEventData(object: event.object).json)
         }
-        if let coreType {
-            try await runObserver(connection, limits, defaultName: "coaty observe update") { manager in
-                try manager.observeUpdate(coreType: coreType)
-            } render: {
-                render($0)
-            }
-            return
-        }
-        let objectType = type.objectType ?? ""
-        if let coreType = CoreType(objectType: objectType) {
-            // A core type's own object type is published on the core type topic only.
-            try await runObserver(connection, limits, defaultName: "coaty observe update") { manager in
-                try manager.observeUpdate(coreType: coreType)
-            } render: { event in
-                event.object.objectType == objectType ? render(event) : nil
-            }
-            return
-        }
-        try await UpdateObjectTypeObserver(connection: connection, limits: limits, objectType: objectType).run()
     }
 }
 
@@ -333,94 +318,6 @@ struct ObserveRaw: AsyncParsableCommand {
             try manager.observeRaw(filter)
         } render: { event in
             EventLine.raw(event)
-        }
-    }
-}
-
-/// Observes Update requests of a custom object type (`UPD::<objectType>`), which the
-/// communication manager offers only for Swift types: a second MQTT connection subscribes the
-/// topic directly and decodes what arrives with the protocol's own validation.
-struct UpdateObjectTypeObserver {
-    let connection: ConnectionOptions
-    let limits: EventLimitOptions
-    let objectType: String
-
-    func run() async throws {
-        let filter: String
-        do {
-            filter = try CoatyTopic.subscriptionFilter(
-                for: .update(.objectType(objectType)),
-                namespace: connection.namespace,
-                crossNamespacing: connection.crossNamespace
-            )
-        } catch {
-            throw CLIError("Invalid --object-type '\(objectType)': \(error)")
-        }
-        let agent = try CLIAgent(connection, defaultName: "coaty observe update")
-        let signals = ShutdownSignals()
-        let client = MQTTClient(
-            configuration: try connection.mqttConfiguration(identityId: CoatyUUID()),
-            logger: agent.logger
-        )
-        do {
-            try await interruptible(by: signals) {
-                try await client.connect()
-                try await client.subscribe(filter)
-            }
-        } catch let exit as ExitCode {
-            await client.disconnect()
-            throw exit
-        } catch {
-            await client.disconnect()
-            let url = connection.brokerForMessages
-            if let error = error as? MQTTError {
-                let transport = MQTTTransport.describe(error)
-                throw CLIError(CLIAgent.describe(.transport(transport), url: url, seconds: connection.connectTimeout))
-            }
-            throw CLIError("Cannot connect to \(url): \(error)")
-        }
-        do {
-            try await agent.start(interruptedBy: signals)
-        } catch {
-            await client.disconnect()
-            throw error
-        }
-        let registry = agent.manager.registry
-        let objectType = self.objectType
-        let namespace = connection.namespace
-        let crossNamespace = connection.crossNamespace
-        do {
-            try await printEvents(
-                client.messages,
-                count: limits.count,
-                timeout: limits.timeout,
-                signals: signals
-            ) { message in
-                guard let topic = try? CoatyTopic(parsing: message.topic), topic.eventType == .update,
-                    crossNamespace || topic.namespace == namespace,
-                    let data = try? UpdateEventData(bytes: message.payload, registry: registry),
-                    data.object.objectType == objectType
-                else { return nil }
-                return EventLine.make("Update", topic: topic, data: data.json)
-            }
-        } catch {
-            await client.disconnect()
-            await agent.stop()
-            throw CLIError("\(error)")
-        }
-        await client.disconnect()
-        await agent.stop()
-    }
-}
-
-extension MQTTTransport {
-    /// The transport error of an MQTT client error, for messages.
-    static func describe(_ error: MQTTError) -> TransportError {
-        switch error.kind {
-        case .brokerUnreachable, .timeout: .brokerUnreachable(reason: error.message)
-        case .tlsVerificationFailed, .authenticationRefused, .connectionRefused, .invalidConfiguration:
-            .connectionRefused(reason: error.message)
-        default: .failed(error.message)
         }
     }
 }

@@ -35,6 +35,17 @@ struct BadTypeObject: CoatyObject {
     var objectType: String { "com.example/bad" }
 }
 
+/// A custom object type based on the Task core type: advertised and updated on `…:Task` too.
+struct SpecialTask: CoatyObject {
+    static let objectType = "com.example.SpecialTask"
+    static let coreType = CoreType.task
+    var objectId = CoatyUUID()
+    var name: String
+    var status: TaskStatus
+    var creatorId: CoatyUUID
+    var creationTimestamp: Double
+}
+
 /// One agent on an in-process broker.
 struct TestAgent {
     let manager: CommunicationManager
@@ -353,6 +364,53 @@ struct CommunicationManagerTests {
         #expect(updateTopics.count == 2)
         typedAnswers.cancel()
         coreAnswers.cancel()
+        await requester.manager.stop()
+        await responder.manager.stop()
+    }
+
+    @Test(
+        "Update observed by object type name: a custom type on its own topic, a core type's own type filtered locally"
+    )
+    func updateByObjectTypeName() async throws {
+        let broker = InProcessBroker()
+        let requester = try TestAgent(broker)
+        let responder = try TestAgent(broker)
+        try await requester.manager.start()
+        try await responder.manager.start()
+        let lights = try responder.manager.observeUpdate(objectType: Light.objectType)
+        let tasks = try responder.manager.observeUpdate(objectType: CoatyTask.objectType)
+        #expect(lights.topicFilter == "coaty/3/-/UPD::com.example.Light/+/+")
+        #expect(tasks.topicFilter == "coaty/3/-/UPD:Task/+/+")
+        #expect(throws: CommunicationError.self) { try responder.manager.observeUpdate(objectType: "a/b") }
+        await lights.subscribed()
+        await tasks.subscribed()
+        let answers = Task {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    for await update in lights {
+                        try? await update.complete(object: update.object, privateData: ["seen": "light"])
+                    }
+                }
+                group.addTask {
+                    for await update in tasks {
+                        try? await update.complete(object: update.object, privateData: ["seen": "task"])
+                    }
+                }
+            }
+        }
+        let light = Light(name: "l", isOn: true)
+        let lightCompletes = try await requester.manager.publishUpdate(light).responses(limit: 1).collect()
+        #expect(lightCompletes.map(\.data.privateData) == [["seen": "light"]])
+        #expect(lightCompletes.first?.data.object.objectId == light.objectId)
+        // A Task-based object of another object type goes to UPD:Task too, but is not a `coaty.Task`.
+        let other = SpecialTask(name: "special", status: .pending, creatorId: requester.id, creationTimestamp: 1)
+        let ignored = try await requester.manager.publishUpdate(other).responses(timeout: .milliseconds(100)).collect()
+        #expect(ignored.isEmpty)
+        let plain = task(creator: requester.id)
+        let taskCompletes = try await requester.manager.publishUpdate(plain).responses(limit: 1).collect()
+        #expect(taskCompletes.map(\.data.privateData) == [["seen": "task"]])
+        #expect(taskCompletes.first?.data.object.objectId == plain.objectId)
+        answers.cancel()
         await requester.manager.stop()
         await responder.manager.stop()
     }

@@ -162,14 +162,9 @@ extension CommunicationManager {
         let objectType = Object.objectType
         return try makeObservation(.update(.observing(objectType: objectType))) { [weak self] incoming in
             guard let self, case .update(let data) = incoming.payload, data.object.objectType == objectType,
-                let object = data.object.as(Object.self), let correlationId = incoming.topic.correlationUUID
+                let object = data.object.as(Object.self)
             else { return nil }
-            return UpdateEvent(
-                sourceId: incoming.topic.sourceUUID,
-                topic: incoming.topic,
-                object: object,
-                route: ResponseRoute(manager: self, correlationId: correlationId)
-            )
+            return self.updateEvent(incoming, object: object)
         }
     }
 
@@ -182,16 +177,41 @@ extension CommunicationManager {
         UpdateEvent<AnyCoatyObject>
     > {
         try makeObservation(.update(.coreType(coreType))) { [weak self] incoming in
-            guard let self, case .update(let data) = incoming.payload,
-                let correlationId = incoming.topic.correlationUUID
-            else { return nil }
-            return UpdateEvent(
-                sourceId: incoming.topic.sourceUUID,
-                topic: incoming.topic,
-                object: data.object,
-                route: ResponseRoute(manager: self, correlationId: correlationId)
-            )
+            guard let self, case .update(let data) = incoming.payload else { return nil }
+            return self.updateEvent(incoming, object: data.object)
         }
+    }
+
+    /// Observes Update requests of an object type given by name; answer each with
+    /// ``UpdateEvent/complete(object:privateData:)``.
+    ///
+    /// Subscribes `UPD::<objectType>`, or `UPD:<CoreType>` for a core type's own object type
+    /// (then keeps only objects of exactly that object type), as ``observeAdvertise(objectType:)``.
+    ///
+    /// - Parameter objectType: the object type, e.g. `com.example.Light` or `coaty.Task`.
+    /// - Returns: the observation; objects keep every field received (see ``AnyCoatyObject``).
+    /// - Throws: ``CommunicationError/invalidTopic(_:)`` for an invalid object type.
+    public func observeUpdate(objectType: String) throws(CommunicationError) -> EventObservation<
+        UpdateEvent<AnyCoatyObject>
+    > {
+        try makeObservation(.update(.observing(objectType: objectType))) { [weak self] incoming in
+            guard let self, case .update(let data) = incoming.payload, data.object.objectType == objectType else {
+                return nil
+            }
+            return self.updateEvent(incoming, object: data.object)
+        }
+    }
+
+    /// The Update request `incoming` carrying `object`, answered through this manager; `nil`
+    /// without a correlation id.
+    private func updateEvent<Object: CoatyObject>(_ incoming: IncomingEvent, object: Object) -> UpdateEvent<Object>? {
+        guard let correlationId = incoming.topic.correlationUUID else { return nil }
+        return UpdateEvent(
+            sourceId: incoming.topic.sourceUUID,
+            topic: incoming.topic,
+            object: object,
+            route: ResponseRoute(manager: self, correlationId: correlationId)
+        )
     }
 
     /// Observes Discover requests; answer with ``DiscoverEvent/resolve(object:relatedObjects:privateData:)``.
