@@ -263,7 +263,10 @@ let package = Package(
         ),
         .testTarget(
             name: "CoatyTestingTests",
-            dependencies: ["CoatyTesting", "CoatyCore"],
+            dependencies: [
+                "CoatyTesting", "CoatyCore", .product(name: "Logging", package: "swift-log"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+            ],
             swiftSettings: swiftSettings
         ),
     ]

@@ -222,6 +222,18 @@ public final class InProcessBroker: Sendable {
             state.clients.first { $0.clientId == clientId }?.subscriptions.map(\.filter) ?? []
         }
     }
+
+    /// The QoS a client subscribed a topic filter with.
+    ///
+    /// - Parameters:
+    ///   - clientId: the client id given to ``makeTransport(clientId:)``.
+    ///   - filter: the topic filter.
+    /// - Returns: the QoS, or `nil` when the client has no such subscription.
+    public func subscriptionQoS(ofClient clientId: String, filter: String) -> TransportQoS? {
+        state.withLock { state in
+            state.clients.first { $0.clientId == clientId }?.subscriptions.first { $0.filter == filter }?.qos
+        }
+    }
 }
 
 // MARK: - State

@@ -80,6 +80,11 @@ struct TestAgent {
     }
 }
 
+/// Waits (without any time limit of its own: the suite's applies) until `condition` holds.
+func waitUntil(_ condition: () throws -> Bool) async rethrows {
+    while try !condition() { try? await Task.sleep(for: .milliseconds(1)) }
+}
+
 /// Waits until the manager reports `state`.
 func awaitState(_ manager: CommunicationManager, _ wanted: CommunicationState) async {
     for await state in manager.communicationStates() where state == wanted { return }
@@ -781,6 +786,80 @@ struct CommunicationManagerTests {
         #expect(a.manager.statistics.invalidPayloads == 10)
         #expect(a.manager.statistics.invalidTopics == 3)
         await a.manager.stop()
+    }
+
+    @Test("Every publication and subscription of the manager is QoS 0 and not retained")
+    func qosZeroWithoutRetain() async throws {
+        let broker = InProcessBroker()
+        let a = try TestAgent(broker)
+        let b = try TestAgent(broker)
+        try await a.manager.start()
+        try await b.manager.start()
+        let discovers = try b.manager.observeDiscover()
+        let lights = try a.manager.observeAdvertise(Light.self)
+        let calls = try b.manager.observeCall(operation: "op")
+        await discovers.subscribed()
+        await lights.subscribed()
+        await calls.subscribed()
+        let answering = Task {
+            for await discover in discovers where discover.sourceId == a.id {
+                try? await discover.resolve(object: Light(name: "answer", isOn: false))
+            }
+        }
+        let returning = Task {
+            for await call in calls { try? await call.returnResult(true) }
+        }
+        try await a.manager.publishAdvertise(Light(name: "l", isOn: true))
+        try await a.manager.publishChannel("c", objects: [])
+        try await a.manager.publishDeadvertise([CoatyUUID()])
+        _ = try await a.manager.publishDiscover(.objectTypes([Light.objectType])).first(timeout: .seconds(5))
+        let returns = try await a.manager.publishCall("op").first(timeout: .seconds(5))
+        #expect(returns != nil)
+        answering.cancel()
+        returning.cancel()
+        let published = broker.publications.filter { !$0.isWill }
+        #expect(
+            Set(published.map { $0.message.topic.split(separator: "/")[3].prefix(3) }).isSuperset(of: [
+                "ADV", "CHN", "DAD", "DSC", "RSV", "CLL", "RTN",
+            ])
+        )
+        for publication in published {
+            #expect(publication.message.qos == .atMostOnce, "\(publication.message.topic)")
+            #expect(!publication.message.retain, "\(publication.message.topic)")
+        }
+        for agent in [a, b] {
+            let filters = broker.subscriptions(ofClient: agent.clientId)
+            #expect(!filters.isEmpty)
+            for filter in filters {
+                #expect(broker.subscriptionQoS(ofClient: agent.clientId, filter: filter) == .atMostOnce, "\(filter)")
+            }
+        }
+        await a.manager.stop()
+        await b.manager.stop()
+    }
+
+    @Test("On reconnection the subscriptions come before the join events: an agent sees its own")
+    func resubscriptionBeforeJoinEvents() async throws {
+        let broker = InProcessBroker()
+        let a = try TestAgent(broker)
+        try await a.manager.start()
+        broker.goOffline()
+        await awaitState(a.manager, .offline)
+        // Observed while offline: subscribed when the connection is back, before the join events.
+        let identities = try a.manager.observeAdvertise(coreType: .identity)
+        broker.goOnline()
+        await awaitState(a.manager, .online)
+        var iterator = identities.makeAsyncIterator()
+        let own = try #require(await iterator.next())
+        #expect(own.sourceId == a.id)
+        #expect(own.object.objectId == a.id)
+        await a.manager.stop()
+    }
+
+    @Test("An invalid namespace is refused when the manager is created", arguments: ["", "a/b", "+", "#", "a\u{0}b"])
+    func invalidNamespace(_ namespace: String) throws {
+        let broker = InProcessBroker()
+        #expect(throws: CommunicationError.self) { try TestAgent(broker, namespace: namespace) }
     }
 
     @Test("On reconnection: join event first, then deferred publications in FIFO order")

@@ -154,11 +154,6 @@ private func pairs(_ events: [AssociateEventData], associating: Bool = true) -> 
     )
 }
 
-/// Waits (without any time limit of its own) until `condition` holds.
-private func waitUntil(_ condition: () -> Bool) async {
-    while !condition() { try? await Task.sleep(for: .milliseconds(1)) }
-}
-
 /// Waits until an association state stream reports `wanted`.
 private func awaitAssociation(_ states: AsyncStream<Bool>, _ wanted: Bool = true) async {
     for await state in states where state == wanted { return }
