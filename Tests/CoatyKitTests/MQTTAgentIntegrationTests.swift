@@ -80,6 +80,95 @@ struct MQTTAgentIntegrationTests {
         await agentB.stop()
     }
 
+    @Test(
+        "A foreign client's requests with its own correlation ids get our responses; it receives our double Advertise"
+    )
+    func foreignClientRequestsAndReceives() async throws {
+        let broker = try await MosquittoBroker.start()
+        defer { Task { await broker.stop() } }
+        let agent = try CommunicationManager.mqtt(
+            url: broker.url,
+            identity: Identity(name: "ours"),
+            registry: CoatyObjectRegistry([Lamp.self])
+        )
+        try await agent.start()
+        let agentId = agent.identity.objectId
+        let calls = try agent.observeCall(operation: "switch")
+        let updates = try agent.observeUpdate(Lamp.self)
+        await calls.subscribed()
+        await updates.subscribed()
+        let answering = Task {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    for await call in calls {
+                        try? await call.returnResult(["switched": call.data.parameter("on") ?? .null])
+                    }
+                }
+                group.addTask {
+                    for await update in updates {
+                        var lamp = update.object
+                        lamp.name = "completed"
+                        try? await update.complete(object: lamp)
+                    }
+                }
+            }
+        }
+
+        // A plain MQTT client does what a Coaty JS agent does: fresh lowercase correlation ids,
+        // the response topics subscribed before each request.
+        let foreignId = CoatyUUID()
+        let foreign = MQTTClient(
+            configuration: try MQTTConfiguration(url: broker.url, clientId: "foreign-js-requester")
+        )
+        try await foreign.connect()
+        let (discoverId, callId, updateId) = (CoatyUUID(), CoatyUUID(), CoatyUUID())
+        try await foreign.subscribe([
+            ("coaty/3/-/RSV/+/\(discoverId)", .atMostOnce), ("coaty/3/-/RTN/+/\(callId)", .atMostOnce),
+            ("coaty/3/-/CPL/+/\(updateId)", .atMostOnce), ("coaty/3/-/ADV:CoatyObject/+", .atMostOnce),
+            ("coaty/3/-/ADV::com.example.Lamp/+", .atMostOnce),
+        ])
+        let lampId = CoatyUUID()
+        let lampJSON = #"""
+            {"name":"Lamp 2","objectType":"com.example.Lamp","coreType":"CoatyObject","objectId":"\#(lampId)","isOn":false}
+            """#
+        let requests = [
+            ("coaty/3/-/DSC/\(foreignId)/\(discoverId)", #"{"objectId":"\#(agentId)"}"#),
+            ("coaty/3/-/CLL:switch/\(foreignId)/\(callId)", #"{"parameters":{"on":true}}"#),
+            ("coaty/3/-/UPD::com.example.Lamp/\(foreignId)/\(updateId)", #"{"object":\#(lampJSON)}"#),
+        ]
+        for (topic, payload) in requests { try await foreign.publish(topic, payload: Array(payload.utf8)) }
+        let ours = Lamp(name: "advertised", isOn: true)
+        try await agent.publishAdvertise(ours)
+
+        var received: [String: JSONValue] = [:]
+        for await message in foreign.messages {
+            received[message.topic] = try JSONValue(parsing: message.payload)
+            if received.count == 5 { break }
+        }
+        let resolve = try #require(received["coaty/3/-/RSV/\(agentId)/\(discoverId)"]?.objectValue)
+        #expect(resolve["object"]?.objectValue?["objectId"] == .string(agentId.uuidString))
+        #expect(resolve["object"]?.objectValue?["coreType"] == "Identity")
+        let returned = try #require(received["coaty/3/-/RTN/\(agentId)/\(callId)"]?.objectValue)
+        #expect(returned["result"] == ["switched": true])
+        #expect(returned["error"] == nil)
+        let complete = try #require(received["coaty/3/-/CPL/\(agentId)/\(updateId)"]?.objectValue)
+        #expect(complete["object"]?.objectValue?["objectId"] == .string(lampId.uuidString))
+        #expect(complete["object"]?.objectValue?["name"] == "completed")
+        let advertised = try #require(received["coaty/3/-/ADV::com.example.Lamp/\(agentId)"])
+        #expect(received["coaty/3/-/ADV:CoatyObject/\(agentId)"] == advertised, "the same payload on both topics")
+        let object = try #require(advertised.objectValue?["object"]?.objectValue)
+        #expect(object["objectType"] == "com.example.Lamp")
+        #expect(object["coreType"] == "CoatyObject")
+        #expect(object["objectId"] == .string(ours.objectId.uuidString))
+        #expect(object["name"] == "advertised")
+        #expect(object["isOn"] == true)
+        #expect(advertised.objectValue?["privateData"] == nil, "absent optional fields are left out")
+
+        answering.cancel()
+        await foreign.disconnect()
+        await agent.stop()
+    }
+
     @Test("Stopping an agent publishes its Deadvertise; updating the will keeps messages flowing")
     func stopAndWill() async throws {
         let broker = try await MosquittoBroker.start()
