@@ -293,22 +293,34 @@ func drive(_ options: BenchmarkOptions) async throws {
             + "\(size) B, \(roundTrips) round trips; memory over \(options["--memory-events"]) events)",
         baselineHeader: "baseline (C)",
         parameters: options.parameters.merging(["payloadBytes": .int(Int64(size))]),
+        // The targets (DESIGN.md) are against "a C program on libmosquitto doing the same messaging
+        // without decoding": C publishing each event on the two topics of a custom-type Advertise,
+        // and C following Coaty's request pattern. The rows against C doing less (one topic, a fixed
+        // response topic) show what the protocol itself costs.
         rows: [
             BenchmarkRow(
-                "Advertise throughput, typed decode at the observer (events/s; C: raw \(size) B QoS 0 msg/s)",
+                "Advertise throughput, typed decode at the observer (events/s; C: the same messaging, each event on the"
+                    + " two topics of a custom-type Advertise, one observed)",
                 better: .higher,
                 ours: median(throughput.ours),
-                baseline: median(throughput.baseline),
+                baseline: median(throughput.baselineTwoTopics),
                 target: 0.8
             ),
             BenchmarkRow(
-                "Advertise throughput (events/s; C publishing each message on two topics, one observed, as Coaty does)",
+                "Advertise throughput, observer loop on the manager's deliveryExecutor (events/s; C: the same messaging)",
+                better: .higher,
+                ours: median(throughput.oursOnExecutor),
+                baseline: median(throughput.baselineTwoTopics),
+                target: 0.8
+            ),
+            BenchmarkRow(
+                "Advertise throughput vs C publishing each event once (events/s; C: raw \(size) B QoS 0 msg/s)",
                 better: .higher,
                 ours: median(throughput.ours),
-                baseline: median(throughput.baselineTwoTopics)
+                baseline: median(throughput.baseline)
             ),
             // The protocol's second publication costs the broker as much as the first: what C
-            // itself reaches doing an Advertise's wire work, against the raw target's baseline.
+            // itself reaches doing an Advertise's wire work, against C publishing once.
             BenchmarkRow(
                 "Ceiling: the C program itself publishing on two topics as Advertise does (msg/s; C: raw)",
                 better: .higher,
@@ -336,51 +348,52 @@ func drive(_ options: BenchmarkOptions) async throws {
                 baseline: median(throughput.cpuTwoTopics.broker)
             ),
             BenchmarkRow(
-                "Advertise throughput, observer loop on the manager's deliveryExecutor (events/s; C: raw)",
-                better: .higher,
-                ours: median(throughput.oursOnExecutor),
-                baseline: median(throughput.baseline),
-                target: 0.8
-            ),
-            BenchmarkRow(
-                "Advertise throughput, observer loop on the deliveryExecutor (events/s; C: two topics)",
-                better: .higher,
-                ours: median(throughput.oursOnExecutor),
-                baseline: median(throughput.baselineTwoTopics)
-            ),
-            BenchmarkRow(
-                "Discover→Resolve round trip p50 (µs; C: request/response with hand-off; mosquitto default config)",
+                "Discover→Resolve round trip p50 (µs; C: the same messaging, following Coaty's request pattern)",
                 better: .lower,
                 ours: median(roundTrip.ours.p50),
-                baseline: median(roundTrip.baseline.p50),
+                baseline: median(roundTrip.coatyPattern.p50),
                 target: 1.5
             ),
             BenchmarkRow(
-                "Discover→Resolve round trip p99 (µs; mosquitto default config)",
+                "Discover→Resolve round trip p99 (µs; C: Coaty's request pattern)",
+                better: .lower,
+                ours: median(roundTrip.ours.p99),
+                baseline: median(roundTrip.coatyPattern.p99)
+            ),
+            BenchmarkRow(
+                "Discover→Resolve round trip p50 (µs; both agents' loops on their manager's deliveryExecutor; C: Coaty's"
+                    + " request pattern)",
+                better: .lower,
+                ours: median(roundTrip.executor.p50),
+                baseline: median(roundTrip.coatyPattern.p50),
+                target: 1.5
+            ),
+            BenchmarkRow(
+                "Discover→Resolve round trip p99 (µs; on the deliveryExecutor; C: Coaty's request pattern)",
+                better: .lower,
+                ours: median(roundTrip.executor.p99),
+                baseline: median(roundTrip.coatyPattern.p99)
+            ),
+            BenchmarkRow(
+                "Discover→Resolve round trip p50 vs plain request/response (µs; C: fixed topics, hand-off to an"
+                    + " application thread; mosquitto default config)",
+                better: .lower,
+                ours: median(roundTrip.ours.p50),
+                baseline: median(roundTrip.baseline.p50)
+            ),
+            BenchmarkRow(
+                "Discover→Resolve round trip p50 vs plain request/response, on the deliveryExecutor (µs)",
+                better: .lower,
+                ours: median(roundTrip.executor.p50),
+                baseline: median(roundTrip.baseline.p50)
+            ),
+            BenchmarkRow(
+                "Discover→Resolve round trip p99 vs plain request/response (µs)",
                 better: .lower,
                 ours: median(roundTrip.ours.p99),
                 baseline: median(roundTrip.baseline.p99)
             ),
-            BenchmarkRow(
-                "Discover→Resolve round trip p50 (µs; both agents' loops on their manager's deliveryExecutor)",
-                better: .lower,
-                ours: median(roundTrip.executor.p50),
-                baseline: median(roundTrip.baseline.p50),
-                target: 1.5
-            ),
-            BenchmarkRow(
-                "Discover→Resolve round trip p99 (µs; both agents' loops on their manager's deliveryExecutor)",
-                better: .lower,
-                ours: median(roundTrip.executor.p99),
-                baseline: median(roundTrip.baseline.p99)
-            ),
-            BenchmarkRow(
-                "Discover→Resolve round trip p50 (µs; on the deliveryExecutor; C following Coaty's request pattern)",
-                better: .lower,
-                ours: median(roundTrip.executor.p50),
-                baseline: median(roundTrip.coatyPattern.p50)
-            ),
-            // The request protocol's own cost: what C itself reaches following it, against the target's baseline.
+            // The request protocol's own cost: what C itself reaches following it, against plain C.
             BenchmarkRow(
                 "Ceiling: the C program itself following Coaty's request pattern, p50 (µs; C: request/response)",
                 better: .lower,
@@ -407,8 +420,8 @@ func drive(_ options: BenchmarkOptions) async throws {
                 + " the observer's `for await` loop runs in a task that prefers the manager's deliveryExecutor, so it"
                 + " takes each batch on the thread that decoded it instead of being woken on another.",
             "round trip: each Discover subscribes a fresh response topic, publishes right behind the SUBSCRIBE"
-                + " (no wait for the SUBACK), and unsubscribes after the Resolve (Coaty's request protocol); the C"
-                + " baseline publishes on a fixed topic and waits. deliveryExecutor: the resolver's observe loop and"
+                + " (no wait for the SUBACK), and unsubscribes after the Resolve (Coaty's request protocol); the plain"
+                + " C request/response publishes on a fixed topic and waits. deliveryExecutor: the resolver's observe loop and"
                 + " the discoverer's request loop run in `withTaskExecutorPreference(manager.deliveryExecutor)`, on the"
                 + " thread that routes received events, as the C baseline's application thread takes each message."
                 + " C following Coaty's request pattern (mqtt-baseline --coaty): a fresh response subscription per"
