@@ -75,10 +75,7 @@ func startManager(
     let url = "mqtt://\(host):\(port)"
     let manager: CommunicationManager
     if bufferCapacity != nil || !tcpNoDelay {
-        var configuration = try MQTTConfiguration(
-            url: url,
-            clientId: CoatyConnection.clientId(identityId: identity.objectId)
-        )
+        var configuration = try MQTTConfiguration.coaty(url: url, identityId: identity.objectId)
         if let bufferCapacity { configuration.messageBufferCapacity = bufferCapacity }
         configuration.tcpNoDelay = tcpNoDelay
         manager = try CommunicationManager(
@@ -307,7 +304,8 @@ func drive(_ options: BenchmarkOptions) async throws {
                 target: 0.8
             ),
             BenchmarkRow(
-                "Advertise throughput, observer loop on the manager's deliveryExecutor (events/s; C: the same messaging)",
+                "Advertise throughput, observer loop on the manager's deliveryExecutor (events/s; C: the same"
+                    + " messaging)",
                 better: .higher,
                 ours: median(throughput.oursOnExecutor),
                 baseline: median(throughput.baselineTwoTopics),
@@ -361,8 +359,8 @@ func drive(_ options: BenchmarkOptions) async throws {
                 baseline: median(roundTrip.coatyPattern.p99)
             ),
             BenchmarkRow(
-                "Discover→Resolve round trip p50 (µs; both agents' loops on their manager's deliveryExecutor; C: Coaty's"
-                    + " request pattern)",
+                "Discover→Resolve round trip p50 (µs; both agents' loops on their manager's deliveryExecutor;"
+                    + " C: Coaty's request pattern)",
                 better: .lower,
                 ours: median(roundTrip.executor.p50),
                 baseline: median(roundTrip.coatyPattern.p50),

@@ -105,10 +105,7 @@ func storedCount(_ path: String) async throws -> Int {
 /// Ours: a recorder over SQLite fed by a foreign publisher process; objects/s and counters.
 func ingestOurs(port: Int, count: Int, path: String) async throws -> (perSecond: Double, details: JSONObject) {
     let identity = Identity(name: "recorder")
-    var configuration = try MQTTConfiguration(
-        url: "mqtt://127.0.0.1:\(port)",
-        clientId: CoatyConnection.clientId(identityId: identity.objectId)
-    )
+    var configuration = try MQTTConfiguration.coaty(url: "mqtt://127.0.0.1:\(port)", identityId: identity.objectId)
     // Room for the whole burst (the recorder's back-pressure keeps the backlog in these buffers);
     // anything dropped is counted and reported with the failure.
     configuration.messageBufferCapacity = count + 1000

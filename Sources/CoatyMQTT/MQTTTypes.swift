@@ -71,7 +71,8 @@ public struct MQTTTLSConfiguration: Sendable, Hashable {
     }
 }
 
-/// Everything an ``MQTTClient`` needs to connect; defaults follow the Coaty protocol (3.1.1, clean session, 60 s keepalive).
+/// Everything an ``MQTTClient`` needs to connect; defaults follow the Coaty protocol (3.1.1, clean session, 60 s
+/// keepalive), except that reconnect attempts back off from 1 s to 30 s (CoatyKit's agents retry every second).
 public struct MQTTConfiguration: Sendable {
     /// The client identifier; must be unique per connection on the broker.
     public var clientId: String

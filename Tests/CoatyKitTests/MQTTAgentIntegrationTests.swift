@@ -129,7 +129,8 @@ struct MQTTAgentIntegrationTests {
         ])
         let lampId = CoatyUUID()
         let lampJSON = #"""
-            {"name":"Lamp 2","objectType":"com.example.Lamp","coreType":"CoatyObject","objectId":"\#(lampId)","isOn":false}
+            {"name":"Lamp 2","objectType":"com.example.Lamp","coreType":"CoatyObject",\#
+            "objectId":"\#(lampId)","isOn":false}
             """#
         let requests = [
             ("coaty/3/-/DSC/\(foreignId)/\(discoverId)", #"{"objectId":"\#(agentId)"}"#),

@@ -131,6 +131,7 @@ struct MQTTClientTests {
         let largeDone = RecordingCounter()
         // A frozen broker acknowledges nothing: small QoS 1 publishes fill the window, the large ones wait behind.
         #expect(Glibc.kill(pid, SIGSTOP) == 0)
+        defer { Glibc.kill(pid, SIGCONT) }
         let small = try await withThrowingTaskGroup(of: Int.self) { group in
             for index in 0..<window {
                 group.addTask {
@@ -152,7 +153,8 @@ struct MQTTClientTests {
             // QoS 0 publishes keep coming until every large publish is acknowledged, so they meet the released ones.
             group.addTask {
                 var index = 0
-                while largeDone.value.load(ordering: .relaxed) < large || index < 1000 {
+                // Bounded, so the receiver's buffer (10 000, read only afterwards) never overflows.
+                while (largeDone.value.load(ordering: .relaxed) < large || index < 1000) && index < 6000 {
                     try await sender.publish("window/stream", payload: Array("\(index)".utf8))
                     index += 1
                     if index % 8 == 0 { try await Task.sleep(for: .microseconds(100)) }
@@ -168,6 +170,7 @@ struct MQTTClientTests {
         #expect(received.filter { $0.topic == "window/small" }.count == window)
         let stream = received.filter { $0.topic == "window/stream" }.map { String(decoding: $0.payload, as: UTF8.self) }
         #expect(stream == (0..<small).map(String.init), "every QoS 0 message, in order")
+        #expect(receiver.droppedMessageCount == 0)
         #expect(sender.connectionState == .connected)
         await sender.disconnect()
     }

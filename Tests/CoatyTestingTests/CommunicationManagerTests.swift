@@ -389,6 +389,8 @@ struct CommunicationManagerTests {
         #expect(throws: CommunicationError.self) { try responder.manager.observeUpdate(objectType: "a/b") }
         await lights.subscribed()
         await tasks.subscribed()
+        final class Seen: Sendable { let ids = Mutex<[CoatyUUID]>([]) }
+        let seenTasks = Seen()
         let answers = Task {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask {
@@ -398,6 +400,7 @@ struct CommunicationManagerTests {
                 }
                 group.addTask {
                     for await update in tasks {
+                        seenTasks.ids.withLock { $0.append(update.object.objectId) }
                         try? await update.complete(object: update.object, privateData: ["seen": "task"])
                     }
                 }
@@ -415,6 +418,8 @@ struct CommunicationManagerTests {
         let taskCompletes = try await requester.manager.publishUpdate(plain).responses(limit: 1).collect()
         #expect(taskCompletes.map(\.data.privateData) == [["seen": "task"]])
         #expect(taskCompletes.first?.data.object.objectId == plain.objectId)
+        // The SpecialTask Update came first on the same topic and was not handed to the observer.
+        #expect(seenTasks.ids.withLock { $0 } == [plain.objectId])
         answers.cancel()
         await requester.manager.stop()
         await responder.manager.stop()
@@ -860,6 +865,34 @@ struct CommunicationManagerTests {
     func invalidNamespace(_ namespace: String) throws {
         let broker = InProcessBroker()
         #expect(throws: CommunicationError.self) { try TestAgent(broker, namespace: namespace) }
+    }
+
+    @Test("Only Advertise and Update require an object type that can be a topic level; Channel carries any")
+    func objectTypeTopicLevelRule() async throws {
+        let broker = InProcessBroker()
+        let a = try TestAgent(broker)
+        try await a.manager.start()
+        let channel = try a.manager.observeChannel("c")
+        let advertises = try a.manager.observeAdvertise(coreType: .coatyObject)
+        let updates = try a.manager.observeUpdate(coreType: .coatyObject)
+        await channel.subscribed()
+        await advertises.subscribed()
+        await updates.subscribed()
+        let text = #"{"objectType":"com.example/odd","coreType":"CoatyObject","objectId":"\#(CoatyUUID())","name":"o"}"#
+        let source = CoatyUUID()
+        for (topic, payload) in [
+            ("coaty/3/-/ADV:CoatyObject/\(source)", #"{"object":\#(text)}"#),
+            ("coaty/3/-/UPD:CoatyObject/\(source)/\(CoatyUUID())", #"{"object":\#(text)}"#),
+            ("coaty/3/-/CHN:c/\(source)", #"{"object":\#(text)}"#),
+        ] {
+            #expect(broker.publish(TransportMessage(topic: topic, payload: Array(payload.utf8))))
+        }
+        var iterator = channel.makeAsyncIterator()
+        let event = try #require(await iterator.next())
+        #expect(event.data.objects.first?.objectType == "com.example/odd")
+        #expect(a.manager.statistics.invalidPayloads == 2)
+        withExtendedLifetime((advertises, updates)) {}
+        await a.manager.stop()
     }
 
     @Test("On reconnection: join event first, then deferred publications in FIFO order")

@@ -117,11 +117,6 @@ enum CoatyObjectValidation {
             )
         }
         guard !objectType.isEmpty else { throw fail(.invalidField(reason: "must not be empty"), "objectType") }
-        // An object type is a topic level (`ADV::<objectType>`): one that cannot be would make the
-        // object impossible to advertise or update again.
-        guard isValidTopicComponent(objectType) else {
-            throw fail(.invalidField(reason: "must not contain '/', '+', '#' or NUL"), "objectType")
-        }
         guard let coreTypeName else {
             throw fail(
                 object["coreType"] == nil ? .missingField : .invalidField(reason: "expected a string"),

@@ -120,7 +120,7 @@ public final class CoatyObjectRegistry: Sendable {
     func decodeReceived(_ bytes: ObjectBytes, received: ReceivedJSON) -> AnyCoatyObject? {
         // The header checks of `CoatyObjectValidation.validateHeader`, on the happy path only.
         guard let typeIndex = bytes.index(of: "objectType"),
-            case .string(let objectType) = bytes.value(at: typeIndex), isValidTopicComponent(objectType),
+            case .string(let objectType) = bytes.value(at: typeIndex), !objectType.isEmpty,
             let coreIndex = bytes.index(of: "coreType"),
             case .string(let coreName) = bytes.value(at: coreIndex),
             let coreType = CoreType(rawValue: coreName)

@@ -208,6 +208,17 @@ struct PayloadReader {
         return object
     }
 
+    /// The object of an Advertise or Update: one whose object type can be a topic level
+    /// (`ADV::<objectType>`), so that it can be advertised or updated again (PROTOCOL.md:
+    /// "objectType valid").
+    func requiredTopicObject(_ key: String) throws(CommunicationEventDataError) -> AnyCoatyObject {
+        let object = try requiredObject(key)
+        guard isValidTopicComponent(object.objectType) else {
+            throw fail("'\(key).objectType' must not contain '/', '+', '#' or NUL")
+        }
+        return object
+    }
+
     func objects(_ key: String) throws(CommunicationEventDataError) -> [AnyCoatyObject]? {
         guard let value = optional(key) else { return nil }
         guard case .array(let array) = value else { throw fail("'\(key)' must be an array of objects") }

@@ -28,7 +28,7 @@ public struct AdvertiseEventData: CommunicationEventData, ObjectCarryingPayload,
     }
 
     init(reader: PayloadReader) throws(CommunicationEventDataError) {
-        object = try reader.requiredObject("object")
+        object = try reader.requiredTopicObject("object")
         privateData = try reader.privateData()
     }
 
@@ -499,7 +499,7 @@ public struct UpdateEventData: CommunicationEventData, ObjectCarryingPayload, Ha
     }
 
     init(reader: PayloadReader) throws(CommunicationEventDataError) {
-        object = try reader.requiredObject("object")
+        object = try reader.requiredTopicObject("object")
     }
 
     /// The wire JSON.

@@ -96,7 +96,8 @@ public struct EventObservation<Element: Sendable>: AsyncSequence, Sendable {
     public struct Iterator: AsyncIteratorProtocol {
         let iteration: ObservationIteration<Element>
 
-        /// The next event, or `nil` when the observation ended (its task was cancelled).
+        /// The next event, or `nil` when the observation ended (its task was cancelled, or an
+        /// earlier iteration of it ended).
         public mutating func next() async -> Element? {
             await iteration.buffer.next(isolation: nil)
         }
