@@ -487,6 +487,14 @@ extension MQTTConfiguration {
     /// `identityId`, MQTT 3.1.1, clean session, keepalive 60 s, and a reconnect attempt every
     /// second (a fixed period, as Coaty's: the delay does not grow while the broker is away).
     ///
+    /// ```swift
+    /// let identity = Identity(name: "Lamp controller")
+    /// var configuration = try MQTTConfiguration.coaty(url: "mqtts://broker.example", identityId: identity.objectId)
+    /// configuration.username = "agent"
+    /// let transport = MQTTTransport(configuration: configuration)
+    /// let manager = try CommunicationManager(transport: transport, identity: identity)
+    /// ```
+    ///
     /// - Parameters:
     ///   - url: the broker, `mqtt://host[:port]` or `mqtts://host[:port]` (TLS, verified).
     ///   - identityId: the agent's identity id; it determines the MQTT client id.

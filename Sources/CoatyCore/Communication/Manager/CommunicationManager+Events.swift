@@ -188,6 +188,12 @@ extension CommunicationManager {
     /// Subscribes `UPD::<objectType>`, or `UPD:<CoreType>` for a core type's own object type
     /// (then keeps only objects of exactly that object type), as ``observeAdvertise(objectType:)``.
     ///
+    /// ```swift
+    /// for await update in try manager.observeUpdate(objectType: "com.example.Light") {
+    ///     try await update.complete(object: update.object)
+    /// }
+    /// ```
+    ///
     /// - Parameter objectType: the object type, e.g. `com.example.Light` or `coaty.Task`.
     /// - Returns: the observation; objects keep every field received (see ``AnyCoatyObject``).
     /// - Throws: ``CommunicationError/invalidTopic(_:)`` for an invalid object type.
