@@ -104,7 +104,6 @@ public struct ObjectLifecycleSequence: AsyncSequence, Sendable {
         )
         let tracker = LifecycleTracker(includes: includes)
         let counters = manager.counters
-        let logger = manager.logger
         let emit: @Sendable (ObjectLifecycleInfo?) -> Void = { info in
             guard let info else { return }
             if case .dropped = continuation.yield(info) { counters.observerOverflow() }
@@ -135,11 +134,7 @@ public struct ObjectLifecycleSequence: AsyncSequence, Sendable {
         let resolveSink: EventSink = { incoming in
             guard case .resolve(let data) = incoming.payload, let object = data.object else { return }
             guard discover.matches(object) else {
-                counters.invalidResponse()
-                logger.debug(
-                    "Dropped a Resolve that does not answer its Discover",
-                    metadata: ["topic": "\(incoming.topic.name)"]
-                )
+                counters.invalidResponse(on: incoming.topic)
                 return
             }
             emit(tracker.track(object))

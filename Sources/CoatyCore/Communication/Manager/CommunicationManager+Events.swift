@@ -606,17 +606,12 @@ extension CommunicationManager {
         let limit = sequence.limit
         let delivered = LockedBox(0)
         let counters = self.counters
-        let logger = self.logger
         let accept = sequence.accept
         let requestIndex = indexById
         let sink: EventSink = { incoming in
             guard let id = incoming.topic.correlationUUID, let index = requestIndex[id] else { return }
             guard let response = accept(incoming, index) else {
-                counters.invalidResponse()
-                logger.debug(
-                    "Dropped a response that does not answer its request",
-                    metadata: ["topic": "\(incoming.topic.name)"]
-                )
+                counters.invalidResponse(on: incoming.topic)
                 return
             }
             let (deliver, finish) = delivered.mutex.withLock { count -> (Bool, Bool) in

@@ -190,7 +190,7 @@ public final class CommunicationManager: Sendable {
         self.registry = registry
         self.options = options
         self.logger = logger
-        self.counters = Counters(factory: metricsFactory ?? MetricsSystem.factory)
+        self.counters = Counters(factory: metricsFactory ?? MetricsSystem.factory, logger: logger)
         do {
             self.identityJSON = try AnyCoatyObject(identity)
         } catch {
@@ -968,13 +968,15 @@ struct MessageQueue {
 /// Drop counters, kept both as numbers (for ``CommunicationManager/statistics``) and metrics.
 final class Counters: Sendable {
     private let values = Mutex(CommunicationStatistics())
+    private let logger: Logger
     private let invalidTopicCounter: Counter
     private let invalidPayloadCounter: Counter
     private let invalidResponseCounter: Counter
     private let observerOverflowCounter: Counter
     private let deferredOverflowCounter: Counter
 
-    init(factory: any MetricsFactory) {
+    init(factory: any MetricsFactory, logger: Logger) {
+        self.logger = logger
         let label = "coaty_communication_dropped_total"
         invalidTopicCounter = Counter(label: label, dimensions: [("reason", "invalid_topic")], factory: factory)
         invalidPayloadCounter = Counter(label: label, dimensions: [("reason", "invalid_payload")], factory: factory)
@@ -995,9 +997,11 @@ final class Counters: Sendable {
         invalidPayloadCounter.increment()
     }
 
-    func invalidResponse() {
+    /// Counts and logs (at debug) a response on `topic` that does not answer its request.
+    func invalidResponse(on topic: CoatyTopic) {
         values.withLock { $0.invalidResponses += 1 }
         invalidResponseCounter.increment()
+        logger.debug("Dropped a response that does not answer its request", metadata: ["topic": "\(topic.name)"])
     }
 
     func observerOverflow() {
