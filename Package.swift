@@ -265,6 +265,7 @@ let package = Package(
             name: "CoatyTestingTests",
             dependencies: [
                 "CoatyTesting", "CoatyCore", .product(name: "Logging", package: "swift-log"),
+                .product(name: "InMemoryLogging", package: "swift-log"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],
             swiftSettings: swiftSettings

@@ -1,31 +1,14 @@
 import CoatyCore
 import CoatyTesting
+import InMemoryLogging
 import Logging
 import MetricsTestKit
-import Synchronization
 import Testing
 
-/// A log handler that keeps the level and message of every record.
-struct CapturingLogHandler: LogHandler {
-    final class Records: Sendable {
-        let entries = Mutex<[(Logger.Level, String)]>([])
-
-        func count(_ level: Logger.Level, containing text: String) -> Int {
-            entries.withLock { $0.filter { $0.0 == level && $0.1.contains(text) }.count }
-        }
-    }
-
-    let records: Records
-    var metadata: Logger.Metadata = [:]
-    var logLevel: Logger.Level = .debug
-
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-
-    func log(event: LogEvent) {
-        records.entries.withLock { $0.append((event.level, "\(event.message)")) }
+extension InMemoryLogHandler {
+    /// How many entries at `level` have a message containing `text`.
+    func count(_ level: Logger.Level, containing text: String) -> Int {
+        entries.filter { $0.level == level && "\($0.message)".contains(text) }.count
     }
 }
 
@@ -37,14 +20,15 @@ struct DropAccountingTests {
     @Test("Invalid topics, payloads and responses, and observer and deferred-queue overflows")
     func droppedInputIsLoggedAndCounted() async throws {
         let broker = InProcessBroker()
-        let records = CapturingLogHandler.Records()
+        var records = InMemoryLogHandler()
+        records.logLevel = .debug
         let metrics = TestMetrics()
         let identity = Identity(name: "counted")
         let manager = try CommunicationManager(
             transport: broker.makeTransport(clientId: CoatyConnection.clientId(identityId: identity.objectId)),
             identity: identity,
             options: .init(deferredPublicationLimit: 1, observerBufferLimit: 2),
-            logger: Logger(label: "test") { _ in CapturingLogHandler(records: records) },
+            logger: Logger(label: "test") { [records] _ in records },
             metricsFactory: metrics
         )
         func dropped(_ reason: String) throws -> Int64 {
