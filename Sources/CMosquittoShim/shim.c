@@ -1,6 +1,7 @@
-// The CoatyMQTT C shim: owns the libmosquitto callbacks and a network-loop thread, and passes
-// messages (bounded ring, drop-new on overflow, counted) and events (unbounded list, never
-// dropped) to the Swift dispatcher thread through a mutex + condition variable.
+// The CoatyMQTT C shim: owns the libmosquitto callbacks and a network-loop thread. The callbacks (C only) copy
+// messages into a bounded ring (drop-new on overflow, counted) and events into an unbounded list (never dropped);
+// the loop thread calls the Swift dispatch function between its steps (outside every libmosquitto callback and
+// lock), which takes them from there (see CMosquittoShim_Client_setDispatch).
 
 #define _GNU_SOURCE
 #include "CMosquittoShim.h"
@@ -89,9 +90,15 @@ struct CMosquittoShim_Client {
     atomic_bool loopPolling;
     atomic_bool wakePending;
 
-    // Queue state, guarded by queueLock; the dispatcher waits on queueCond.
+    // The dispatch function the loop thread calls between its steps (set before start, under controlLock; the loop
+    // copies it when it starts), and whether another thread asked for a dispatch round (see wantDispatch).
+    CMosquittoShim_DispatchFunction dispatch;
+    void *dispatchContext;
+    atomic_bool dispatchWanted;
+    atomic_bool backingOff;  // the loop thread sleeps in backoffSleep (wantDispatch then signals controlCond)
+
+    // Queue state, guarded by queueLock.
     pthread_mutex_t queueLock;
-    pthread_cond_t queueCond;
     CMosquittoShim_Message **ring;
     size_t capacity;
     size_t head;
@@ -99,9 +106,9 @@ struct CMosquittoShim_Client {
     bool armed;          // a consumer waits for the next message
     bool consumerBlocked; // a consumer thread waits on consumerCond (briefly, see takeMessagesWaiting)
     pthread_cond_t consumerCond;
-    bool wakeMessages;   // wake the dispatcher: a waiting consumer can be served
-    bool wakeDrops;      // wake the dispatcher: drops happened
-    bool wakeJobs;       // wake the dispatcher: work queued for it (CMosquittoShim_Client_wakeDispatcher)
+    bool wakeMessages;   // for the dispatcher: a waiting consumer can be served
+    bool wakeDrops;      // for the dispatcher: drops happened
+    bool wakeJobs;       // for the dispatcher: work queued for it (CMosquittoShim_Client_wakeDispatcher)
     bool dispatcherClosed;
     int64_t lastDropSignalMs;
     CMosquittoShim_Event *eventHead;
@@ -120,10 +127,9 @@ struct CMosquittoShim_Client {
     bool sessionUp;
     bool refusedThisAttempt;
 
-    // Tracked QoS 1/2 publish message ids, and the message ids of quiet (un)subscriptions, guarded by ackLock.
+    // Tracked QoS 1/2 publish message ids, guarded by ackLock.
     pthread_mutex_t ackLock;
     uint8_t tracked[65536 / 8];
-    uint8_t quiet[65536 / 8];
 
     // QoS 0 accounting: publishes queued in libmosquitto (guarded by publishLock, so a settle never sees a publish
     // half done) versus PUBLISH packets written to the socket (on_publish, loop thread). What is queued but never
@@ -191,8 +197,14 @@ static int64_t nowNs(void) {
 
 static char *copyString(const char *s) { return s ? strdup(s) : NULL; }
 
-/// Queues an event for the dispatcher; `wake` false leaves it for the dispatcher's next wake-up (a message, another
-/// event, or its periodic timeout) instead of waking it now.
+static void wantDispatch(CMosquittoShim_Client *c);
+static void wakeLoopIfPolling(CMosquittoShim_Client *c);
+
+/// The client whose network loop runs on this thread, if any (see CMosquittoShim_Client_takeMessagesWaiting).
+static _Thread_local CMosquittoShim_Client *loopClientOfThisThread;
+
+/// Queues an event for the dispatcher. Events queued on the loop thread (all but a few) are taken in the dispatch
+/// round after the current loop step; `wake` asks for a round when queued elsewhere.
 static void pushEventWaking(CMosquittoShim_Client *c, int kind, int code, int mid, const char *detail, bool wake) {
     CMosquittoShim_Event *event = calloc(1, sizeof(CMosquittoShim_Event));
     if (!event) return;  // out of memory: nothing sensible left to do
@@ -209,15 +221,14 @@ static void pushEventWaking(CMosquittoShim_Client *c, int kind, int code, int mi
     }
     c->eventTail = event;
     pthread_mutex_unlock(&c->queueLock);
-    // Signalled after unlocking, so the woken dispatcher does not block at once on the lock this thread holds.
-    if (wake) pthread_cond_signal(&c->queueCond);
+    if (wake) wantDispatch(c);
 }
 
 static void pushEvent(CMosquittoShim_Client *c, int kind, int code, int mid, const char *detail) {
     pushEventWaking(c, kind, code, mid, detail, true);
 }
 
-/// Sets or clears `mid` in a message-id bitset (`tracked`, `quiet`); the caller holds ackLock.
+/// Sets or clears `mid` in a message-id bitset (`tracked`); the caller holds ackLock.
 static void setMidBit(uint8_t *bits, int mid, bool on) {
     if (mid < 0 || mid > 65535) return;
     if (on) {
@@ -290,8 +301,7 @@ static void onMessage(struct mosquitto *mosq, void *obj, const struct mosquitto_
         int64_t now = nowMs();
         if (!c->wakeDrops && now - c->lastDropSignalMs >= 1000) {
             c->lastDropSignalMs = now;
-            c->wakeDrops = true;
-            pthread_cond_signal(&c->queueCond);
+            c->wakeDrops = true;  // the dispatch round after this loop step reports them
         }
         pthread_mutex_unlock(&c->queueLock);
         free(m);
@@ -301,16 +311,15 @@ static void onMessage(struct mosquitto *mosq, void *obj, const struct mosquitto_
     c->count += 1;
     c->pushedMessages += 1;
     bool wakeConsumer = c->consumerBlocked;
-    bool wakeDispatcher = c->armed;
     if (c->armed) {
         c->armed = false;
         c->wakeMessages = true;
     }
     pthread_mutex_unlock(&c->queueLock);
-    // Signalled after unlocking (the predicates are set under the lock), so the woken thread does not block at once
-    // on the lock this thread still holds: one futex wake per message instead of three.
+    // Signalled after unlocking (the predicate is set under the lock), so the woken thread does not block at once on
+    // the lock this thread still holds: one futex wake per message instead of three. A waiting consumer that is not
+    // blocked is served by the dispatch round after this loop step.
     if (wakeConsumer) pthread_cond_signal(&c->consumerCond);
-    if (wakeDispatcher) pthread_cond_signal(&c->queueCond);
 }
 
 /// QoS 0 publishes queued but not written yet. Without publishLock the count can be low by the publishes in flight at
@@ -328,7 +337,7 @@ static void checkDrain(CMosquittoShim_Client *c) {
     if (armed == 0) return;
     if (unwrittenQos0(c) > armed - 1) return;
     if (atomic_compare_exchange_strong(&c->drainTargetPlusOne, &armed, 0)) {
-        atomic_store(&c->drained, true);  // for a dispatcher busy with messages (CMosquittoShim_Client_takeDrained)
+        atomic_store(&c->drained, true);  // for a dispatch round busy with messages (CMosquittoShim_Client_takeDrained)
         pushEvent(c, CMosquittoShim_EventDrained, 0, 0, NULL);
     }
 }
@@ -357,13 +366,14 @@ static void onSubscribe(struct mosquitto *mosq, void *obj, int mid, int count, c
             break;
         }
     }
-    pushEventWaking(c, CMosquittoShim_EventSubscribed, firstRefused, mid, NULL, !takeMidBit(c, c->quiet, mid));
+    // On the loop thread: the dispatch round after this step takes it, no wake-up needed.
+    pushEventWaking(c, CMosquittoShim_EventSubscribed, firstRefused, mid, NULL, false);
 }
 
 static void onUnsubscribe(struct mosquitto *mosq, void *obj, int mid, const mosquitto_property *props) {
     (void)mosq; (void)props;
     CMosquittoShim_Client *c = obj;
-    pushEventWaking(c, CMosquittoShim_EventUnsubscribed, 0, mid, NULL, !takeMidBit(c, c->quiet, mid));
+    pushEventWaking(c, CMosquittoShim_EventUnsubscribed, 0, mid, NULL, false);  // as in onSubscribe
 }
 
 static void onLog(struct mosquitto *mosq, void *obj, int level, const char *line) {
@@ -403,7 +413,6 @@ static void destroyClient(CMosquittoShim_Client *c) {
         event = next;
     }
     pthread_mutex_destroy(&c->queueLock);
-    pthread_cond_destroy(&c->queueCond);
     pthread_mutex_destroy(&c->controlLock);
     pthread_cond_destroy(&c->controlCond);
     pthread_cond_destroy(&c->consumerCond);
@@ -516,7 +525,6 @@ CMosquittoShim_Client *CMosquittoShim_Client_create(const CMosquittoShim_Options
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&c->queueCond, &attr);
     pthread_cond_init(&c->controlCond, &attr);
     pthread_cond_init(&c->consumerCond, &attr);
     pthread_condattr_destroy(&attr);
@@ -615,8 +623,32 @@ void CMosquittoShim_Client_release(CMosquittoShim_Client *client) {
 
 static bool stopRequested(CMosquittoShim_Client *c) { return atomic_load(&c->stopRequested); }
 
-/// Sleeps up to `ms`, returning early when a stop is requested.
-static void backoffSleep(CMosquittoShim_Client *c, int ms) {
+/// One dispatch round on the loop thread, between loop steps: the dispatch function takes what the callbacks queued
+/// and runs the work other threads queued for it. Clearing `dispatchWanted` first means a request made during the
+/// round is seen by the next loop step (which then does not wait, see loopOnce).
+static void runDispatch(CMosquittoShim_Client *c, CMosquittoShim_DispatchFunction dispatch, void *context) {
+    if (!dispatch) return;
+    atomic_store(&c->dispatchWanted, false);
+    dispatch(context, false);
+}
+
+/// Asks the loop thread for a dispatch round soon (any thread): a loop step that is waiting ends (its poll through the
+/// eventfd, a backoff sleep through controlCond), and the next one does not wait. `dispatchWanted` is set before
+/// `loopPolling` and `backingOff` are read, and the loop sets those before it reads `dispatchWanted` (all
+/// sequentially consistent), so either the loop sees the request or this call wakes it. While the loop connects
+/// (libmosquitto's own loop, SHIM_CONNECTING_STEP_MS steps) the round comes after the current step.
+static void wantDispatch(CMosquittoShim_Client *c) {
+    atomic_store(&c->dispatchWanted, true);
+    wakeLoopIfPolling(c);
+    if (atomic_load(&c->backingOff)) {
+        pthread_mutex_lock(&c->controlLock);
+        pthread_cond_broadcast(&c->controlCond);
+        pthread_mutex_unlock(&c->controlLock);
+    }
+}
+
+/// Sleeps up to `ms`, returning early when a stop is requested; dispatch rounds asked for meanwhile run at once.
+static void backoffSleep(CMosquittoShim_Client *c, int ms, CMosquittoShim_DispatchFunction dispatch, void *context) {
     struct timespec deadline;
     clock_gettime(CLOCK_MONOTONIC, &deadline);
     deadline.tv_sec += ms / 1000;
@@ -625,11 +657,21 @@ static void backoffSleep(CMosquittoShim_Client *c, int ms) {
         deadline.tv_sec += 1;
         deadline.tv_nsec -= 1000000000L;
     }
-    pthread_mutex_lock(&c->controlLock);
-    while (!stopRequested(c)) {
-        if (pthread_cond_timedwait(&c->controlCond, &c->controlLock, &deadline) == ETIMEDOUT) break;
+    for (;;) {
+        atomic_store(&c->backingOff, true);
+        bool timedOut = false;
+        pthread_mutex_lock(&c->controlLock);
+        while (!stopRequested(c) && !atomic_load(&c->dispatchWanted)) {
+            if (pthread_cond_timedwait(&c->controlCond, &c->controlLock, &deadline) == ETIMEDOUT) {
+                timedOut = true;
+                break;
+            }
+        }
+        pthread_mutex_unlock(&c->controlLock);
+        atomic_store(&c->backingOff, false);
+        if (stopRequested(c) || timedOut || !atomic_load(&c->dispatchWanted)) return;
+        runDispatch(c, dispatch, context);
     }
-    pthread_mutex_unlock(&c->controlLock);
 }
 
 /// Whether QoS 0 publishes are taken (see `accepting`).
@@ -954,12 +996,13 @@ static int loopOnce(CMosquittoShim_Client *c, int timeoutMs) {
     uint64_t queued = atomic_load(&c->packetsQueued);
     bool others = queued != c->packetsSeen;  // packets queued by other threads since the last write
     c->packetsSeen = queued;
+    bool dispatchDue = atomic_load(&c->dispatchWanted);  // see wantDispatch
     bool wantWrite = others || mosquitto_want_write(c->mosq) || atomic_load(&c->oursNonEmpty);
     struct pollfd fds[2] = {
         {.fd = sock, .events = (short)(POLLIN | (wantWrite ? POLLOUT : 0)), .revents = 0},
         {.fd = c->wakeFd, .events = POLLIN, .revents = 0},
     };
-    int count = poll(fds, 2, others ? 0 : timeoutMs);
+    int count = poll(fds, 2, others || dispatchDue ? 0 : timeoutMs);
     atomic_store(&c->loopPolling, false);
     if (count < 0) return errno == EINTR ? MOSQ_ERR_SUCCESS : MOSQ_ERR_ERRNO;
     bool woken = false;
@@ -995,11 +1038,15 @@ static void *loopMain(void *arg) {
     CMosquittoShim_Client *c = arg;
     int delay = c->reconnectDelayMs;
     char detail[256];
+    // This session's dispatch function: a later start (after this loop set loopRunning to false, below) may set
+    // another one while this thread still makes its last calls.
+    pthread_mutex_lock(&c->controlLock);
+    CMosquittoShim_DispatchFunction dispatch = c->dispatch;
+    void *context = c->dispatchContext;
+    pthread_mutex_unlock(&c->controlLock);
+    loopClientOfThisThread = c;
+    runDispatch(c, dispatch, context);  // what was queued for the dispatcher before the loop started
     while (!stopRequested(c)) {
-        // (Un)subscriptions queued on an earlier connection never get their acknowledgement: forget them.
-        pthread_mutex_lock(&c->ackLock);
-        memset(c->quiet, 0, sizeof(c->quiet));
-        pthread_mutex_unlock(&c->ackLock);
         c->sessionUp = false;
         c->refusedThisAttempt = false;
         int savedErrno = 0;
@@ -1028,6 +1075,7 @@ static void *loopMain(void *arg) {
                     if (rc == MOSQ_ERR_ERRNO) savedErrno = errno;
                     break;
                 }
+                runDispatch(c, dispatch, context);
                 if (stopRequested(c)) break;
                 if (logging && c->sessionUp) {
                     openDirect(c);
@@ -1062,7 +1110,8 @@ static void *loopMain(void *arg) {
         }
         // Close a half-open attempt (e.g. after a CONNACK timeout) before waiting.
         mosquitto_disconnect(c->mosq);
-        backoffSleep(c, delay);
+        runDispatch(c, dispatch, context);
+        backoffSleep(c, delay, dispatch, context);
         delay = delay * 2 > c->maxReconnectDelayMs ? c->maxReconnectDelayMs : delay * 2;
     }
 
@@ -1074,6 +1123,7 @@ static void *loopMain(void *arg) {
         int64_t deadline = nowMs() + c->stopFlushMs;
         while (nowMs() < deadline) {
             if (loopOnce(c, 50) != MOSQ_ERR_SUCCESS) break;
+            runDispatch(c, dispatch, context);
         }
     } else {
         mosquitto_disconnect(c->mosq);
@@ -1086,8 +1136,19 @@ static void *loopMain(void *arg) {
     c->loopRunning = false;
     pthread_mutex_unlock(&c->controlLock);
     pushEvent(c, CMosquittoShim_EventStopped, 0, 0, NULL);
+    runDispatch(c, dispatch, context);
+    if (dispatch) dispatch(context, true);  // the last call: the context may be released
+    loopClientOfThisThread = NULL;
     CMosquittoShim_Client_release(c);
     return NULL;
+}
+
+void CMosquittoShim_Client_setDispatch(CMosquittoShim_Client *c, CMosquittoShim_DispatchFunction function,
+                                       void *context) {
+    pthread_mutex_lock(&c->controlLock);
+    c->dispatch = function;
+    c->dispatchContext = context;
+    pthread_mutex_unlock(&c->controlLock);
 }
 
 int CMosquittoShim_Client_start(CMosquittoShim_Client *c) {
@@ -1161,25 +1222,17 @@ int CMosquittoShim_Client_publish(CMosquittoShim_Client *c, int *mid, const char
 }
 
 int CMosquittoShim_Client_subscribe(CMosquittoShim_Client *c, int *mid, const char *const *filters, int count,
-                                    int qos, bool quiet) {
+                                    int qos) {
     int localMid = 0;
-    pthread_mutex_lock(&c->ackLock);
     int rc = mosquitto_subscribe_multiple(c->mosq, &localMid, count, (char *const *const)filters, qos, 0, NULL);
-    // Recorded under ackLock, so the acknowledgement cannot be handled first; a reused id that is not quiet clears
-    // a bit left by a request lost with its connection.
-    if (rc == MOSQ_ERR_SUCCESS) setMidBit(c->quiet, localMid, quiet);
-    pthread_mutex_unlock(&c->ackLock);
     if (rc == MOSQ_ERR_SUCCESS) wakeLoop(c);
     if (mid) *mid = localMid;
     return rc;
 }
 
-int CMosquittoShim_Client_unsubscribe(CMosquittoShim_Client *c, int *mid, const char *filter, bool quiet) {
+int CMosquittoShim_Client_unsubscribe(CMosquittoShim_Client *c, int *mid, const char *filter) {
     int localMid = 0;
-    pthread_mutex_lock(&c->ackLock);
     int rc = mosquitto_unsubscribe(c->mosq, &localMid, filter);
-    if (rc == MOSQ_ERR_SUCCESS) setMidBit(c->quiet, localMid, quiet);  // as in subscribe
-    pthread_mutex_unlock(&c->ackLock);
     if (rc == MOSQ_ERR_SUCCESS) wakeLoop(c);
     if (mid) *mid = localMid;
     return rc;
@@ -1187,19 +1240,8 @@ int CMosquittoShim_Client_unsubscribe(CMosquittoShim_Client *c, int *mid, const 
 
 // MARK: - Dispatcher side
 
-int CMosquittoShim_Client_wait(CMosquittoShim_Client *c, int timeoutMs) {
-    struct timespec deadline;
-    clock_gettime(CLOCK_MONOTONIC, &deadline);
-    deadline.tv_sec += timeoutMs / 1000;
-    deadline.tv_nsec += (long)(timeoutMs % 1000) * 1000000L;
-    if (deadline.tv_nsec >= 1000000000L) {
-        deadline.tv_sec += 1;
-        deadline.tv_nsec -= 1000000000L;
-    }
+int CMosquittoShim_Client_dispatchReasons(CMosquittoShim_Client *c) {
     pthread_mutex_lock(&c->queueLock);
-    while (!c->wakeMessages && !c->wakeDrops && !c->wakeJobs && !c->eventHead && !c->dispatcherClosed) {
-        if (pthread_cond_timedwait(&c->queueCond, &c->queueLock, &deadline) == ETIMEDOUT) break;
-    }
     int mask = 0;
     if (c->wakeMessages) mask |= CMosquittoShim_WakeMessages;
     if (c->wakeDrops) mask |= CMosquittoShim_WakeDrops;
@@ -1215,16 +1257,14 @@ int CMosquittoShim_Client_wait(CMosquittoShim_Client *c, int timeoutMs) {
 
 void CMosquittoShim_Client_wakeDispatcher(CMosquittoShim_Client *c) {
     pthread_mutex_lock(&c->queueLock);
-    bool wasSet = c->wakeJobs;
     c->wakeJobs = true;
     pthread_mutex_unlock(&c->queueLock);
-    if (!wasSet) pthread_cond_signal(&c->queueCond);
+    wantDispatch(c);
 }
 
 void CMosquittoShim_Client_closeDispatcher(CMosquittoShim_Client *c) {
     pthread_mutex_lock(&c->queueLock);
     c->dispatcherClosed = true;
-    pthread_cond_broadcast(&c->queueCond);
     pthread_cond_broadcast(&c->consumerCond);
     pthread_mutex_unlock(&c->queueLock);
 }
@@ -1288,6 +1328,8 @@ size_t CMosquittoShim_Client_takeMessages(CMosquittoShim_Client *c, CMosquittoSh
 
 size_t CMosquittoShim_Client_takeMessagesWaiting(CMosquittoShim_Client *c, CMosquittoShim_Message **out, size_t max,
                                                  int timeoutMicroseconds) {
+    // On the loop thread (a consumer running on the delivery executor) nothing can arrive while it waits.
+    if (loopClientOfThisThread == c) timeoutMicroseconds = 0;
     pthread_mutex_lock(&c->queueLock);
     if (c->count == 0 && timeoutMicroseconds > 0 && !c->dispatcherClosed) {
         struct timespec deadline;

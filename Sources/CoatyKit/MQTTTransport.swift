@@ -87,7 +87,7 @@ public final class MQTTTransport: CoatyTransport {
     /// The received messages, continuous across client replacements; one consumer.
     public var messages: Messages { Messages(transport: self) }
 
-    /// Delivers every received message to `handler` on the MQTT client's dispatcher thread, in
+    /// Delivers every received message to `handler` on the MQTT client's network thread, in
     /// order and in the batches the client took from its receive buffer, instead of through
     /// ``messages`` (also for the clients that replace the current one when the will changes).
     ///
@@ -102,8 +102,8 @@ public final class MQTTTransport: CoatyTransport {
         return true
     }
 
-    /// Runs the tasks that prefer it on the current MQTT client's dispatcher thread, the thread
-    /// that decodes and routes received messages (an `MQTTDeliveryExecutor` shared by every
+    /// Runs the tasks that prefer it on the current MQTT client's network thread, the thread
+    /// that reads, decodes and routes received messages (an `MQTTDeliveryExecutor` shared by every
     /// client this transport creates, so it survives will updates).
     public var deliveryExecutor: (any TaskExecutor)? { executor }
 
@@ -319,7 +319,7 @@ public final class MQTTTransport: CoatyTransport {
     /// - Parameters:
     ///   - filter: the MQTT topic filter.
     ///   - qos: the maximum QoS.
-    ///   - acknowledged: the outcome, on the MQTT client's dispatcher thread.
+    ///   - acknowledged: the outcome, on the MQTT client's network thread.
     /// - Returns: whether the SUBSCRIBE is queued; `false` while not connected.
     public func subscribeNow(
         _ filter: String,

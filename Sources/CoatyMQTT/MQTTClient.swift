@@ -14,8 +14,10 @@ import Synchronization
 /// for await message in client.messages { print(message.topic) }
 /// ```
 ///
-/// All network I/O runs on a C thread owned by the shim; received messages and acknowledgements reach Swift
-/// through bounded queues and a Swift dispatcher thread, so no Swift code runs on a libmosquitto thread.
+/// All network I/O runs on a network thread owned by the C shim. libmosquitto's callbacks are C: they copy each
+/// received message into a bounded buffer and each acknowledgement into a queue. Between its read/write steps (outside
+/// every libmosquitto callback and lock) the same thread hands them to Swift: it resumes the tasks waiting for them,
+/// or calls the message handler, with no hand-off to another thread.
 /// After a successful ``connect()``, the client reconnects with exponential backoff until ``disconnect()``
 /// (also after the broker refuses or a TLS handshake fails), re-subscribes every remembered filter, and only then
 /// reports ``MQTTConnectionState/connected`` again.
@@ -94,11 +96,9 @@ public final class MQTTClient: Sendable {
     /// connection's packets in order, so the subscription is in place before the publication is seen: a request
     /// published right after subscribing its response topic this way cannot miss its responses, and needs no
     /// SUBACK round trip. The filter is remembered for reconnects like any subscription.
-    /// `acknowledged` is called once, on the client's dispatcher thread, with `nil` when the broker acknowledged it
-    /// (also by the re-subscription after a reconnect) or with the error (refused, or the session ended); it must
-    /// return promptly. Nothing awaits the acknowledgement, so no task wakes for it, and the SUBACK does not wake the
-    /// dispatcher thread either: the callback runs at its next wake-up (the next message or event, at the latest about
-    /// a second later).
+    /// `acknowledged` is called once, on the client's network thread right after it read the SUBACK, with `nil` when
+    /// the broker acknowledged it (also by the re-subscription after a reconnect) or with the error (refused, or the
+    /// session ended); it must return promptly. Nothing awaits the acknowledgement, so no task wakes for it.
     /// - Parameters:
     ///   - topicFilter: A topic filter.
     ///   - qos: The maximum QoS of delivered messages.
@@ -115,10 +115,8 @@ public final class MQTTClient: Sendable {
     /// Unsubscribes from a topic filter without waiting: forgets it for reconnects and, when connected, queues the
     /// UNSUBSCRIBE.
     ///
-    /// `acknowledged` is called once: with `nil` at once when there is nothing to send, or on the dispatcher thread
-    /// after the UNSUBACK came (or the connection was lost, which ends the subscription too). As with
-    /// ``subscribeNow(_:qos:acknowledged:)``, the UNSUBACK does not wake the dispatcher thread on its own: the callback
-    /// runs at the dispatcher's next wake-up (at the latest about a second later).
+    /// `acknowledged` is called once: with `nil` at once when there is nothing to send, or on the network thread
+    /// right after it read the UNSUBACK (or the connection was lost, which ends the subscription too).
     /// - Parameters:
     ///   - topicFilter: A filter passed to a subscribe method before.
     ///   - acknowledged: The outcome; must return promptly.
@@ -159,22 +157,23 @@ public final class MQTTClient: Sendable {
     public var messages: MQTTMessages { MQTTMessages(core: core) }
 
     /// Delivers received messages to `handler` instead of through ``messages``: in batches, in the order the
-    /// broker sent them, called on the client's dispatcher thread (one call at a time).
+    /// broker sent them, called on the client's network thread (one call at a time) right after it read them.
     ///
     /// This saves the hand-off to a consuming task — a thread wake-up per batch — for a consumer whose work per
     /// message is short and never blocks (decoding and handing events on, as a Coaty communication manager does).
-    /// The network thread keeps reading into the receive buffer meanwhile, so bursts are buffered and drops counted
-    /// as for ``messages`` (``MQTTConfiguration/messageBufferCapacity``); the handler does not slow the network
-    /// thread (which would make the broker drop QoS 0 messages it cannot send, uncounted). Set it before
-    /// ``connect()`` and do not iterate ``messages`` then; `nil` goes back to ``messages``. Messages received
-    /// before the session ends are still delivered.
+    /// While the handler runs, the network thread reads and writes nothing: a handler slower than the inbound
+    /// stream slows reading, the broker's queue for this client fills, and the broker drops the QoS 0 messages it
+    /// cannot send (uncounted here; a consumer of ``messages`` instead loses them from the receive buffer, counted).
+    /// Keep it fast and hand slow work on, to a bounded buffer that counts its own overflow (as the Coaty
+    /// communication manager does for each observation). Set it before ``connect()`` and do not iterate ``messages``
+    /// then; `nil` goes back to ``messages``. Messages received before the session ends are still delivered.
     /// - Parameter handler: Called with each batch of received messages; must return promptly.
     public func setMessageHandler(_ handler: (@Sendable (_ batch: [MQTTMessage]) -> Void)?) {
         let boxed = handler.map(MessageHandler.init)
         core.messageHandler.withLock { $0 = boxed }
     }
 
-    /// Runs the tasks that prefer `executor` on this client's dispatcher thread while it is connected, right after
+    /// Runs the tasks that prefer `executor` on this client's network thread while it is connected, right after
     /// each batch handed to the message handler (see ``MQTTDeliveryExecutor``). Set it before ``connect()``; one
     /// executor can serve the clients that follow each other in an application.
     /// - Parameter executor: The executor, or `nil` to stop.
@@ -292,6 +291,41 @@ struct MessageChannel: ~Copyable {
     var closed = false
 }
 
+/// One session's dispatcher: the network loop thread calls `dispatchRound()` between its steps, so received messages
+/// and events reach Swift on that thread, with no hand-off to another thread. The calls come from the loop itself,
+/// never from inside a libmosquitto callback, so no libmosquitto lock is held and the round may publish, subscribe
+/// or stop. The loop holds this object (retained through the C boundary) until its last call, `loopEnded()`.
+final class SessionDispatch: Sendable {
+    let core: ClientCore
+    let handle: MosquittoHandle
+    let executor: MQTTDeliveryExecutor?
+    let executorToken: UInt64?
+    /// Set when the session stopped or was abandoned: later rounds do nothing, the executor is detached.
+    private let ended = Atomic<Bool>(false)
+
+    init(core: ClientCore, handle: MosquittoHandle, executor: MQTTDeliveryExecutor?, executorToken: UInt64?) {
+        self.core = core
+        self.handle = handle
+        self.executor = executor
+        self.executorToken = executorToken
+    }
+
+    /// A round between two loop steps (loop thread).
+    func dispatchRound() {
+        guard !ended.load(ordering: .acquiring) else { return }
+        if core.dispatchRound(handle, executor) { end() }
+    }
+
+    /// The loop's last call (loop thread).
+    func loopEnded() { end() }
+
+    /// Ends the session's dispatching (any thread, idempotent): the executor's jobs move to its fallback queue.
+    func end() {
+        guard !ended.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        if let executor, let executorToken { executor.detach(executorToken) }
+    }
+}
+
 /// A message handler, boxed so that reading it under a lock does not re-wrap the closure.
 final class MessageHandler: Sendable {
     let deliver: @Sendable ([MQTTMessage]) -> Void
@@ -301,7 +335,7 @@ final class MessageHandler: Sendable {
     }
 }
 
-/// Drop accounting, touched by the dispatcher thread only (a Mutex keeps it Sendable).
+/// Drop accounting, touched by the network thread's dispatch rounds only (a Mutex keeps it Sendable).
 struct DropReport {
     var counted: UInt64 = 0
     var unsentCounted: UInt64 = 0
@@ -309,7 +343,8 @@ struct DropReport {
     var lastLog: ContinuousClock.Instant?
 }
 
-/// The shared engine behind ``MQTTClient``; the dispatcher thread holds it, not the client, so the client can deinit.
+/// The shared engine behind ``MQTTClient``; the network loop holds it (through `SessionDispatch`), not the client,
+/// so the client can deinit.
 final class ClientCore: Sendable {
     let configuration: MQTTConfiguration
     let logger: Logger
@@ -319,10 +354,12 @@ final class ClientCore: Sendable {
     let state = Mutex(ClientState())
     let channel = Mutex(MessageChannel())
     let dropReport = Mutex(DropReport())
-    /// Set by `MQTTClient.setMessageHandler(_:)`: the dispatcher thread delivers batches to it.
+    /// Set by `MQTTClient.setMessageHandler(_:)`: the dispatch rounds deliver batches to it.
     let messageHandler = Mutex<MessageHandler?>(nil)
-    /// Set by `MQTTClient.setDeliveryExecutor(_:)`: the dispatcher thread runs its jobs.
+    /// Set by `MQTTClient.setDeliveryExecutor(_:)`: the dispatch rounds run its jobs.
     let deliveryExecutor = Mutex<MQTTDeliveryExecutor?>(nil)
+    /// The session the network loop thread dispatches for (the last one started).
+    let currentSession = Mutex<SessionDispatch?>(nil)
     /// `MQTTConfiguration.consumerWaitBeforeSuspending` in microseconds.
     let blockingWaitMicroseconds: Int32
     /// Mirrors `ClientState.running` for the lock-free QoS 0 publish path.
@@ -437,13 +474,20 @@ final class ClientCore: Sendable {
         while handle.popEvent() != nil {}  // stale events of an abandoned session
         handle.openDispatcher()
         running.store(true, ordering: .releasing)
-        let thread = Thread { [self] in runDispatcher(handle) }
-        thread.name = "coaty-mqtt-dispatch"
-        thread.start()
+        let executor = deliveryExecutor.withLock { $0 }
+        let session = SessionDispatch(
+            core: self,
+            handle: handle,
+            executor: executor,
+            executorToken: executor?.attach { handle.wakeDispatcher() }
+        )
+        currentSession.withLock { $0 = session }
+        let retained = handle.setDispatch(session)
 
         let rc = handle.start()
         guard rc == MosquittoCode.success else {
-            handle.closeDispatcher()
+            handle.discardDispatch(retained)
+            session.end()
             finishSession(reason: "the network thread could not start")
             throw MQTTError(
                 .protocolError,
@@ -476,7 +520,7 @@ final class ClientCore: Sendable {
         logger.debug("Disconnected", metadata: ["mqtt.broker": .string(url)])
     }
 
-    /// Asks the network loop to stop and waits (bounded) until the dispatcher has seen it stop.
+    /// Asks the network loop to stop and waits (bounded) until its dispatch round has seen it stop.
     private func stopSession() async {
         guard case .success(let handle) = setup else { return }
         handle.stop()
@@ -488,6 +532,7 @@ final class ClientCore: Sendable {
                     metadata: ["mqtt.broker": .string(url)]
                 )
                 handle.closeDispatcher()
+                currentSession.withLock { $0 }?.end()
                 finishSession(reason: "the network thread was abandoned")
                 return
             }
@@ -586,22 +631,20 @@ final class ClientCore: Sendable {
     func unsubscribe(_ filter: String) async throws {
         let handle = try requireHandle()
         try MQTTTopic.validateFilter(filter)
-        try await suspend { state, token in try !queueUnsubscribe(filter, token: token, quiet: false, handle, &state) }
+        try await suspend { state, token in try !queueUnsubscribe(filter, token: token, handle, &state) }
     }
 
     /// Forgets `filter` for reconnects and, while the connection is up, queues its UNSUBSCRIBE under `token`.
-    /// Returns whether an UNSUBACK will resolve `token` (`false`: there was nothing to send). A `quiet` UNSUBACK does
-    /// not wake the dispatcher on its own.
+    /// Returns whether an UNSUBACK will resolve `token` (`false`: there was nothing to send).
     private func queueUnsubscribe(
         _ filter: String,
         token: UInt64,
-        quiet: Bool,
         _ handle: MosquittoHandle,
         _ state: inout ClientState
     ) throws(MQTTError) -> Bool {
         state.subscriptions[filter] = nil
         guard state.running, state.transportUp else { return false }
-        let (rc, mid) = handle.unsubscribe(filter, quiet: quiet)
+        let (rc, mid) = handle.unsubscribe(filter)
         if rc == MosquittoCode.noConnection { return false }
         guard rc == MosquittoCode.success else {
             throw MQTTError(
@@ -622,7 +665,7 @@ final class ClientCore: Sendable {
         guard case .success(let handle) = setup, (try? MQTTTopic.validateFilter(filter)) != nil else { return false }
         return state.withLock { state in
             guard state.running, state.transportUp else { return false }
-            let (rc, mid) = handle.subscribe([filter], qos: qos, quiet: true)
+            let (rc, mid) = handle.subscribe([filter], qos: qos)
             guard rc == MosquittoCode.success else { return false }
             let token = state.makeToken()
             state.subscriptions[filter] = qos
@@ -640,7 +683,7 @@ final class ClientCore: Sendable {
             try MQTTTopic.validateFilter(filter)
             return try state.withLock { state throws(MQTTError) -> Bool in
                 let token = state.makeToken()
-                guard try queueUnsubscribe(filter, token: token, quiet: true, handle, &state) else { return false }
+                guard try queueUnsubscribe(filter, token: token, handle, &state) else { return false }
                 state.callbacks[token] = acknowledged
                 return true
             }
@@ -754,7 +797,7 @@ final class ClientCore: Sendable {
         }
     }
 
-    /// Called by the dispatcher when a waiting consumer can be served.
+    /// Called by a dispatch round when a waiting consumer can be served.
     private func serveMessageWaiter(_ handle: MosquittoHandle) {
         let served: (CheckedContinuation<[MQTTMessage]?, Never>, [MQTTMessage])? = channel.withLock { channel in
             guard let waiter = channel.waiter else { return nil }
@@ -794,42 +837,36 @@ final class ClientCore: Sendable {
         return MQTTConnectionStates(stream: stream)
     }
 
-    // MARK: Dispatcher
+    // MARK: Dispatch rounds
 
-    /// The dispatcher thread: serves message consumers, applies events, reports drops; ends with the session.
-    private func runDispatcher(_ handle: MosquittoHandle) {
-        let executor = deliveryExecutor.withLock { $0 }
-        let token = executor?.attach { handle.wakeDispatcher() }
-        defer { if let executor, let token { executor.detach(token) } }
-        // A handler gets what is already queued, and the first empty take arms the wake-up.
-        deliverToHandler(handle, executor)
-        executor?.runJobs()
-        while true {
-            let mask = handle.wait(timeoutMilliseconds: 1000)
-            // With a handler, an event waits until the messages received before it were handed over. So the
-            // handler takes what is queued on every wake-up (also the first after a handler was set mid-session,
-            // which no message wake-up announces), and due events are looked for every time.
-            let ordered = messageHandler.withLock { $0 } != nil
-            if ordered {
-                deliverToHandler(handle, executor)
-            } else if mask & Int32(CMosquittoShim_WakeMessages) != 0 {
-                serveMessageWaiter(handle)
-            }
-            var stopped = false
-            if ordered || mask & Int32(CMosquittoShim_WakeEvents) != 0 {
-                while let event = ordered ? handle.popDueEvent(includeStopped: true) : handle.popEvent() {
-                    // What arrived before the end goes to a handler before disconnect() can return.
-                    if event.kind == .stopped { deliverToHandler(handle, executor) }
-                    apply(event, handle)
-                    if event.kind == .stopped { stopped = true }
-                }
-            }
-            // Tasks resumed otherwise (by an event, a timer, another thread) run now, on this thread.
-            executor?.runJobs()
-            reportDrops(handle)
-            reportUnsent(handle)
-            if stopped || mask & Int32(CMosquittoShim_WakeClosed) != 0 { return }
+    /// One dispatch round, on the network loop thread between two of its steps (see `SessionDispatch`): serves
+    /// message consumers, applies events, runs the delivery executor's jobs, reports drops. Returns whether the
+    /// session ended (stopped, or abandoned by `disconnect()`).
+    fileprivate func dispatchRound(_ handle: MosquittoHandle, _ executor: MQTTDeliveryExecutor?) -> Bool {
+        let mask = handle.dispatchReasons()
+        // With a handler, an event waits until the messages received before it were handed over. So the handler
+        // takes what is queued in every round (also the first after a handler was set mid-session), and due events
+        // are looked for every time.
+        let ordered = messageHandler.withLock { $0 } != nil
+        if ordered {
+            deliverToHandler(handle, executor)
+        } else if mask & Int32(CMosquittoShim_WakeMessages) != 0 {
+            serveMessageWaiter(handle)
         }
+        var stopped = false
+        if ordered || mask & Int32(CMosquittoShim_WakeEvents) != 0 {
+            while let event = ordered ? handle.popDueEvent(includeStopped: true) : handle.popEvent() {
+                // What arrived before the end goes to a handler before disconnect() can return.
+                if event.kind == .stopped { deliverToHandler(handle, executor) }
+                apply(event, handle)
+                if event.kind == .stopped { stopped = true }
+            }
+        }
+        // Tasks resumed otherwise (by an event, a timer, another thread) run now, on this thread.
+        executor?.runJobs()
+        reportDrops(handle)
+        reportUnsent(handle)
+        return stopped || mask & Int32(CMosquittoShim_WakeClosed) != 0
     }
 
     /// Hands every queued message to the message handler, if one is set, until the queue is empty (which arms the
@@ -844,7 +881,7 @@ final class ClientCore: Sendable {
             // A steady inbound stream can keep this loop from the event queue for good, so the events that are due
             // are applied between batches: those received before the last message delivered (an acknowledgement
             // must not overtake the messages received before it, which the Coaty manager's copy counting relies
-            // on). The end of the session is left to the dispatcher loop. A publisher waiting for the QoS 0 queue to
+            // on). The end of the session is left to `dispatchRound`. A publisher waiting for the QoS 0 queue to
             // drain is resumed through its own flag, before the event itself is due.
             if handle.takeDrained() { resumeDrainWaiters() }
             executor?.runJobs()

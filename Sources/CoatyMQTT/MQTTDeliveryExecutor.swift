@@ -1,19 +1,19 @@
 import Dispatch
 import Synchronization
 
-/// A task executor that runs tasks on the dispatcher thread of the MQTT client it is attached to, the thread that
-/// hands received messages to the client's message handler.
+/// A task executor that runs tasks on the network thread of the MQTT client it is attached to, the thread that
+/// reads received messages and hands them to the client's message handler.
 ///
 /// A task that prefers this executor (`withTaskExecutorPreference(executor) { … }`) and waits for something the
 /// message handler provides (an event it routes, a response it completes) resumes on the same thread right after
 /// the handler's batch, instead of being handed to another thread. That saves a thread wake-up per message, which
-/// dominates request/response latency on a small machine. The price: while such a task runs, the client delivers no
-/// messages, so code running on it must be short and must not block (awaiting is fine: the thread is free while the
-/// task is suspended).
+/// dominates request/response latency on a small machine. The price: while such a task runs, the client reads and
+/// writes nothing, so code running on it must be short and must not block (awaiting is fine: the thread is free
+/// while the task is suspended).
 ///
 /// Attach it with ``MQTTClient/setDeliveryExecutor(_:)`` before connecting. It outlives clients: it can be attached
-/// to the next client of a reconnecting application. While no client's dispatcher runs it (before connecting, after
-/// disconnecting), its jobs run on a serial fallback queue, so a task preferring it never hangs.
+/// to the next client of a reconnecting application. While no client's network thread runs it (before connecting,
+/// after disconnecting), its jobs run on a serial fallback queue, so a task preferring it never hangs.
 public final class MQTTDeliveryExecutor: TaskExecutor {
     private struct Host {
         let token: UInt64
@@ -33,7 +33,7 @@ public final class MQTTDeliveryExecutor: TaskExecutor {
     /// Creates an executor, not attached to a client yet.
     public init() {}
 
-    /// Queues a job; it runs on the attached dispatcher thread after its current batch (or on the fallback queue).
+    /// Queues a job; it runs on the attached network thread after its current batch (or on the fallback queue).
     /// - Parameter job: The job.
     public func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
@@ -46,7 +46,7 @@ public final class MQTTDeliveryExecutor: TaskExecutor {
         wake?()
     }
 
-    /// Makes the dispatcher thread woken by `wake` run the jobs from now on; returns the token for ``detach(_:)``.
+    /// Makes the network thread woken by `wake` run the jobs from now on; returns the token for ``detach(_:)``.
     func attach(wake: @escaping @Sendable () -> Void) -> UInt64 {
         let (token, pending) = state.withLock { state -> (UInt64, Bool) in
             state.nextToken += 1
@@ -57,7 +57,7 @@ public final class MQTTDeliveryExecutor: TaskExecutor {
         return token
     }
 
-    /// Stops running jobs on the dispatcher attached with `token` (a later attachment stays); what is queued then
+    /// Stops running jobs on the network thread attached with `token` (a later attachment stays); what is queued then
     /// runs on the fallback queue.
     func detach(_ token: UInt64) {
         let wake = state.withLock { state -> (@Sendable () -> Void)? in
@@ -78,7 +78,7 @@ public final class MQTTDeliveryExecutor: TaskExecutor {
         for job in jobs { job.runSynchronously(on: asUnownedTaskExecutor()) }
     }
 
-    /// The wake-up for queued jobs: the attached dispatcher, else one round on the fallback queue.
+    /// The wake-up for queued jobs: the attached network thread, else one round on the fallback queue.
     private func wakeLocked(_ state: inout State) -> (@Sendable () -> Void)? {
         if let host = state.host { return host.wake }
         guard !state.fallbackScheduled else { return nil }
@@ -91,7 +91,7 @@ public final class MQTTDeliveryExecutor: TaskExecutor {
             state.fallbackScheduled = false
             return state.host
         }
-        // A dispatcher attached meanwhile takes the jobs (a later detach hands them back here).
+        // A network thread attached meanwhile takes the jobs (a later detach hands them back here).
         if let host { return host.wake() }
         runJobs()
     }

@@ -101,6 +101,33 @@ final class MosquittoHandle: @unchecked Sendable {
         return Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000)
     }
 
+    /// Makes the next network loop call `session.dispatchRound()` between its steps, on its thread, and
+    /// `session.loopEnded()` once at its end; the loop keeps `session` alive until then. Call before `start()`; when
+    /// `start()` fails, hand the session back with `discardDispatch(_:)`.
+    func setDispatch(_ session: SessionDispatch) -> Unmanaged<SessionDispatch> {
+        let retained = Unmanaged.passRetained(session)
+        CMosquittoShim_Client_setDispatch(
+            pointer,
+            { context, final in
+                guard let context else { return }
+                let session = Unmanaged<SessionDispatch>.fromOpaque(context)
+                if final {
+                    session.takeRetainedValue().loopEnded()
+                } else {
+                    session.takeUnretainedValue().dispatchRound()
+                }
+            },
+            retained.toOpaque()
+        )
+        return retained
+    }
+
+    /// Releases the session passed to `setDispatch(_:)` when no loop started with it.
+    func discardDispatch(_ retained: Unmanaged<SessionDispatch>) {
+        CMosquittoShim_Client_setDispatch(pointer, nil, nil)
+        retained.release()
+    }
+
     /// Starts the network loop thread; returns a MOSQ_ERR_* code.
     func start() -> Int32 { CMosquittoShim_Client_start(pointer) }
 
@@ -111,10 +138,10 @@ final class MosquittoHandle: @unchecked Sendable {
 
     func closeDispatcher() { CMosquittoShim_Client_closeDispatcher(pointer) }
 
-    /// Blocks until something is ready; returns the wake mask.
-    func wait(timeoutMilliseconds: Int32) -> Int32 { CMosquittoShim_Client_wait(pointer, timeoutMilliseconds) }
+    /// What the dispatch round has to do (never blocks); returns the reasons' mask.
+    func dispatchReasons() -> Int32 { CMosquittoShim_Client_dispatchReasons(pointer) }
 
-    /// Makes the dispatcher's `wait` return (with CMosquittoShim_WakeJobs).
+    /// Asks the network loop thread for a dispatch round soon (with CMosquittoShim_WakeJobs).
     func wakeDispatcher() { CMosquittoShim_Client_wakeDispatcher(pointer) }
 
     func popEvent() -> ShimEvent? {
@@ -158,7 +185,7 @@ final class MosquittoHandle: @unchecked Sendable {
     func discardMessages() { CMosquittoShim_Client_discardMessages(pointer) }
 
     /// Takes up to `maximumBatch` queued messages, converting each into an ``MQTTMessage`` and freeing the C copy.
-    /// When none is queued and `arm` is set, the next message wakes the dispatcher.
+    /// When none is queued and `arm` is set, the dispatch round after the next message serves the waiting consumer.
     func takeMessages(arm: Bool) -> [MQTTMessage] {
         take { CMosquittoShim_Client_takeMessages(pointer, $0.baseAddress, $0.count, arm) }
     }
@@ -227,8 +254,7 @@ final class MosquittoHandle: @unchecked Sendable {
     }
 
     /// Subscribes to filters with one QoS in one SUBSCRIBE packet; returns the MOSQ_ERR_* code and the message id.
-    /// A `quiet` SUBACK does not wake the dispatcher on its own.
-    func subscribe(_ filters: [String], qos: MQTTQoS, quiet: Bool = false) -> (Int32, Int32) {
+    func subscribe(_ filters: [String], qos: MQTTQoS) -> (Int32, Int32) {
         var arena = CStringArena()
         defer { arena.free() }
         let pointers: [UnsafePointer<CChar>?] = filters.map { arena.copy($0) }
@@ -239,17 +265,16 @@ final class MosquittoHandle: @unchecked Sendable {
                 &mid,
                 buffer.baseAddress,
                 Int32(buffer.count),
-                Int32(qos.rawValue),
-                quiet
+                Int32(qos.rawValue)
             )
         }
         return (rc, mid)
     }
 
     /// Unsubscribes from one filter; returns the MOSQ_ERR_* code and the message id.
-    func unsubscribe(_ filter: String, quiet: Bool = false) -> (Int32, Int32) {
+    func unsubscribe(_ filter: String) -> (Int32, Int32) {
         var mid: Int32 = 0
-        let rc = filter.withCString { CMosquittoShim_Client_unsubscribe(pointer, &mid, $0, quiet) }
+        let rc = filter.withCString { CMosquittoShim_Client_unsubscribe(pointer, &mid, $0) }
         return (rc, mid)
     }
 

@@ -3,7 +3,7 @@ import Foundation
 import Synchronization
 import Testing
 
-/// `MQTTDeliveryExecutor`: tasks preferring it run on the client's dispatcher thread, right after the batch that
+/// `MQTTDeliveryExecutor`: tasks preferring it run on the client's network thread, right after the batch that
 /// resumed them, and never hang when no client runs it.
 @Suite(.serialized, .enabled(if: BrokerAvailability.shouldRun, BrokerAvailability.skipMessage))
 struct MQTTDeliveryExecutorTests {
@@ -51,7 +51,7 @@ struct MQTTDeliveryExecutorTests {
         return (result.0, result.1)
     }
 
-    @Test func aTaskPreferringTheExecutorResumesOnTheDispatcherThread() async throws {
+    @Test func aTaskPreferringTheExecutorResumesOnTheNetworkThread() async throws {
         let threads = try await resumption(preferring: MQTTDeliveryExecutor())
         #expect(threads.task == threads.handler)
     }

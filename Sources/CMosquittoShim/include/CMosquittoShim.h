@@ -118,6 +118,18 @@ CMosquittoShim_Client *CMosquittoShim_Client_create(const CMosquittoShim_Options
 /// Drops the caller's reference; the client is destroyed when its loop thread has ended too.
 void CMosquittoShim_Client_release(CMosquittoShim_Client *client);
 
+/// The dispatch function: called on the network loop thread between its steps (never inside a libmosquitto callback,
+/// so no libmosquitto lock is held; it may publish, subscribe and stop), to take the messages and events the step
+/// queued and run work queued for it (CMosquittoShim_Client_wakeDispatcher). It must return promptly: the loop reads
+/// and writes nothing while it runs. `final` is true once, for the loop's last call, after the Stopped event was
+/// queued and taken; the context may be released then.
+typedef void (*CMosquittoShim_DispatchFunction)(void *context, bool final);
+
+/// Sets the dispatch function and its context for the next CMosquittoShim_Client_start (a running loop keeps the one
+/// it started with).
+void CMosquittoShim_Client_setDispatch(CMosquittoShim_Client *client, CMosquittoShim_DispatchFunction function,
+                                       void *context);
+
 /// Starts the network loop thread, which connects and reconnects with backoff until stopped.
 /// Returns MOSQ_ERR_SUCCESS, or an error when a loop is already running or the thread cannot start.
 int CMosquittoShim_Client_start(CMosquittoShim_Client *client);
@@ -130,16 +142,15 @@ void CMosquittoShim_Client_stop(CMosquittoShim_Client *client);
 int CMosquittoShim_Client_publish(CMosquittoShim_Client *client, int *mid, const char *topic, const void *payload,
                                   int payloadLength, int qos, bool retain);
 
-/// Subscribes to `count` filters with one QoS in one SUBSCRIBE packet; the SUBACK is a Subscribed event. A `quiet`
-/// SUBACK does not wake the dispatcher: its event waits for the next wake-up (a message, another event, or the
-/// dispatcher's wait timeout).
+/// Subscribes to `count` filters with one QoS in one SUBSCRIBE packet; the SUBACK is a Subscribed event, taken in
+/// the dispatch round after the loop step that read it.
 int CMosquittoShim_Client_subscribe(CMosquittoShim_Client *client, int *mid, const char *const *filters, int count,
-                                    int qos, bool quiet);
+                                    int qos);
 
-/// Unsubscribes from one filter; the UNSUBACK is an Unsubscribed event (`quiet`: as for subscribe).
-int CMosquittoShim_Client_unsubscribe(CMosquittoShim_Client *client, int *mid, const char *filter, bool quiet);
+/// Unsubscribes from one filter; the UNSUBACK is an Unsubscribed event.
+int CMosquittoShim_Client_unsubscribe(CMosquittoShim_Client *client, int *mid, const char *filter);
 
-/// Wait results (bit mask) of CMosquittoShim_Client_wait.
+/// Dispatch reasons (bit mask) of CMosquittoShim_Client_dispatchReasons.
 enum {
     CMosquittoShim_WakeMessages = 1,
     CMosquittoShim_WakeEvents = 2,
@@ -148,18 +159,19 @@ enum {
     CMosquittoShim_WakeJobs = 16,
 };
 
-/// Blocks the calling (dispatcher) thread until a waiting message consumer can be served, an event is queued (except
-/// a quiet acknowledgement), work was queued for it (CMosquittoShim_Client_wakeDispatcher),
-/// messages were dropped, the dispatcher was closed, or the timeout elapsed. Returns a mask of the reasons.
-int CMosquittoShim_Client_wait(CMosquittoShim_Client *client, int timeoutMilliseconds);
+/// What the dispatch function has to do (never blocks): a waiting message consumer can be served, events are queued,
+/// work was queued for it (CMosquittoShim_Client_wakeDispatcher), messages were dropped, or the dispatcher was closed.
+/// Returns a mask of the reasons and clears the one-shot ones (messages, drops, jobs).
+int CMosquittoShim_Client_dispatchReasons(CMosquittoShim_Client *client);
 
-/// Wakes the dispatcher (its wait returns CMosquittoShim_WakeJobs): work was queued for it outside the shim.
+/// Asks the loop thread for a dispatch round soon (CMosquittoShim_WakeJobs): work was queued for it outside the shim.
 void CMosquittoShim_Client_wakeDispatcher(CMosquittoShim_Client *client);
 
-/// Wakes a thread blocked in CMosquittoShim_Client_wait and makes it (and later waits) return WakeClosed.
+/// Makes CMosquittoShim_Client_dispatchReasons return WakeClosed from now on (the session was abandoned), and ends a
+/// consumer's wait in CMosquittoShim_Client_takeMessagesWaiting.
 void CMosquittoShim_Client_closeDispatcher(CMosquittoShim_Client *client);
 
-/// Re-opens the dispatcher wait after CMosquittoShim_Client_closeDispatcher (for a new session).
+/// Re-opens the dispatcher after CMosquittoShim_Client_closeDispatcher (for a new session).
 void CMosquittoShim_Client_openDispatcher(CMosquittoShim_Client *client);
 
 /// Removes and returns the oldest event, or NULL.
@@ -170,7 +182,7 @@ CMosquittoShim_Event *CMosquittoShim_Client_popEvent(CMosquittoShim_Client *clie
 CMosquittoShim_Event *CMosquittoShim_Client_popDueEvent(CMosquittoShim_Client *client, bool includeStopped);
 
 /// Takes up to `max` messages (ownership passes to the caller). When none is queued and `arm` is true,
-/// the next incoming message wakes the dispatcher with WakeMessages. Returns the number taken.
+/// the dispatch round after the next incoming message reports WakeMessages. Returns the number taken.
 size_t CMosquittoShim_Client_takeMessages(CMosquittoShim_Client *client, CMosquittoShim_Message **out, size_t max,
                                           bool arm);
 

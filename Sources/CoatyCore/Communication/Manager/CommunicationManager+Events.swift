@@ -624,7 +624,7 @@ extension CommunicationManager {
             if finish { continuation.finish() }
         }
         // The timeout's token, and whether the request was already released (it can end on the
-        // dispatcher thread before its timeout is scheduled).
+        // transport's delivery thread before its timeout is scheduled).
         let timer = LockedBox<(released: Bool, token: Int?)>((false, nil))
         let timers = requestTimers
         let routes = Array(zip(ids, filters))
