@@ -627,9 +627,8 @@ static bool stopRequested(CMosquittoShim_Client *c) { return atomic_load(&c->sto
 /// and runs the work other threads queued for it. Clearing `dispatchWanted` first means a request made during the
 /// round is seen by the next loop step (which then does not wait, see loopOnce).
 static void runDispatch(CMosquittoShim_Client *c, CMosquittoShim_DispatchFunction dispatch, void *context) {
-    if (!dispatch) return;
     atomic_store(&c->dispatchWanted, false);
-    dispatch(context, false);
+    if (dispatch) dispatch(context, false);
 }
 
 /// Asks the loop thread for a dispatch round soon (any thread): a loop step that is waiting ends (its poll through the
@@ -1040,9 +1039,12 @@ static void *loopMain(void *arg) {
     char detail[256];
     // This session's dispatch function: a later start (after this loop set loopRunning to false, below) may set
     // another one while this thread still makes its last calls.
+    // Taken, not copied: each setDispatch is used by one loop at most.
     pthread_mutex_lock(&c->controlLock);
     CMosquittoShim_DispatchFunction dispatch = c->dispatch;
     void *context = c->dispatchContext;
+    c->dispatch = NULL;
+    c->dispatchContext = NULL;
     pthread_mutex_unlock(&c->controlLock);
     loopClientOfThisThread = c;
     runDispatch(c, dispatch, context);  // what was queued for the dispatcher before the loop started

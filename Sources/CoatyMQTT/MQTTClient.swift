@@ -319,10 +319,14 @@ final class SessionDispatch: Sendable {
     /// The loop's last call (loop thread).
     func loopEnded() { end() }
 
-    /// Ends the session's dispatching (any thread, idempotent): the executor's jobs move to its fallback queue.
+    /// Ends the session's dispatching (any thread, idempotent): the executor's jobs move to its fallback queue, and
+    /// the core forgets this session (which holds the core: a reference cycle until now).
     func end() {
         guard !ended.exchange(true, ordering: .acquiringAndReleasing) else { return }
         if let executor, let executorToken { executor.detach(executorToken) }
+        core.currentSession.withLock { current in
+            if current === self { current = nil }
+        }
     }
 }
 
@@ -859,14 +863,20 @@ final class ClientCore: Sendable {
                 // What arrived before the end goes to a handler before disconnect() can return.
                 if event.kind == .stopped { deliverToHandler(handle, executor) }
                 apply(event, handle)
-                if event.kind == .stopped { stopped = true }
+                // What follows belongs to the next session (a connect() right after disconnect() returned).
+                if event.kind == .stopped {
+                    stopped = true
+                    break
+                }
             }
         }
-        // Tasks resumed otherwise (by an event, a timer, another thread) run now, on this thread.
-        executor?.runJobs()
         reportDrops(handle)
         reportUnsent(handle)
-        return stopped || mask & Int32(CMosquittoShim_WakeClosed) != 0
+        // Ended: the jobs still queued move to the executor's fallback queue when the session detaches it.
+        if stopped || mask & Int32(CMosquittoShim_WakeClosed) != 0 { return true }
+        // Tasks resumed otherwise (by an event, a timer, another thread) run now, on this thread.
+        executor?.runJobs()
+        return false
     }
 
     /// Hands every queued message to the message handler, if one is set, until the queue is empty (which arms the

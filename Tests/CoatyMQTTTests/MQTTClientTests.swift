@@ -383,6 +383,21 @@ struct MQTTClientTests {
         await client.disconnect()  // harmless when not connected
     }
 
+    /// A client that connected and disconnected is freed with its engine (and so its C client: socket, eventfd,
+    /// buffers) once the application drops it: the network loop's hold on the session ends with the loop.
+    @Test func aDisconnectedClientIsFreed() async throws {
+        let broker = try await MosquittoBroker.start()
+        weak var core: ClientCore?
+        do {
+            let client = try await connectedClient(broker.url, "freed")
+            try await client.subscribe("freed/#")
+            core = client.core
+            await client.disconnect()
+        }
+        for _ in 0..<100 where core != nil { try await Task.sleep(for: .milliseconds(100)) }
+        #expect(core == nil, "the client's engine was not freed")
+    }
+
     @Test func connectTwiceFails() async throws {
         let broker = try await MosquittoBroker.start()
         let client = try await connectedClient(broker.url)

@@ -125,8 +125,8 @@ void CMosquittoShim_Client_release(CMosquittoShim_Client *client);
 /// queued and taken; the context may be released then.
 typedef void (*CMosquittoShim_DispatchFunction)(void *context, bool final);
 
-/// Sets the dispatch function and its context for the next CMosquittoShim_Client_start (a running loop keeps the one
-/// it started with).
+/// Sets the dispatch function and its context for the next CMosquittoShim_Client_start, which takes them (a running
+/// loop keeps the one it started with; a later start without a new setDispatch runs without one).
 void CMosquittoShim_Client_setDispatch(CMosquittoShim_Client *client, CMosquittoShim_DispatchFunction function,
                                        void *context);
 
