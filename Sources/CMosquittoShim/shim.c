@@ -107,10 +107,7 @@ struct CMosquittoShim_Client {
     bool consumerBlocked; // a consumer thread waits on consumerCond (briefly, see takeMessagesWaiting)
     pthread_cond_t consumerCond;
     bool wakeMessages;   // for the dispatcher: a waiting consumer can be served
-    bool wakeDrops;      // for the dispatcher: drops happened
-    bool wakeJobs;       // for the dispatcher: work queued for it (CMosquittoShim_Client_wakeDispatcher)
     bool dispatcherClosed;
-    int64_t lastDropSignalMs;
     CMosquittoShim_Event *eventHead;
     CMosquittoShim_Event *eventTail;
     uint64_t pushedMessages; // messages ever put into the ring (stamps events, see CMosquittoShim_Client_popDueEvent)
@@ -203,9 +200,9 @@ static void wakeLoopIfPolling(CMosquittoShim_Client *c);
 /// The client whose network loop runs on this thread, if any (see CMosquittoShim_Client_takeMessagesWaiting).
 static _Thread_local CMosquittoShim_Client *loopClientOfThisThread;
 
-/// Queues an event for the dispatcher. Events queued on the loop thread (all but a few) are taken in the dispatch
-/// round after the current loop step; `wake` asks for a round when queued elsewhere.
-static void pushEventWaking(CMosquittoShim_Client *c, int kind, int code, int mid, const char *detail, bool wake) {
+/// Queues an event for the dispatcher and asks for a dispatch round (on the loop thread during a step, the round after
+/// the step takes it anyway; elsewhere, or during a round, the request makes the next loop step not wait).
+static void pushEvent(CMosquittoShim_Client *c, int kind, int code, int mid, const char *detail) {
     CMosquittoShim_Event *event = calloc(1, sizeof(CMosquittoShim_Event));
     if (!event) return;  // out of memory: nothing sensible left to do
     event->kind = kind;
@@ -221,11 +218,7 @@ static void pushEventWaking(CMosquittoShim_Client *c, int kind, int code, int mi
     }
     c->eventTail = event;
     pthread_mutex_unlock(&c->queueLock);
-    if (wake) wantDispatch(c);
-}
-
-static void pushEvent(CMosquittoShim_Client *c, int kind, int code, int mid, const char *detail) {
-    pushEventWaking(c, kind, code, mid, detail, true);
+    wantDispatch(c);
 }
 
 /// Sets or clears `mid` in a message-id bitset (`tracked`); the caller holds ackLock.
@@ -297,12 +290,7 @@ static void onMessage(struct mosquitto *mosq, void *obj, const struct mosquitto_
 
     pthread_mutex_lock(&c->queueLock);
     if (c->count == c->capacity) {
-        atomic_fetch_add(&c->dropped, 1);
-        int64_t now = nowMs();
-        if (!c->wakeDrops && now - c->lastDropSignalMs >= 1000) {
-            c->lastDropSignalMs = now;
-            c->wakeDrops = true;  // the dispatch round after this loop step reports them
-        }
+        atomic_fetch_add(&c->dropped, 1);  // reported by the dispatch round after this loop step
         pthread_mutex_unlock(&c->queueLock);
         free(m);
         return;
@@ -366,14 +354,13 @@ static void onSubscribe(struct mosquitto *mosq, void *obj, int mid, int count, c
             break;
         }
     }
-    // On the loop thread: the dispatch round after this step takes it, no wake-up needed.
-    pushEventWaking(c, CMosquittoShim_EventSubscribed, firstRefused, mid, NULL, false);
+    pushEvent(c, CMosquittoShim_EventSubscribed, firstRefused, mid, NULL);
 }
 
 static void onUnsubscribe(struct mosquitto *mosq, void *obj, int mid, const mosquitto_property *props) {
     (void)mosq; (void)props;
     CMosquittoShim_Client *c = obj;
-    pushEventWaking(c, CMosquittoShim_EventUnsubscribed, 0, mid, NULL, false);  // as in onSubscribe
+    pushEvent(c, CMosquittoShim_EventUnsubscribed, 0, mid, NULL);
 }
 
 static void onLog(struct mosquitto *mosq, void *obj, int level, const char *line) {
@@ -1246,23 +1233,14 @@ int CMosquittoShim_Client_dispatchReasons(CMosquittoShim_Client *c) {
     pthread_mutex_lock(&c->queueLock);
     int mask = 0;
     if (c->wakeMessages) mask |= CMosquittoShim_WakeMessages;
-    if (c->wakeDrops) mask |= CMosquittoShim_WakeDrops;
     if (c->eventHead) mask |= CMosquittoShim_WakeEvents;
     if (c->dispatcherClosed) mask |= CMosquittoShim_WakeClosed;
-    if (c->wakeJobs) mask |= CMosquittoShim_WakeJobs;
     c->wakeMessages = false;
-    c->wakeDrops = false;
-    c->wakeJobs = false;
     pthread_mutex_unlock(&c->queueLock);
     return mask;
 }
 
-void CMosquittoShim_Client_wakeDispatcher(CMosquittoShim_Client *c) {
-    pthread_mutex_lock(&c->queueLock);
-    c->wakeJobs = true;
-    pthread_mutex_unlock(&c->queueLock);
-    wantDispatch(c);
-}
+void CMosquittoShim_Client_wakeDispatcher(CMosquittoShim_Client *c) { wantDispatch(c); }
 
 void CMosquittoShim_Client_closeDispatcher(CMosquittoShim_Client *c) {
     pthread_mutex_lock(&c->queueLock);

@@ -141,7 +141,7 @@ final class MosquittoHandle: @unchecked Sendable {
     /// What the dispatch round has to do (never blocks); returns the reasons' mask.
     func dispatchReasons() -> Int32 { CMosquittoShim_Client_dispatchReasons(pointer) }
 
-    /// Asks the network loop thread for a dispatch round soon (with CMosquittoShim_WakeJobs).
+    /// Asks the network loop thread for a dispatch round soon.
     func wakeDispatcher() { CMosquittoShim_Client_wakeDispatcher(pointer) }
 
     func popEvent() -> ShimEvent? {

@@ -154,17 +154,15 @@ int CMosquittoShim_Client_unsubscribe(CMosquittoShim_Client *client, int *mid, c
 enum {
     CMosquittoShim_WakeMessages = 1,
     CMosquittoShim_WakeEvents = 2,
-    CMosquittoShim_WakeDrops = 4,
     CMosquittoShim_WakeClosed = 8,
-    CMosquittoShim_WakeJobs = 16,
 };
 
-/// What the dispatch function has to do (never blocks): a waiting message consumer can be served, events are queued,
-/// work was queued for it (CMosquittoShim_Client_wakeDispatcher), messages were dropped, or the dispatcher was closed.
-/// Returns a mask of the reasons and clears the one-shot ones (messages, drops, jobs).
+/// What the dispatch function has to do besides its every-round work (running queued jobs, reporting drops); never
+/// blocks: a waiting message consumer can be served, events are queued, or the dispatcher was closed. Returns a mask
+/// of the reasons and clears the one-shot one (messages).
 int CMosquittoShim_Client_dispatchReasons(CMosquittoShim_Client *client);
 
-/// Asks the loop thread for a dispatch round soon (CMosquittoShim_WakeJobs): work was queued for it outside the shim.
+/// Asks the loop thread for a dispatch round soon: work was queued for it outside the shim.
 void CMosquittoShim_Client_wakeDispatcher(CMosquittoShim_Client *client);
 
 /// Makes CMosquittoShim_Client_dispatchReasons return WakeClosed from now on (the session was abandoned), and ends a
