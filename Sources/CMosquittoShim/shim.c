@@ -1,5 +1,8 @@
 // The CoatyMQTT C shim: owns the libmosquitto callbacks and a network-loop thread. The callbacks (C only) copy
-// messages into a bounded ring (drop-new on overflow, counted) and events into an unbounded list (never dropped);
+// messages into a ring and events into a list, neither ever dropped. The ring is bounded by back-pressure: the loop
+// reads no more from the socket while the ring holds its capacity or Swift paused reading (see readAllowed), so TCP
+// flow control holds the rest in the kernel and the broker; a read step already under way may overshoot the capacity
+// by the packets it completes (the ring grows for them);
 // the loop thread calls the Swift dispatch function between its steps (outside every libmosquitto callback and
 // lock), which takes them from there (see CMosquittoShim_Client_setDispatch).
 
@@ -41,6 +44,7 @@
 /// A QoS 0 PUBLISH packet of the direct path waiting to be written (see publishDirect).
 struct OutPacket {
     struct OutPacket *next;
+    bool publish;   // a QoS 0 PUBLISH, counted in qos0Queued/qos0Written (else the rest of a keep-alive PINGREQ)
     size_t length;
     size_t offset;  // bytes already written
     uint8_t bytes[];
@@ -100,9 +104,14 @@ struct CMosquittoShim_Client {
     // Queue state, guarded by queueLock.
     pthread_mutex_t queueLock;
     CMosquittoShim_Message **ring;
-    size_t capacity;
+    size_t capacity;       // the soft limit: reading pauses at it (see readAllowed)
+    size_t allocated;      // slots in `ring` (>= capacity; grows for a read step's overshoot)
     size_t head;
     size_t count;
+    atomic_size_t queuedMirror;  // `count`, for the loop's read decision without queueLock
+    atomic_bool readPaused;      // Swift asked the loop to stop reading (CMosquittoShim_Client_setReadPaused)
+    int64_t pausedPingNs;        // loop thread: when the last keep-alive PINGREQ of a pause was written
+    atomic_bool readingHeld;     // the loop's last step did not read because of back-pressure (written by the loop)
     bool armed;          // a consumer waits for the next message
     bool consumerBlocked; // a consumer thread waits on consumerCond (briefly, see takeMessagesWaiting)
     pthread_cond_t consumerCond;
@@ -266,6 +275,20 @@ static void onConnect(struct mosquitto *mosq, void *obj, int rc, int flags, cons
     }
 }
 
+/// Doubles the ring (queueLock held), keeping the queued messages in order; false when out of memory. Only a read step
+/// that completes several packets after the ring reached its capacity gets here (see readAllowed).
+static bool growRingLocked(CMosquittoShim_Client *c) {
+    size_t grown = c->allocated * 2;
+    CMosquittoShim_Message **ring = calloc(grown, sizeof(CMosquittoShim_Message *));
+    if (!ring) return false;
+    for (size_t i = 0; i < c->count; i++) ring[i] = c->ring[(c->head + i) % c->allocated];
+    free(c->ring);
+    c->ring = ring;
+    c->allocated = grown;
+    c->head = 0;
+    return true;
+}
+
 static void onMessage(struct mosquitto *mosq, void *obj, const struct mosquitto_message *msg,
                       const mosquitto_property *props) {
     (void)mosq; (void)props;
@@ -289,14 +312,15 @@ static void onMessage(struct mosquitto *mosq, void *obj, const struct mosquitto_
     if (payloadLength) memcpy(bytes + topicLength + 1, msg->payload, payloadLength);
 
     pthread_mutex_lock(&c->queueLock);
-    if (c->count == c->capacity) {
-        atomic_fetch_add(&c->dropped, 1);  // reported by the dispatch round after this loop step
+    if (c->count == c->allocated && !growRingLocked(c)) {
+        atomic_fetch_add(&c->dropped, 1);  // out of memory only; reported by the dispatch round after this step
         pthread_mutex_unlock(&c->queueLock);
         free(m);
         return;
     }
-    c->ring[(c->head + c->count) % c->capacity] = m;
+    c->ring[(c->head + c->count) % c->allocated] = m;
     c->count += 1;
+    atomic_store(&c->queuedMirror, c->count);
     c->pushedMessages += 1;
     bool wakeConsumer = c->consumerBlocked;
     if (c->armed) {
@@ -535,7 +559,11 @@ CMosquittoShim_Client *CMosquittoShim_Client_create(const CMosquittoShim_Options
     atomic_init(&c->wakePending, false);
     c->wakeFd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     c->capacity = o->messageCapacity > 0 ? (size_t)o->messageCapacity : 1;
-    c->ring = calloc(c->capacity, sizeof(CMosquittoShim_Message *));
+    c->allocated = c->capacity;
+    c->ring = calloc(c->allocated, sizeof(CMosquittoShim_Message *));
+    atomic_init(&c->queuedMirror, 0);
+    atomic_init(&c->readPaused, false);
+    atomic_init(&c->readingHeld, false);
     c->host = copyString(o->host);
     c->port = o->port;
     c->keepAlive = o->keepAliveSeconds;
@@ -829,9 +857,11 @@ static bool flushOursLocked(CMosquittoShim_Client *c) {
             left -= rest;
             c->oursHead = packet->next;
             if (!c->oursHead) c->oursTail = NULL;
+            if (packet->publish) {
+                atomic_fetch_add(&c->qos0Written, 1);
+                wrote = true;
+            }
             free(packet);
-            atomic_fetch_add(&c->qos0Written, 1);
-            wrote = true;
         }
         if (c->oursHead && c->oursHead->offset > 0) break;  // a partial write: the socket is full
     }
@@ -941,6 +971,7 @@ static int publishDirect(CMosquittoShim_Client *c, const char *topic, const void
                 at += parts[i].iov_len;
             }
             packet->next = NULL;
+            packet->publish = true;
             packet->length = total;
             packet->offset = written;
             if (c->oursTail) {
@@ -969,6 +1000,52 @@ static int publishDirect(CMosquittoShim_Client *c, const char *topic, const void
     return MOSQ_ERR_SUCCESS;
 }
 
+/// Whether the loop may read from the socket: not while the ring holds its capacity (its consumer is behind) or Swift
+/// paused reading (an observer is full). Holding the reads is the back-pressure: the kernel's socket buffer fills, TCP
+/// flow control stops the broker, which keeps the rest under its own limits.
+static bool readAllowed(CMosquittoShim_Client *c) {
+    return !atomic_load(&c->readPaused) && atomic_load(&c->queuedMirror) < c->capacity;
+}
+
+/// Keeps the session alive while reads are held (loop thread); true when it did, so libmosquitto's keep-alive check
+/// must be skipped: that check ends a session whose PINGRESP was not read within the keep-alive, and the PINGRESP waits
+/// behind the unread messages. Instead a PINGREQ is written through the direct path every half keep-alive, which
+/// satisfies the broker; the PINGRESPs are read (and ignored by libmosquitto) when reading resumes. Over TLS there is
+/// no direct path: libmosquitto's own check runs, and a hold longer than the keep-alive ends the session, which is
+/// reported as a connection loss and reconnects by itself.
+static bool keepAliveWhileHeld(CMosquittoShim_Client *c) {
+    if (!atomic_load(&c->directReady) || c->keepAlive <= 0) return false;
+    int64_t now = nowNs();
+    if (now - c->pausedPingNs < (int64_t)c->keepAlive * 500000000LL) return true;
+    pthread_mutex_lock(&c->writeLock);
+    // Only between whole packets: nothing of ours or of libmosquitto's is waiting (else retry at the next step).
+    if (c->directFd >= 0 && !c->oursHead && !mosquitto_want_write(c->mosq)) {
+        static const uint8_t pingreq[2] = {0xC0, 0x00};
+        ssize_t n;
+        do {
+            n = send(c->directFd, pingreq, sizeof(pingreq), MSG_NOSIGNAL | MSG_DONTWAIT);
+        } while (n < 0 && errno == EINTR);
+        if (n == 1) {
+            // Half a packet on the wire: the other byte goes first when the socket is writable again.
+            struct OutPacket *rest = malloc(sizeof(struct OutPacket) + 1);
+            if (rest) {
+                rest->next = NULL;
+                rest->publish = false;
+                rest->length = 1;
+                rest->offset = 0;
+                rest->bytes[0] = pingreq[1];
+                c->oursHead = c->oursTail = rest;
+                atomic_store(&c->oursNonEmpty, true);
+            } else {
+                shutdown(c->directFd, SHUT_RDWR);  // the stream cannot go on; the client reconnects
+            }
+        }
+        if (n > 0) c->pausedPingNs = now;
+    }
+    pthread_mutex_unlock(&c->writeLock);
+    return true;
+}
+
 /// One iteration of the network loop, as `mosquitto_loop` does it (wait for the socket, read, write, keepalive),
 /// but woken through our own eventfd. libmosquitto wakes its loop by writing one byte to an internal socket pair for
 /// every packet another thread queues, and `mosquitto_loop` reads one byte per call: a publisher woke the loop thread
@@ -978,6 +1055,11 @@ static int publishDirect(CMosquittoShim_Client *c, const char *topic, const void
 static int loopOnce(CMosquittoShim_Client *c, int timeoutMs) {
     int sock = mosquitto_socket(c->mosq);
     if (sock < 0) return MOSQ_ERR_NO_CONN;
+    bool reading = readAllowed(c);
+    if (reading == atomic_load(&c->readingHeld)) {
+        atomic_store(&c->readingHeld, !reading);
+        c->pausedPingNs = nowNs();  // a pause starts: its first keep-alive PINGREQ is due half a keep-alive later
+    }
     atomic_store(&c->loopPolling, true);
     uint64_t queued = atomic_load(&c->packetsQueued);
     bool others = queued != c->packetsSeen;  // packets queued by other threads since the last write
@@ -985,7 +1067,7 @@ static int loopOnce(CMosquittoShim_Client *c, int timeoutMs) {
     bool dispatchDue = atomic_load(&c->dispatchWanted);  // see wantDispatch
     bool wantWrite = others || mosquitto_want_write(c->mosq) || atomic_load(&c->oursNonEmpty);
     struct pollfd fds[2] = {
-        {.fd = sock, .events = (short)(POLLIN | (wantWrite ? POLLOUT : 0)), .revents = 0},
+        {.fd = sock, .events = (short)((reading ? POLLIN : 0) | (wantWrite ? POLLOUT : 0)), .revents = 0},
         {.fd = c->wakeFd, .events = POLLIN, .revents = 0},
     };
     int count = poll(fds, 2, others || dispatchDue ? 0 : timeoutMs);
@@ -1000,15 +1082,17 @@ static int loopOnce(CMosquittoShim_Client *c, int timeoutMs) {
         atomic_store(&c->wakePending, false);
         woken = true;
     }
-    if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+    // A held read still reads a closed or failed socket (POLLHUP, POLLERR come without asking), so the loss is seen.
+    if ((reading && (fds[0].revents & POLLIN)) || (fds[0].revents & (POLLHUP | POLLERR))) {
         // mosquitto_loop_read reads one packet per call (for QoS 0). While PUBLISH packets keep completing, the next
         // one is read at once instead of after another poll: a stream costs one poll per burst, not per message
-        // (and one read that finds nothing at its end). Bounded, so writes and keepalive are not held up.
+        // (and one read that finds nothing at its end). Bounded, so writes and keepalive are not held up, and it
+        // stops as soon as back-pressure holds the reads.
         for (int i = 0; i < SHIM_READ_BURST; i++) {
             uint64_t before = c->received;
             int rc = mosquitto_loop_read(c->mosq, 1);
             if (rc || mosquitto_socket(c->mosq) < 0) return rc;
-            if (c->received == before) break;  // nothing complete, or not a PUBLISH: back to the poll
+            if (c->received == before || !readAllowed(c)) break;  // nothing complete, not a PUBLISH, or held
         }
     }
     // As mosquitto_loop: write when the socket is writable, or when another thread queued a packet (libmosquitto
@@ -1017,6 +1101,7 @@ static int loopOnce(CMosquittoShim_Client *c, int timeoutMs) {
         int rc = loopWrite(c);
         if (rc || mosquitto_socket(c->mosq) < 0) return rc;
     }
+    if (atomic_load(&c->readingHeld) && keepAliveWhileHeld(c)) return MOSQ_ERR_SUCCESS;
     return mosquitto_loop_misc(c->mosq);
 }
 
@@ -1284,25 +1369,32 @@ CMosquittoShim_Event *CMosquittoShim_Client_popDueEvent(CMosquittoShim_Client *c
 }
 
 /// Moves up to `max` queued messages to `out` (queueLock held); taking any disarms the wake-up.
-static size_t dequeueLocked(CMosquittoShim_Client *c, CMosquittoShim_Message **out, size_t max) {
+/// `roomAgain` tells the caller to wake the loop after unlocking: it may hold its reads for a full ring.
+static size_t dequeueLocked(CMosquittoShim_Client *c, CMosquittoShim_Message **out, size_t max, bool *roomAgain) {
     size_t n = c->count < max ? c->count : max;
     for (size_t i = 0; i < n; i++) {
         out[i] = c->ring[c->head];
         c->ring[c->head] = NULL;
-        c->head = (c->head + 1) % c->capacity;
+        c->head = (c->head + 1) % c->allocated;
     }
+    // Room again after the ring held its capacity: the loop may be holding its reads (see readAllowed).
+    bool wasFull = c->count >= c->capacity;
     c->count -= n;
+    atomic_store(&c->queuedMirror, c->count);
     c->takenMessages += n;
     if (n > 0) c->armed = false;
+    *roomAgain = wasFull && n > 0 && loopClientOfThisThread != c;
     return n;
 }
 
 size_t CMosquittoShim_Client_takeMessages(CMosquittoShim_Client *c, CMosquittoShim_Message **out, size_t max,
                                           bool arm) {
+    bool roomAgain = false;
     pthread_mutex_lock(&c->queueLock);
-    size_t n = dequeueLocked(c, out, max);
+    size_t n = dequeueLocked(c, out, max, &roomAgain);
     if (n == 0 && arm) c->armed = true;
     pthread_mutex_unlock(&c->queueLock);
+    if (roomAgain) wantDispatch(c);
     return n;
 }
 
@@ -1325,8 +1417,10 @@ size_t CMosquittoShim_Client_takeMessagesWaiting(CMosquittoShim_Client *c, CMosq
         }
         c->consumerBlocked = false;
     }
-    size_t n = dequeueLocked(c, out, max);
+    bool roomAgain = false;
+    size_t n = dequeueLocked(c, out, max, &roomAgain);
     pthread_mutex_unlock(&c->queueLock);
+    if (roomAgain) wantDispatch(c);
     return n;
 }
 
@@ -1335,12 +1429,20 @@ void CMosquittoShim_Client_discardMessages(CMosquittoShim_Client *c) {
     while (c->count > 0) {
         free(c->ring[c->head]);
         c->ring[c->head] = NULL;
-        c->head = (c->head + 1) % c->capacity;
+        c->head = (c->head + 1) % c->allocated;
         c->count -= 1;
+        atomic_store(&c->queuedMirror, c->count);
         c->takenMessages += 1;  // gone, as if taken: events queued behind them are due
     }
     pthread_mutex_unlock(&c->queueLock);
 }
+
+void CMosquittoShim_Client_setReadPaused(CMosquittoShim_Client *c, bool paused) {
+    bool was = atomic_exchange(&c->readPaused, paused);
+    if (was && !paused) wantDispatch(c);  // the loop may wait in a poll that does not watch the socket's input
+}
+
+bool CMosquittoShim_Client_readingHeld(CMosquittoShim_Client *c) { return atomic_load(&c->readingHeld); }
 
 uint64_t CMosquittoShim_Client_droppedCount(CMosquittoShim_Client *c) { return atomic_load(&c->dropped); }
 

@@ -39,6 +39,7 @@ public final class MQTTTransport: CoatyTransport {
         var observers: [Int: AsyncStream<TransportConnectionState>.Continuation] = [:]
         var forwarder: Task<Void, Never>?
         var messageHandler: (@Sendable ([TransportMessage]) -> Void)?
+        var readingPaused = false
 
         mutating func set(_ connection: TransportConnectionState) {
             guard self.connection != connection else { return }
@@ -100,6 +101,17 @@ public final class MQTTTransport: CoatyTransport {
         }
         client?.setMessageHandler(Self.batchHandler(handler))
         return true
+    }
+
+    /// Holds or resumes reading from the broker (the manager's back-pressure), also for the
+    /// clients that replace the current one.
+    ///
+    /// - Parameter paused: whether to hold the reads.
+    public func setReceivingPaused(_ paused: Bool) {
+        state.withLock { state in
+            state.readingPaused = paused
+            state.client?.setReadingPaused(paused)
+        }
     }
 
     /// Runs the tasks that prefer it on the current MQTT client's network thread, the thread
@@ -245,6 +257,8 @@ public final class MQTTTransport: CoatyTransport {
             return (old, state.generation, state.filters, state.messageHandler)
         }
         if let handler { client.setMessageHandler(Self.batchHandler(handler)) }
+        // Under the lock, so a concurrent setReceivingPaused either is read here or sees this client.
+        state.withLock { state in if state.readingPaused { client.setReadingPaused(true) } }
         client.setDeliveryExecutor(executor)
         if let old { await old.disconnect() }
         let forwarder = forward(client, generation: generation)

@@ -188,9 +188,28 @@ public final class MQTTClient: Sendable {
     /// The current connection state.
     public var connectionState: MQTTConnectionState { core.state.withLock { $0.connection } }
 
-    /// How many received messages were dropped because the consumer lagged more than
-    /// ``MQTTConfiguration/messageBufferCapacity`` messages behind (since the client was created).
+    /// How many received messages were dropped (since the client was created): only when no memory was left for
+    /// one. A consumer that lags does not lose messages: once ``MQTTConfiguration/messageBufferCapacity`` messages
+    /// wait, the network thread stops reading from the socket until the consumer takes some (back-pressure).
     public var droppedMessageCount: Int { core.droppedMessageCount }
+
+    /// Holds (`true`) or resumes (`false`) reading from the broker, from any thread: back-pressure from a consumer
+    /// further down (e.g. a full Coaty observer). While reads are held, TCP flow control holds what the broker sends
+    /// in the kernel and the broker; over plain TCP the session stays alive (the network thread writes its own
+    /// PINGREQs), over TLS a hold longer than the keep-alive ends the session, which then reconnects by itself.
+    /// Messages read before the call are still delivered.
+    /// - Parameter paused: Whether to hold the reads.
+    public func setReadingPaused(_ paused: Bool) {
+        guard case .success(let handle) = core.setup else { return }
+        handle.setReadPaused(paused)
+    }
+
+    /// Whether the network thread held its reads in its last step: the consumer is behind (the receive buffer
+    /// holds ``MQTTConfiguration/messageBufferCapacity`` messages) or ``setReadingPaused(_:)`` asked it to.
+    public var isReadingHeld: Bool {
+        guard case .success(let handle) = core.setup else { return false }
+        return handle.readingHeld
+    }
 
     /// How many QoS 0 publications were queued but never written to the broker (since the client was created):
     /// lost with a broken connection, or still queued when ``disconnect()`` reached

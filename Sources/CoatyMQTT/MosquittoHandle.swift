@@ -166,6 +166,12 @@ final class MosquittoHandle: @unchecked Sendable {
 
     var droppedCount: UInt64 { CMosquittoShim_Client_droppedCount(pointer) }
 
+    /// Holds or resumes the loop's reads (back-pressure from the consumer side).
+    func setReadPaused(_ paused: Bool) { CMosquittoShim_Client_setReadPaused(pointer, paused) }
+
+    /// Whether the loop held its reads in its last step.
+    var readingHeld: Bool { CMosquittoShim_Client_readingHeld(pointer) }
+
     /// QoS 0 publications queued but never written (lost with a connection, or at the disconnect flush deadline).
     var unsentCount: UInt64 { CMosquittoShim_Client_unsentCount(pointer) }
 

@@ -2,6 +2,11 @@ import ArgumentParser
 import CoatyKit
 import Dispatch
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Logging
 import Synchronization
 
@@ -135,12 +140,83 @@ func interruptible<T: Sendable>(
 
 /// Writes data lines to stdout, one `write` per line, so every line is flushed as it is made.
 enum Output {
+    /// The lines not written yet (see ``append(_:)``).
+    private static let pending = Mutex<[UInt8]>([])
+    /// Lines are written once this many bytes are pending (one system call per chunk, not per line).
+    static let chunkSize = 64 * 1024
+
+    /// Writes a line now (with whatever is pending before it).
     static func line(_ text: String) {
-        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+        append(text)
+        flush()
+    }
+
+    /// Adds a line; writes the pending lines once they reach ``chunkSize``. Call ``flush()``
+    /// before waiting for more input, so a line never waits for the next one.
+    static func append(_ text: String) {
+        let full = pending.withLock { bytes -> [UInt8]? in
+            bytes.append(contentsOf: text.utf8)
+            bytes.append(0x0A)
+            guard bytes.count >= chunkSize else { return nil }
+            defer { bytes.removeAll(keepingCapacity: true) }
+            return bytes
+        }
+        if let full { write(full) }
+    }
+
+    /// Writes the pending lines.
+    static func flush() {
+        let bytes = pending.withLock { bytes -> [UInt8] in
+            defer { bytes.removeAll(keepingCapacity: true) }
+            return bytes
+        }
+        if !bytes.isEmpty { write(bytes) }
+    }
+
+    /// Writes all of `bytes` to stdout, blocking while the reader is slower: the back-pressure
+    /// that holds the observation, and through it the reads from the broker.
+    private static func write(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let n = systemWrite(1, buffer.baseAddress! + offset, buffer.count - offset)
+                if n < 0 {
+                    if errno == EINTR || errno == EAGAIN { continue }
+                    return  // stdout is gone (EPIPE): nothing more can be shown
+                }
+                offset += n
+            }
+        }
     }
 }
 
+#if canImport(Glibc)
+private let systemWrite = Glibc.write
+#else
+private let systemWrite = Darwin.write
+#endif
+
+/// What an event loop's consumer can tell about the events waiting for it, so output is flushed
+/// exactly when the loop is about to wait.
+protocol WaitingEventsReporting {
+    /// The events ready to be taken without waiting.
+    var waitingCount: Int { get }
+}
+
+extension EventObservation.Iterator: WaitingEventsReporting {}
+
 // MARK: - Running until a count, a timeout or a signal
+
+/// Counts the events an event loop received, for its summary line.
+final class EventCounter: Sendable {
+    private let value = Atomic<Int>(0)
+
+    /// Adds `count`.
+    func add(_ count: Int) { value.add(count, ordering: .relaxed) }
+
+    /// The events counted.
+    var count: Int { value.load(ordering: .relaxed) }
+}
 
 /// How an event loop ended.
 enum EventLoopEnd: Sendable {
@@ -160,14 +236,21 @@ func printEvents<S: AsyncSequence & Sendable>(
     count: Int?,
     timeout: Double?,
     signals: ShutdownSignals,
+    received: EventCounter = EventCounter(),
     render: @escaping @Sendable (S.Element) -> String?
 ) async throws -> EventLoopEnd where S.Element: Sendable {
     return try await withThrowingTaskGroup(of: EventLoopEnd?.self) { group in
         group.addTask {
             var printed = 0
-            for try await element in sequence {
+            var iterator = sequence.makeAsyncIterator()
+            // Lines go out in large chunks while events keep coming, and at once when none waits.
+            defer { Output.flush() }
+            while true {
+                if (iterator as? any WaitingEventsReporting)?.waitingCount ?? 0 == 0 { Output.flush() }
+                guard let element = try await iterator.next() else { break }
+                received.add(1)
                 guard let line = render(element) else { continue }
-                Output.line(line)
+                Output.append(line)
                 printed += 1
                 if let count, printed >= count { return .count }
             }

@@ -63,13 +63,28 @@ func runObserver<S: AsyncSequence & Sendable>(
         throw CLIError("\(error)")
     }
     try await agent.start(interruptedBy: signals)
+    let received = EventCounter()
     do {
-        try await printEvents(sequence, count: limits.count, timeout: limits.timeout, signals: signals, render: render)
+        try await printEvents(
+            sequence, count: limits.count, timeout: limits.timeout, signals: signals, received: received, render: render
+        )
     } catch {
         await agent.stop()
         throw CLIError("\(error)")
     }
     await agent.stop()
+    let statistics = agent.manager.statistics
+    Summary.print(
+        "\(defaultName): received \(received.count) events, dropped \(statistics.observerOverflow)"
+            + (statistics.readHolds > 0 ? " (reading held \(statistics.readHolds)× for a slow reader)" : "")
+    )
+}
+
+/// The one summary line a long-running command prints on stderr when it ends.
+enum Summary {
+    static func print(_ line: String) {
+        FileHandle.standardError.write(Data((line + "\n").utf8))
+    }
 }
 
 /// `coaty observe advertise`.

@@ -192,6 +192,12 @@ struct Record: AsyncParsableCommand {
         await agent.stop()
         await printing.value
         agent.logger.info("Recorder stopped", metadata: ["statistics": "\(recorder.statistics)"])
+        let statistics = recorder.statistics
+        Summary.print(
+            "coaty record: received \(statistics.received) events, stored \(statistics.stored), "
+                + "removed \(statistics.removed), failed \(statistics.failed), "
+                + "dropped \(agent.manager.statistics.observerOverflow)"
+        )
         if let failure { throw CLIError("The recorder stopped: \(oneLine(String(describing: failure)))") }
     }
 

@@ -192,7 +192,16 @@ size_t CMosquittoShim_Client_takeMessagesWaiting(CMosquittoShim_Client *client, 
 /// Frees every queued message.
 void CMosquittoShim_Client_discardMessages(CMosquittoShim_Client *client);
 
-/// The number of incoming messages dropped because the ring was full (monotonic).
+/// Holds (true) or resumes (false) reading from the socket, from any thread: the consumer-side back-pressure (an
+/// observer downstream is full). Reads are also held while the ring holds `messageCapacity` messages. While reads are
+/// held on plain TCP the loop keeps the session alive with its own PINGREQs (see keepAliveWhileHeld in shim.c).
+void CMosquittoShim_Client_setReadPaused(CMosquittoShim_Client *client, bool paused);
+
+/// Whether the loop held its reads in its last step (back-pressure, for tests and statistics).
+bool CMosquittoShim_Client_readingHeld(CMosquittoShim_Client *client);
+
+/// The number of incoming messages dropped because no memory was left for them (monotonic; the ring itself never
+/// drops: back-pressure holds the reads instead).
 uint64_t CMosquittoShim_Client_droppedCount(CMosquittoShim_Client *client);
 /// The number of QoS 0 publications queued but never written to the socket (monotonic): lost with a connection,
 /// or still queued when the graceful stop's flush time ran out. Updated before the ConnectionLost / Stopped event.

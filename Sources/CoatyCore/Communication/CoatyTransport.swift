@@ -201,6 +201,12 @@ public protocol CoatyTransport: Sendable {
     /// - Returns: `true` when the transport delivers to `handler` from now on.
     func deliverMessages(to handler: @escaping @Sendable ([TransportMessage]) -> Void) -> Bool
 
+    /// Holds (`true`) or resumes (`false`) reading received messages from the network: the
+    /// manager's back-pressure when an observer is full. A transport that can should stop reading
+    /// its socket (so TCP flow control holds the rest in the kernel and the broker) while keeping
+    /// its session alive. Messages read before the call are still delivered.
+    func setReceivingPaused(_ paused: Bool)
+
     /// A task executor that runs tasks on the thread calling the ``deliverMessages(to:)``
     /// handler, right after each batch, or `nil` (the default) when the transport has none.
     ///
@@ -325,6 +331,12 @@ extension CoatyTransport {
 
     /// None: `nil`.
     public var deliveryExecutor: (any TaskExecutor)? { nil }
+
+    /// Does nothing: the manager holds its own dispatcher task instead, which consumes
+    /// ``CoatyTransport/messages`` (so the transport's message buffer fills).
+    ///
+    /// - Parameter paused: ignored.
+    public func setReceivingPaused(_ paused: Bool) {}
 
     /// Subscribes to a topic filter with QoS 0, the Coaty default.
     ///

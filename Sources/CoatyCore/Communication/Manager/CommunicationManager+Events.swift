@@ -31,7 +31,7 @@ extension CommunicationManager {
         let releaser = ReleaseOnce { [weak self] in
             self?.release(filter) { state in state.setRoute(routeKey, token: token, sink: nil) }
         }
-        let buffer = makeBuffer(of: Element.self, releaser: releaser)
+        let buffer = makeBuffer(of: Element.self, filter: filter, releaser: releaser)
         let sink: EventSink = { incoming in
             guard let element = transform(incoming) else { return }
             buffer.push(element)
@@ -43,13 +43,22 @@ extension CommunicationManager {
         )
     }
 
-    /// A new observation buffer, bounded and counted as ``Options/observerBufferLimit`` says.
-    private func makeBuffer<Element>(of: Element.Type, releaser: ReleaseOnce) -> ObservationBuffer<Element> {
+    /// A new observation buffer, back-pressured through the manager's gate at
+    /// ``Options/observerBufferLimit`` (see ``ObservationBuffering``).
+    private func makeBuffer<Element>(
+        of: Element.Type,
+        filter: String,
+        releaser: ReleaseOnce
+    ) -> ObservationBuffer<Element> {
         let counters = self.counters
         return ObservationBuffer(
             limit: options.observerBufferLimit,
+            headroom: options.requestHeadroom ?? options.observerBufferLimit * 16,
             wakeups: wakeups,
-            overflow: { counters.observerOverflow() },
+            gate: gate,
+            overflow: { counters.observerOverflow($0) },
+            drops: DropReporter(logger: logger, interval: options.dropLogInterval, topicFilter: filter),
+            topicFilter: filter,
             releaser: releaser
         )
     }
@@ -305,7 +314,7 @@ extension CommunicationManager {
         let releaser = ReleaseOnce { [weak self] in
             self?.release(topicFilter) { state in state.rawRoutes[token] = nil }
         }
-        let buffer = makeBuffer(of: RawEvent.self, releaser: releaser)
+        let buffer = makeBuffer(of: RawEvent.self, filter: topicFilter, releaser: releaser)
         let sink: RawSink = { event in buffer.push(event) }
         retain(topicFilter) { state in state.rawRoutes[token] = (topicFilter, sink) }
         return EventObservation(
@@ -588,8 +597,9 @@ extension CommunicationManager {
     func startRequest<Response: Sendable>(
         _ sequence: ResponseSequence<Response>
     ) async -> (AsyncThrowingStream<Response, any Error>, RequestRun) {
+        // Responses are few per request; the request headroom bounds a flood of them.
         let (stream, continuation) = AsyncThrowingStream<Response, any Error>.makeStream(
-            bufferingPolicy: .bufferingNewest(max(1, options.observerBufferLimit))
+            bufferingPolicy: .bufferingNewest(max(1, options.requestHeadroom ?? options.observerBufferLimit * 16))
         )
         let ids = sequence.requests.map { _ in CoatyUUID() }
         var filters: [String] = []

@@ -19,8 +19,15 @@ public struct CommunicationStatistics: Sendable, Hashable {
     public var invalidPayloads = 0
     /// Responses that do not answer their request (e.g. a Resolve of another type).
     public var invalidResponses = 0
-    /// Events dropped because an observer's buffer was full.
+    /// Events dropped by an observation's opt-in drop policy (``ObservationBuffering``), or
+    /// discarded with an observation a stall detached (``StallPolicy/detach``). Zero by default:
+    /// a full observer holds the reads instead (back-pressure).
     public var observerOverflow = 0
+    /// Stall reports: a back-pressured observer whose consumer took nothing for
+    /// ``CommunicationManager/Options/stallTimeout`` while events waited (one per report).
+    public var observerStalls = 0
+    /// How often reading from the broker was held because an observer was full.
+    public var readHolds = 0
     /// Deferred publications dropped because the deferral queue was full (oldest first).
     public var deferredOverflow = 0
     /// Publications currently deferred.
@@ -109,8 +116,25 @@ public final class CommunicationManager: Sendable {
         /// counted in ``CommunicationStatistics/deferredOverflow``), so the freshest state is sent
         /// on reconnection.
         public var deferredPublicationLimit: Int
-        /// The most events buffered per observer; beyond it the oldest is dropped and counted.
+        /// The events an observer buffers before the manager holds the reads from the broker
+        /// (back-pressure, the default ``ObservationBuffering``); reading resumes when it is back
+        /// to half. Default 4096: large enough that a consumer keeping pace never holds the
+        /// reads, small enough to bound memory (it is not a safety margin: nothing is dropped).
         public var observerBufferLimit: Int
+        /// While a request of this agent awaits responses, reading goes on past
+        /// ``observerBufferLimit`` until an observer holds this many events, so a handler that
+        /// publishes a request inside its observer loop and awaits the responses gets them while
+        /// its own observer is full. Default 16 × ``observerBufferLimit``.
+        public var requestHeadroom: Int?
+        /// How long a back-pressured observer's consumer may take nothing while events wait before
+        /// it is reported as stalled (default 10 s).
+        public var stallTimeout: Duration
+        /// What happens to a stalled observer after it is reported (default
+        /// ``StallPolicy/keepBackPressure``: keep holding the reads; nothing is lost).
+        public var stallPolicy: StallPolicy
+        /// The shortest interval between two warnings about events a drop policy dropped, per
+        /// observation (default 5 s; each warning carries the totals).
+        public var dropLogInterval: Duration
         /// Whether the broker delivers one copy of a message per matching subscription of a
         /// client, as mosquitto 2 does (default `true`). Overlapping subscriptions only arise
         /// with Raw observers (`#` also matches Coaty topics); the manager then drops the extra
@@ -125,13 +149,26 @@ public final class CommunicationManager: Sendable {
         ///   - deferredPublicationLimit: the size of the offline queue.
         ///   - observerBufferLimit: the buffer size of each observer.
         ///   - brokerDeliversCopyPerSubscription: whether overlapping subscriptions bring copies.
+        ///   - requestHeadroom: the buffer size up to which reading goes on while requests await
+        ///     responses (`nil`: 16 × `observerBufferLimit`).
+        ///   - stallTimeout: when a consumer that takes nothing is reported.
+        ///   - stallPolicy: what happens to a stalled observer.
+        ///   - dropLogInterval: the shortest interval between two drop warnings of an observation.
         public init(
             namespace: String = CoatyTopic.defaultNamespace,
             crossNamespacing: Bool = false,
             deferredPublicationLimit: Int = 1000,
-            observerBufferLimit: Int = 10_000,
-            brokerDeliversCopyPerSubscription: Bool = true
+            observerBufferLimit: Int = 4096,
+            brokerDeliversCopyPerSubscription: Bool = true,
+            requestHeadroom: Int? = nil,
+            stallTimeout: Duration = .seconds(10),
+            stallPolicy: StallPolicy = .keepBackPressure,
+            dropLogInterval: Duration = .seconds(5)
         ) {
+            self.requestHeadroom = requestHeadroom
+            self.stallTimeout = stallTimeout
+            self.stallPolicy = stallPolicy
+            self.dropLogInterval = dropLogInterval
             self.brokerDeliversCopyPerSubscription = brokerDeliversCopyPerSubscription
             self.namespace = namespace
             self.crossNamespacing = crossNamespacing
@@ -165,6 +202,8 @@ public final class CommunicationManager: Sendable {
     let advertiseNames = Mutex<[AdvertisedType: [String]]>([:])
     /// Observers to wake at the end of the batch of messages being routed.
     let wakeups = ObservationWakeups()
+    /// Whether the manager reads from the transport (back-pressure of full observers).
+    let gate: BackPressureGate
 
     /// Creates a manager; nothing happens until ``start()``.
     ///
@@ -190,7 +229,12 @@ public final class CommunicationManager: Sendable {
         self.registry = registry
         self.options = options
         self.logger = logger
-        self.counters = Counters(factory: metricsFactory ?? MetricsSystem.factory, logger: logger)
+        let factory = metricsFactory ?? MetricsSystem.factory
+        let counters = Counters(factory: factory, logger: logger)
+        self.counters = counters
+        self.gate = BackPressureGate(logger: logger, factory: factory, onStall: { counters.observerStalled() }) {
+            [transport] paused in transport.setReceivingPaused(paused)
+        }
         do {
             self.identityJSON = try AnyCoatyObject(identity)
         } catch {
@@ -201,7 +245,9 @@ public final class CommunicationManager: Sendable {
         } catch {
             throw .invalidTopic(error)
         }
-        self.state = Mutex(ManagerState())
+        var initial = ManagerState()
+        initial.gate = gate
+        self.state = Mutex(initial)
         registerBuiltInResponders()
     }
 
@@ -216,6 +262,7 @@ public final class CommunicationManager: Sendable {
     public var statistics: CommunicationStatistics {
         var snapshot = counters.snapshot()
         snapshot.deferredPending = state.withLock { $0.deferred.count }
+        snapshot.readHolds = Int(gate.holdCount)
         return snapshot
     }
 
@@ -316,7 +363,19 @@ public final class CommunicationManager: Sendable {
         }
         guard begin else { return }
         let watcher = Task { [self] in await watchConnection() }
-        state.withLock { $0.watcher = watcher }
+        // Owned by the manager: cancelled and awaited by stop().
+        let stallMonitor = Task { [weak self, options] in
+            let interval = max(options.stallTimeout / 4, .milliseconds(10))
+            while !Task.isCancelled {
+                try? await Task.sleep(for: interval)
+                guard let self else { return }
+                self.gate.checkStalls(timeout: options.stallTimeout, policy: options.stallPolicy)
+            }
+        }
+        state.withLock {
+            $0.watcher = watcher
+            $0.stallMonitor = stallMonitor
+        }
         // Decoding and routing on the transport's own thread when it offers that (one thread
         // hand-off less per message); otherwise a dispatcher task consumes `messages`.
         let delivered = transport.deliverMessages { [weak self] batch in self?.handle(batch) }
@@ -324,9 +383,11 @@ public final class CommunicationManager: Sendable {
             try await transport.connect(will: will)
         } catch {
             watcher.cancel()
+            stallMonitor.cancel()
             state.withLock { state in
                 state.started = false
                 state.watcher = nil
+                state.stallMonitor = nil
             }
             if let error = error as? TransportError { throw CommunicationError.transport(error) }
             throw error
@@ -347,9 +408,11 @@ public final class CommunicationManager: Sendable {
         let tasks = state.withLock { state -> (Task<Void, Never>?, Task<Void, Never>?)? in
             guard state.started else { return nil }
             state.started = false
+            state.stallMonitor?.cancel()
             defer {
                 state.watcher = nil
                 state.dispatcher = nil
+                state.stallMonitor = nil
             }
             return (state.watcher, state.dispatcher)
         }
@@ -360,6 +423,7 @@ public final class CommunicationManager: Sendable {
         await transport.disconnect()
         tasks.0?.cancel()
         tasks.1?.cancel()
+        gate.releaseWaiters()
         await tasks.0?.value
         await tasks.1?.value
         setOnline(false)
@@ -707,6 +771,9 @@ public final class CommunicationManager: Sendable {
     private func dispatch(messagesOf transport: some CoatyTransport) async {
         for await message in transport.messages {
             handle(CollectionOfOne(message))
+            // Back-pressure for a transport without a delivery handler: take no more while held.
+            await gate.waitWhilePaused()
+            if Task.isCancelled { return }
         }
     }
 
@@ -892,8 +959,19 @@ struct ManagerState {
             routes[Substring(key)] = route
         }
     }
-    /// Response routes by correlation id.
-    var responseRoutes: [CoatyUUID: EventSink] = [:]
+    /// Response routes by correlation id. Whether any is open is passed to the back-pressure gate
+    /// (under the manager's lock, so in order): reading goes on while a request awaits responses.
+    var responseRoutes: [CoatyUUID: EventSink] = [:] {
+        didSet {
+            let open = !responseRoutes.isEmpty
+            if open != requestsOpen {
+                requestsOpen = open
+                gate?.setRequestsOpen(open)
+            }
+        }
+    }
+    var requestsOpen = false
+    var gate: BackPressureGate?
     /// Raw routes.
     var rawRoutes: [Int: (filter: String, sink: RawSink)] = [:]
 
@@ -917,6 +995,7 @@ struct ManagerState {
     var stateObservers: [Int: AsyncStream<CommunicationState>.Continuation] = [:]
     var watcher: Task<Void, Never>?
     var dispatcher: Task<Void, Never>?
+    var stallMonitor: Task<Void, Never>?
 
     mutating func makeToken() -> Int {
         nextToken += 1
@@ -1004,9 +1083,13 @@ final class Counters: Sendable {
         logger.debug("Dropped a response that does not answer its request", metadata: ["topic": "\(topic.name)"])
     }
 
-    func observerOverflow() {
-        values.withLock { $0.observerOverflow += 1 }
-        observerOverflowCounter.increment()
+    func observerOverflow(_ count: Int = 1) {
+        values.withLock { $0.observerOverflow += count }
+        observerOverflowCounter.increment(by: count)
+    }
+
+    func observerStalled() {
+        values.withLock { $0.observerStalls += 1 }
     }
 
     func deferredOverflow() {

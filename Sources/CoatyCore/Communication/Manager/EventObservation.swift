@@ -65,10 +65,12 @@ final class ObservationIteration<Element: Sendable>: Sendable {
 /// ```
 ///
 /// An observation has one consumer: iterate it from one task (create another observation for a
-/// second consumer; they share the subscription). Events are buffered per observer up to ``CommunicationManager/Options/observerBufferLimit``;
-/// beyond it the oldest buffered event is dropped and counted
-/// (``CommunicationStatistics/observerOverflow``). A waiting consumer is woken once per batch of
-/// messages the transport delivers, not once per event, so a fast stream costs few task switches.
+/// second consumer; they share the subscription). Nothing is lost by default: when the consumer
+/// falls ``CommunicationManager/Options/observerBufferLimit`` events behind, the manager stops
+/// reading from the broker until it catches up (back-pressure; see ``ObservationBuffering``,
+/// which also offers opt-in drop policies, and the "Delivery guarantees" article). A waiting
+/// consumer is woken once per batch of messages the transport delivers, not once per event, so a
+/// fast stream costs few task switches.
 public struct EventObservation<Element: Sendable>: AsyncSequence, Sendable {
     /// Never fails: invalid events are dropped and counted, not thrown.
     public typealias Failure = Never
@@ -85,6 +87,28 @@ public struct EventObservation<Element: Sendable>: AsyncSequence, Sendable {
     /// The MQTT topic filter this observation is subscribed with.
     public var topicFilter: String { registration.filter }
 
+    /// Sets how this observation buffers events its consumer has not taken yet, and returns it.
+    ///
+    /// The default is ``ObservationBuffering/backPressure`` (lossless). A drop policy applies from
+    /// the next event on; set it before iterating.
+    ///
+    /// ```swift
+    /// for await reading in try manager.observeAdvertise(Reading.self).buffering(.dropOldest(10)) {
+    ///     display.show(reading.object)   // a slow display sees the newest readings
+    /// }
+    /// ```
+    ///
+    /// - Parameter policy: the buffering policy.
+    /// - Returns: this observation.
+    public func buffering(_ policy: ObservationBuffering) -> Self {
+        buffer.setPolicy(policy)
+        return self
+    }
+
+    /// Why the manager ended this observation (``StallPolicy/detach``), or `nil` while it runs or
+    /// when it ended otherwise. Check it after the `for await` loop ends.
+    public var detachment: ObservationDetached? { buffer.detachment }
+
     /// Creates the iterator.
     /// - Returns: an iterator that keeps the subscription alive until it is released (which ends
     ///   the observation).
@@ -95,6 +119,10 @@ public struct EventObservation<Element: Sendable>: AsyncSequence, Sendable {
     /// The iterator of an ``EventObservation``.
     public struct Iterator: AsyncIteratorProtocol {
         let iteration: ObservationIteration<Element>
+
+        /// The events buffered for this iteration: what ``next()`` returns without waiting
+        /// (e.g. to flush output exactly when the loop is about to wait).
+        public var waitingCount: Int { iteration.buffer.count }
 
         /// The next event, or `nil` when the observation ended (its task was cancelled, or an
         /// earlier iteration of it ended).
@@ -139,86 +167,231 @@ protocol ObservationWaking: AnyObject, Sendable {
 
 /// The bounded buffer between the routing of received events and an observation's consumer.
 ///
-/// Like `AsyncStream` with `.bufferingNewest(limit)`, but a consumer waiting for an event is
-/// resumed by the next ``ObservationWakeups/flush()`` (the end of the transport's batch)
-/// instead of by every event, and it then takes the buffered events without suspending.
-final class ObservationBuffer<Element: Sendable>: ObservationWaking {
+/// Like `AsyncStream`, but a consumer waiting for an event is resumed by the next
+/// ``ObservationWakeups/flush()`` (the end of the transport's batch) instead of by every event,
+/// and it then takes the buffered events without suspending. With
+/// ``ObservationBuffering/backPressure`` (the default) it never drops: reaching its limit tells
+/// the ``BackPressureGate`` to hold the reads, and taking it back to half the limit releases them.
+final class ObservationBuffer<Element: Sendable>: ObservationWaking, StallWatched {
     private struct State {
         var items = Deque<Element>()
         var waiter: UnsafeContinuation<Element?, Never>?
         var wakeScheduled = false
         var finished = false
+        var policy = ObservationBuffering.backPressure
+        /// Reported to the gate: at the limit, at the request headroom.
+        var full = false
+        var overHeadroom = false
+        /// Events the consumer took (for the stall check).
+        var taken: UInt64 = 0
+        var detachment: ObservationDetached?
 
         /// What a consumer gets without waiting: `.some(event)`, `.some(nil)` once finished, or
         /// `nil` when it has to wait.
         mutating func takeReady() -> Element?? {
-            if let element = items.popFirst() { return .some(element) }
+            if let element = items.popFirst() {
+                taken &+= 1
+                return .some(element)
+            }
             return finished ? .some(nil) : nil
         }
     }
 
+    /// Gate changes owed after a state change, applied outside the lock.
+    private struct GateChange {
+        var full: Bool?
+        var overHeadroom: Bool?
+    }
+
     private let state = Mutex(State())
     private let limit: Int
+    private let headroom: Int
     private let wakeups: ObservationWakeups
-    private let overflow: @Sendable () -> Void
+    private let gate: BackPressureGate?
+    private let overflow: @Sendable (Int) -> Void
+    private let drops: DropReporter?
     private let releaser: ReleaseOnce
+    let topicFilter: String
 
     /// - Parameters:
-    ///   - limit: the most events buffered; beyond it the oldest is dropped.
+    ///   - limit: the events buffered before reading is held (back-pressure).
+    ///   - headroom: the events buffered before reading is held also while requests await responses.
     ///   - wakeups: where a waiting consumer's wake-up is scheduled.
-    ///   - overflow: called for every dropped event.
+    ///   - gate: the manager's back-pressure gate (`nil`: none, as in unit tests of the buffer).
+    ///   - overflow: called with the number of events a drop policy dropped.
+    ///   - drops: logs drops at warning, rate-limited.
+    ///   - topicFilter: the observation's topic filter, for reports.
     ///   - releaser: released when the observation ends (cancelled).
     init(
         limit: Int,
+        headroom: Int? = nil,
         wakeups: ObservationWakeups,
-        overflow: @escaping @Sendable () -> Void,
+        gate: BackPressureGate? = nil,
+        overflow: @escaping @Sendable (Int) -> Void,
+        drops: DropReporter? = nil,
+        topicFilter: String = "",
         releaser: ReleaseOnce
     ) {
         self.limit = max(1, limit)
+        self.headroom = max(self.limit, headroom ?? self.limit)
         self.wakeups = wakeups
+        self.gate = gate
         self.overflow = overflow
+        self.drops = drops
+        self.topicFilter = topicFilter
         self.releaser = releaser
+        gate?.watch(self)
     }
 
     /// Whether a consumer waits for an event (for tests).
     var isConsumerWaiting: Bool { state.withLock { $0.waiter != nil } }
 
+    /// The events buffered now (for tests and reports).
+    var count: Int { state.withLock { $0.items.count } }
+
+    /// Why the manager ended this observation, if it did.
+    var detachment: ObservationDetached? { state.withLock { $0.detachment } }
+
+    var stallSample: (waiting: Int, taken: UInt64)? {
+        state.withLock { state in
+            guard !state.finished else { return nil }
+            // Only a back-pressured observer can stall the reads; a dropping one is never reported.
+            return (state.policy == .backPressure ? state.items.count : 0, state.taken)
+        }
+    }
+
+    /// Sets how events are buffered from now on.
+    func setPolicy(_ policy: ObservationBuffering) {
+        let change = state.withLock { state -> GateChange in
+            state.policy = policy
+            var change = GateChange()
+            if policy != .backPressure {
+                // A drop policy never holds the reads; trim what is buffered to its limit.
+                if state.full { change.full = false }
+                if state.overHeadroom { change.overHeadroom = false }
+                state.full = false
+                state.overHeadroom = false
+            } else {
+                change = Self.checkLimits(&state, limit: limit, headroom: headroom)
+            }
+            return change
+        }
+        apply(change)
+    }
+
     /// Buffers an event; a waiting consumer is woken by the next flush of `wakeups`.
     func push(_ element: Element) {
-        let (dropped, schedule) = state.withLock { state -> (Bool, Bool) in
-            guard !state.finished else { return (false, false) }
-            var dropped = false
-            if state.items.count >= limit {
-                state.items.removeFirst()
-                dropped = true
+        let (dropped, schedule, change, policy) = state.withLock {
+            state -> (Int, Bool, GateChange, ObservationBuffering) in
+            guard !state.finished else { return (0, false, GateChange(), state.policy) }
+            var dropped = 0
+            var change = GateChange()
+            switch state.policy {
+            case .backPressure:
+                state.items.append(element)
+                change = Self.checkLimits(&state, limit: limit, headroom: headroom)
+            case .dropOldest(let keep):
+                while state.items.count >= max(1, keep) {
+                    state.items.removeFirst()
+                    dropped += 1
+                }
+                state.items.append(element)
+            case .dropNewest(let keep):
+                if state.items.count >= max(1, keep) {
+                    dropped = 1
+                } else {
+                    state.items.append(element)
+                }
             }
-            state.items.append(element)
-            guard state.waiter != nil, !state.wakeScheduled else { return (dropped, false) }
+            guard state.waiter != nil, !state.wakeScheduled, !state.items.isEmpty else {
+                return (dropped, false, change, state.policy)
+            }
             state.wakeScheduled = true
-            return (dropped, true)
+            return (dropped, true, change, state.policy)
         }
-        if dropped { overflow() }
+        if dropped > 0 {
+            overflow(dropped)
+            drops?.dropped(dropped, policy: policy)
+        }
+        apply(change)
         if schedule { wakeups.schedule(self) }
     }
 
+    /// The gate changes owed by the buffer's fill level (back-pressure): full at the limit,
+    /// released at half of it; the same for the headroom.
+    private static func checkLimits(_ state: inout State, limit: Int, headroom: Int) -> GateChange {
+        var change = GateChange()
+        let count = state.items.count
+        if !state.full, count >= limit {
+            state.full = true
+            change.full = true
+        } else if state.full, count <= limit / 2 {
+            state.full = false
+            change.full = false
+        }
+        if !state.overHeadroom, count >= headroom {
+            state.overHeadroom = true
+            change.overHeadroom = true
+        } else if state.overHeadroom, count <= headroom / 2 {
+            state.overHeadroom = false
+            change.overHeadroom = false
+        }
+        return change
+    }
+
+    private func apply(_ change: GateChange) {
+        guard let gate else { return }
+        if let full = change.full { gate.observerFull(full) }
+        if let over = change.overHeadroom { gate.observerOverHeadroom(over) }
+    }
+
+    /// Takes a ready event under the lock, noting the gate changes the take owes.
+    private func take(_ state: inout State, _ change: inout GateChange) -> Element?? {
+        let ready = state.takeReady()
+        if state.full || state.overHeadroom { change = Self.checkLimits(&state, limit: limit, headroom: headroom) }
+        return ready
+    }
+
     func wake() {
+        var change = GateChange()
         let resumption = state.withLock { state -> (UnsafeContinuation<Element?, Never>, Element?)? in
             state.wakeScheduled = false
-            guard let waiter = state.waiter, let ready = state.takeReady() else { return nil }
+            guard let waiter = state.waiter, let ready = take(&state, &change) else { return nil }
             state.waiter = nil
             return (waiter, ready)
         }
+        apply(change)
         if let (waiter, element) = resumption { waiter.resume(returning: element) }
     }
 
     /// Ends the observation: drops what is buffered, ends a waiting iteration, releases the route.
     func finish() {
-        let waiter = state.withLock { state -> UnsafeContinuation<Element?, Never>? in
+        end(detachment: nil)
+    }
+
+    func detach(_ reason: ObservationDetached) {
+        end(detachment: reason)
+    }
+
+    private func end(detachment: ObservationDetached?) {
+        let (waiter, change, discarded) = state.withLock {
+            state -> (UnsafeContinuation<Element?, Never>?, GateChange, Int) in
+            guard !state.finished else { return (nil, GateChange(), 0) }
             state.finished = true
+            state.detachment = detachment
+            let discarded = state.items.count
             state.items.removeAll()
+            var change = GateChange()
+            if state.full { change.full = false }
+            if state.overHeadroom { change.overHeadroom = false }
+            state.full = false
+            state.overHeadroom = false
             defer { state.waiter = nil }
-            return state.waiter
+            return (state.waiter, change, discarded)
         }
+        apply(change)
+        if detachment != nil, discarded > 0 { overflow(discarded) }
+        gate?.unwatch(self)
         waiter?.resume(returning: nil)
         releaser.release()
     }
@@ -230,15 +403,20 @@ final class ObservationBuffer<Element: Sendable>: ObservationWaking {
             finish()
             return nil
         }
-        if let ready = state.withLock({ $0.takeReady() }) { return ready }
+        var change = GateChange()
+        let ready = state.withLock { take(&$0, &change) }
+        apply(change)
+        if let ready { return ready }
         return await withTaskCancellationHandler {
             await withUnsafeContinuation(isolation: actor) { (continuation: UnsafeContinuation<Element?, Never>) in
+                var change = GateChange()
                 let ready = state.withLock { state -> Element?? in
-                    if let ready = state.takeReady() { return ready }
+                    if let ready = take(&state, &change) { return ready }
                     precondition(state.waiter == nil, "An EventObservation is iterated by two tasks at once")
                     state.waiter = continuation
                     return nil
                 }
+                apply(change)
                 if let ready { continuation.resume(returning: ready) }
             }
         } onCancel: {
