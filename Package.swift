@@ -235,7 +235,10 @@ let package = Package(
         ),
         .testTarget(
             name: "CoatyCLITests",
-            dependencies: ["CoatyKit", "CoatyMQTT", "AgentProcessTestSupport", "CoatyStoreTestSupport"],
+            dependencies: [
+                "CoatyKit", "CoatyMQTT", "AgentProcessTestSupport", "CoatyStoreTestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

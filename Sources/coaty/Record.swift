@@ -195,7 +195,7 @@ struct Record: AsyncParsableCommand {
         let statistics = recorder.statistics
         Summary.print(
             "coaty record: received \(statistics.received) events, stored \(statistics.stored), "
-                + "removed \(statistics.removed), failed \(statistics.failed), "
+                + "removed \(statistics.removed), failed \(statistics.failedWrites), "
                 + "dropped \(agent.manager.statistics.observerOverflow)"
         )
         if let failure { throw CLIError("The recorder stopped: \(oneLine(String(describing: failure)))") }

@@ -19,7 +19,7 @@ struct ObservationBufferTests {
         ObservationBuffer(
             limit: limit,
             wakeups: wakeups,
-            overflow: { record.overflows.withLock { $0 += 1 } },
+            overflow: { count in record.overflows.withLock { $0 += count } },
             releaser: ReleaseOnce { record.released.withLock { $0 = true } }
         )
     }
@@ -54,13 +54,32 @@ struct ObservationBufferTests {
         #expect(await buffer.next(isolation: nil) == 8)
     }
 
-    @Test func beyondTheLimitTheOldestEventsAreDroppedAndCounted() async {
+    @Test func byDefaultNothingIsDroppedBeyondTheLimit() async {
         let record = Record()
         let buffer = makeBuffer(limit: 2, record: record)
+        for value in 1...5 { buffer.push(value) }
+        #expect(record.overflows.withLock { $0 } == 0)
+        for value in 1...5 { #expect(await buffer.next(isolation: nil) == value) }
+    }
+
+    @Test func dropOldestKeepsTheNewestAndCountsEveryDrop() async {
+        let record = Record()
+        let buffer = makeBuffer(limit: 100, record: record)
+        buffer.setPolicy(.dropOldest(2))
         for value in 1...5 { buffer.push(value) }
         #expect(record.overflows.withLock { $0 } == 3)
         #expect(await buffer.next(isolation: nil) == 4)
         #expect(await buffer.next(isolation: nil) == 5)
+    }
+
+    @Test func dropNewestKeepsTheOldestAndCountsEveryDrop() async {
+        let record = Record()
+        let buffer = makeBuffer(limit: 100, record: record)
+        buffer.setPolicy(.dropNewest(2))
+        for value in 1...5 { buffer.push(value) }
+        #expect(record.overflows.withLock { $0 } == 3)
+        #expect(await buffer.next(isolation: nil) == 1)
+        #expect(await buffer.next(isolation: nil) == 2)
     }
 
     @Test func cancellingTheConsumerEndsTheIterationAndReleasesTheRoute() async throws {

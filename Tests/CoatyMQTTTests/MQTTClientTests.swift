@@ -424,41 +424,63 @@ struct MQTTClientTests {
         #expect(count <= 1)
     }
 
-    @Test func slowConsumerDropsAreCountedAndBounded() async throws {
+    @Test func aSlowConsumerHoldsTheReadsAndLosesNothing() async throws {
         let broker = try await MosquittoBroker.start()
-        let metrics = RecordingMetrics()
-        let logs = RecordingLogHandler.Storage()
         let capacity = 100
         let sent = 3000
         var configuration = try MQTTConfiguration(url: broker.url, clientId: uniqueClientId("slow"))
         configuration.messageBufferCapacity = capacity
-        let slow = MQTTClient(
-            configuration: configuration,
-            logger: Logger(label: "test.slow") { _ in RecordingLogHandler(storage: logs) },
-            metricsFactory: metrics
-        )
+        let slow = MQTTClient(configuration: configuration)
         try await withTimeout(15, "connect") { try await slow.connect() }
         try await slow.subscribe("flood/#")
         let publisher = try await connectedClient(broker.url, "flooder")
         for index in 0..<sent {
             try await publisher.publish("flood/\(index)", payload: [UInt8](repeating: 0xAB, count: 300))
         }
-        // Nothing is consumed yet: once every message arrived, exactly `capacity` are buffered.
-        try await eventually(30, "all \(sent) messages to reach the client") {
-            slow.droppedMessageCount == sent - capacity
+        // Nothing is consumed yet: the receive buffer fills to its capacity, then reads are held.
+        try await eventually(30, "the reads to be held") { slow.isReadingHeld }
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(slow.isReadingHeld)
+        #expect(slow.droppedMessageCount == 0)
+        let received = try await receive(slow, count: sent, within: 60)
+        #expect(received.map(\.topic) == (0..<sent).map { "flood/\($0)" }, "every message, in order")
+        #expect(slow.droppedMessageCount == 0)
+        #expect(!slow.isReadingHeld)
+    }
+
+    /// Reads held three keep-alive intervals: the session stays up (the network thread writes its own PINGREQs),
+    /// and every message published meanwhile arrives when reading resumes, at QoS 0 and at QoS 1.
+    @Test(arguments: [MQTTQoS.atMostOnce, .atLeastOnce])
+    func readsHeldBeyondTheKeepAliveKeepTheSessionAndLoseNothing(qos: MQTTQoS) async throws {
+        let broker = try await MosquittoBroker.start()
+        let sent = 2000
+        let subscriber = try await connectedClient(broker.url, "held") { $0.keepAlive = .seconds(5) }  // libmosquitto's least
+        let states = Task { () -> [MQTTConnectionState] in
+            var seen: [MQTTConnectionState] = []
+            for await state in subscriber.connectionStates() {
+                seen.append(state)
+                if Task.isCancelled { break }
+            }
+            return seen
         }
-        let received = try await receive(slow, count: capacity)
-        #expect(received.count == capacity)
-        #expect(received.first?.topic == "flood/0")
-        #expect(received.count + slow.droppedMessageCount == sent)
-        try await eventually(10, "the dropped-messages counter") {
-            metrics.counterValue("coaty_mqtt_dropped_messages_total") == Int64(sent - capacity)
+        try await subscriber.subscribe("held/#", qos: qos)
+        subscriber.setReadingPaused(true)
+        let publisher = try await connectedClient(broker.url, "held-pub")
+        for index in 0..<sent {
+            try await publisher.publish("held/\(index)", payload: [UInt8](repeating: 0x5A, count: 300), qos: qos)
         }
-        try await eventually(10, "a warning about dropped messages") { logs.contains(.warning, "Dropped") }
-        // The buffer is empty again: a new message is delivered, nothing else is pending.
-        try await publisher.publish("flood/last", payload: [1])
-        let next = try await receive(slow, count: 1)
-        #expect(next.map(\.topic) == ["flood/last"])
+        try await eventually(10, "the reads to be held") { subscriber.isReadingHeld }
+        try await Task.sleep(for: .seconds(16))  // > 3 × the keep-alive of 5 s
+        #expect(subscriber.connectionState == .connected)
+        subscriber.setReadingPaused(false)
+        let received = try await receive(subscriber, count: sent, within: 30)
+        #expect(Set(received.map(\.topic)) == Set((0..<sent).map { "held/\($0)" }))
+        #expect(subscriber.droppedMessageCount == 0)
+        await subscriber.disconnect()
+        states.cancel()
+        let seen = await states.value
+        #expect(!seen.contains(.reconnecting), "\(seen)")
+        #expect(!broker.diagnostics().contains("exceeded timeout"), "the broker must not time the session out")
     }
 
     @Test func disconnectFlushesALargeQoS0Burst() async throws {

@@ -35,7 +35,7 @@ struct DropAccountingTests {
             try metrics.expectCounter("coaty_communication_dropped_total", [("reason", reason)]).totalValue
         }
         try await manager.start()
-        let observation = try manager.observeAdvertise(coreType: .task)
+        let observation = try manager.observeAdvertise(coreType: .task).buffering(.dropOldest(2))
         await observation.subscribed()
 
         // Invalid topic and invalid payload.
@@ -53,12 +53,15 @@ struct DropAccountingTests {
         #expect(records.count(.debug, containing: "invalid Coaty topic") == 1)
         #expect(records.count(.debug, containing: "invalid payload") == 1)
 
-        // Observer overflow: three events for a buffer of two, none consumed yet.
+        // Observer overflow (an opt-in drop policy): three events for a buffer of two, none consumed yet.
         let task = CoatyTask(name: "t", status: .pending, creatorId: source, creationTimestamp: 1)
         let payload = AdvertiseEventData(object: try AnyCoatyObject(task)).payloadBytes
         for _ in 0..<3 { broker.publish(TransportMessage(topic: "coaty/3/-/ADV:Task/\(source)", payload: payload)) }
-        await waitUntil { (try? dropped("observer_overflow")) == 1 }
+        await waitUntil {
+            (try? dropped("observer_overflow")) == 1 && records.count(.warning, containing: "drop policy") == 1
+        }
         #expect(manager.statistics.observerOverflow == 1)
+        #expect(records.count(.warning, containing: "drop policy") == 1, "every drop policy's drop is logged at warning")
         #expect(try dropped("observer_overflow") == 1)
 
         // Invalid response: a Resolve whose object does not match the Discover's core types.

@@ -53,7 +53,7 @@ extension CommunicationManager {
         let counters = self.counters
         return ObservationBuffer(
             limit: options.observerBufferLimit,
-            headroom: options.requestHeadroom ?? options.observerBufferLimit * 16,
+            headroom: options.effectiveRequestHeadroom,
             wakeups: wakeups,
             gate: gate,
             overflow: { counters.observerOverflow($0) },
@@ -599,7 +599,7 @@ extension CommunicationManager {
     ) async -> (AsyncThrowingStream<Response, any Error>, RequestRun) {
         // Responses are few per request; the request headroom bounds a flood of them.
         let (stream, continuation) = AsyncThrowingStream<Response, any Error>.makeStream(
-            bufferingPolicy: .bufferingNewest(max(1, options.requestHeadroom ?? options.observerBufferLimit * 16))
+            bufferingPolicy: .bufferingNewest(max(1, options.effectiveRequestHeadroom))
         )
         let ids = sequence.requests.map { _ in CoatyUUID() }
         var filters: [String] = []

@@ -124,8 +124,12 @@ public final class CommunicationManager: Sendable {
         /// While a request of this agent awaits responses, reading goes on past
         /// ``observerBufferLimit`` until an observer holds this many events, so a handler that
         /// publishes a request inside its observer loop and awaits the responses gets them while
-        /// its own observer is full. Default 16 × ``observerBufferLimit``.
+        /// its own observer is full. Default 65 536 (at least ``observerBufferLimit``). A request
+        /// whose responses wait behind more events than this in the broker's queue times out.
         public var requestHeadroom: Int?
+
+        /// ``requestHeadroom``, or its default.
+        var effectiveRequestHeadroom: Int { max(requestHeadroom ?? 65_536, observerBufferLimit) }
         /// How long a back-pressured observer's consumer may take nothing while events wait before
         /// it is reported as stalled (default 10 s).
         public var stallTimeout: Duration
@@ -150,7 +154,7 @@ public final class CommunicationManager: Sendable {
         ///   - observerBufferLimit: the buffer size of each observer.
         ///   - brokerDeliversCopyPerSubscription: whether overlapping subscriptions bring copies.
         ///   - requestHeadroom: the buffer size up to which reading goes on while requests await
-        ///     responses (`nil`: 16 × `observerBufferLimit`).
+        ///     responses (`nil`: 65 536).
         ///   - stallTimeout: when a consumer that takes nothing is reported.
         ///   - stallPolicy: what happens to a stalled observer.
         ///   - dropLogInterval: the shortest interval between two drop warnings of an observation.
