@@ -106,7 +106,7 @@ func runObserver(_ args: [String]) async throws {
         host,
         port,
         name: "observer",
-        bufferCapacity: memory ? nil : count + 1000,
+        bufferCapacity: nil,  // the defaults a user gets (back-pressure, nothing dropped)
         metrics: metrics
     )
     let observation = try manager.observeAdvertise(Reading.self)
