@@ -162,10 +162,9 @@ public final class MQTTClient: Sendable {
     /// This saves the hand-off to a consuming task — a thread wake-up per batch — for a consumer whose work per
     /// message is short and never blocks (decoding and handing events on, as a Coaty communication manager does).
     /// While the handler runs, the network thread reads and writes nothing: a handler slower than the inbound
-    /// stream slows reading, the broker's queue for this client fills, and the broker drops the QoS 0 messages it
-    /// cannot send (uncounted here; a consumer of ``messages`` instead loses them from the receive buffer, counted).
-    /// Keep it fast and hand slow work on, to a bounded buffer that counts its own overflow (as the Coaty
-    /// communication manager does for each observation). Set it before ``connect()`` and do not iterate ``messages``
+    /// stream slows reading, and the broker's queue for this client fills (its limits apply). Keep it fast and hand
+    /// slow work on to a bounded buffer that holds the reads when full (``setReadingPaused(_:)``), as the Coaty
+    /// communication manager does for each observation. Set it before ``connect()`` and do not iterate ``messages``
     /// then; `nil` goes back to ``messages``. Messages received before the session ends are still delivered.
     /// - Parameter handler: Called with each batch of received messages; must return promptly.
     public func setMessageHandler(_ handler: (@Sendable (_ batch: [MQTTMessage]) -> Void)?) {
@@ -1126,7 +1125,7 @@ final class ClientCore: Sendable {
         if delta > 0 { droppedCounter.increment(by: delta) }
         if toLog > 0 {
             logger.warning(
-                "Dropped incoming MQTT messages: the consumer of `messages` is too slow",
+                "Dropped incoming MQTT messages: no memory left to buffer them",
                 metadata: [
                     "mqtt.broker": .string(url),
                     "mqtt.dropped": .stringConvertible(toLog),

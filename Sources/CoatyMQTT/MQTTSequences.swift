@@ -3,9 +3,8 @@
 /// Intended for **one** consumer: concurrent iterators share (split) the messages. Messages arrive in batches
 /// from the C shim, so iterating costs one lock per batch, not per message. The sequence ends when
 /// ``MQTTClient/disconnect()`` is called (after the messages already buffered) or the iterating task is cancelled.
-/// While the consumer lags, up to ``MQTTConfiguration/messageBufferCapacity`` messages are buffered; newer ones
-/// are dropped and counted in ``MQTTClient/droppedMessageCount`` (and the `coaty_mqtt_dropped_messages_total`
-/// metric, with a rate-limited warning log).
+/// While the consumer lags, up to ``MQTTConfiguration/messageBufferCapacity`` messages are buffered; then the
+/// network thread stops reading from the broker until the consumer takes some (back-pressure, nothing dropped).
 public struct MQTTMessages: AsyncSequence, Sendable {
     /// The element type.
     public typealias Element = MQTTMessage

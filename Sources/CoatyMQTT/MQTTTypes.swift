@@ -100,7 +100,8 @@ public struct MQTTConfiguration: Sendable {
     public var reconnectDelay: Duration = .seconds(1)
     /// The largest delay between reconnect attempts (default 30 s).
     public var maxReconnectDelay: Duration = .seconds(30)
-    /// How many received messages are buffered for the consumer; newer messages beyond this are dropped and counted.
+    /// How many received messages are buffered for the consumer before the network thread holds its reads
+    /// (back-pressure: nothing is dropped; see ``MQTTClient/isReadingHeld``).
     public var messageBufferCapacity: Int = 10_000
     /// How long a `messages` consumer that finds the buffer empty blocks its thread, waiting for the next message,
     /// before it suspends (default 500 µs; zero always suspends at once).
