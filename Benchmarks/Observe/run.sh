@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 n="${1:-100000}"; rate="${2:-20000}"; runs="${3:-3}"
-coaty=.build/release/coaty
+coaty="${COATY:-.build/release/coaty}"
 work=$(mktemp -d); trap 'kill $(cat "$work/pid" 2>/dev/null) 2>/dev/null || true; rm -rf "$work"' EXIT
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 printf "listener %s 127.0.0.1\nallow_anonymous true\nmax_queued_messages 0\n" "$port" > "$work/m.conf"

@@ -61,6 +61,14 @@ struct ConnectionOptions: ParsableArguments {
     @Option(help: ArgumentHelp("The MQTT keepalive interval in seconds.", valueName: "seconds"))
     var keepalive: Int = 60
 
+    @Option(
+        help: ArgumentHelp(
+            "The least MQTT QoS of every publication and subscription: 0 (Coaty's default) or 1 (at least once).",
+            valueName: "0|1"
+        )
+    )
+    var qos: Int = 0
+
     func validate() throws {
         guard Logger.Level(rawValue: logLevel.lowercased()) != nil else {
             throw ValidationError(
@@ -69,6 +77,9 @@ struct ConnectionOptions: ParsableArguments {
         }
         guard connectTimeout > 0, connectTimeout <= 3600 else {
             throw ValidationError("--connect-timeout must be more than 0 and at most 3600 seconds.")
+        }
+        guard qos == 0 || qos == 1 else {
+            throw ValidationError("--qos must be 0 or 1.")
         }
         guard (1...65_535).contains(keepalive) else {
             throw ValidationError("--keepalive must be between 1 and 65535 seconds.")
@@ -123,7 +134,9 @@ struct ConnectionOptions: ParsableArguments {
 
     /// The communication manager options.
     var managerOptions: CommunicationManager.Options {
-        CommunicationManager.Options(namespace: namespace, crossNamespacing: crossNamespace)
+        CommunicationManager.Options(
+            namespace: namespace, crossNamespacing: crossNamespace, qos: qos == 1 ? .atLeastOnce : .atMostOnce
+        )
     }
 
     /// The broker URL without credentials, for messages.

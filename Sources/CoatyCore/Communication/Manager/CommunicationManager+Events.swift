@@ -683,7 +683,7 @@ extension CommunicationManager {
         }
         guard started else { return false }
         let logger = self.logger
-        let queued = transport.subscribeNow(filter, qos: .atMostOnce) { error in
+        let queued = transport.subscribeNow(filter, qos: options.qos) { error in
             guard let error else { return }
             logger.debug("Response subscription failed", metadata: ["filter": "\(filter)", "error": "\(error)"])
         }

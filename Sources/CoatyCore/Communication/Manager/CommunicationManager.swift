@@ -139,6 +139,13 @@ public final class CommunicationManager: Sendable {
         /// The shortest interval between two warnings about events a drop policy dropped, per
         /// observation (default 5 s; each warning carries the totals).
         public var dropLogInterval: Duration
+        /// The least QoS of every publication and subscription of this agent, as Coaty JS's
+        /// `mqttClientOptions.qos`. Coaty's default is ``TransportQoS/atMostOnce``;
+        /// ``TransportQoS/atLeastOnce`` (opt-in) makes the broker keep and redeliver what a
+        /// connection loss would lose, within its limits (see "Delivery guarantees"). Agents with
+        /// different levels interoperate: the broker delivers at the lower of the publication's
+        /// and the subscription's QoS.
+        public var qos: TransportQoS
         /// Whether the broker delivers one copy of a message per matching subscription of a
         /// client, as mosquitto 2 does (default `true`). Overlapping subscriptions only arise
         /// with Raw observers (`#` also matches Coaty topics); the manager then drops the extra
@@ -158,6 +165,7 @@ public final class CommunicationManager: Sendable {
         ///   - stallTimeout: when a consumer that takes nothing is reported.
         ///   - stallPolicy: what happens to a stalled observer.
         ///   - dropLogInterval: the shortest interval between two drop warnings of an observation.
+        ///   - qos: the least QoS of every publication and subscription (default QoS 0).
         public init(
             namespace: String = CoatyTopic.defaultNamespace,
             crossNamespacing: Bool = false,
@@ -167,8 +175,10 @@ public final class CommunicationManager: Sendable {
             requestHeadroom: Int? = nil,
             stallTimeout: Duration = .seconds(10),
             stallPolicy: StallPolicy = .keepBackPressure,
-            dropLogInterval: Duration = .seconds(5)
+            dropLogInterval: Duration = .seconds(5),
+            qos: TransportQoS = .atMostOnce
         ) {
+            self.qos = qos
             self.requestHeadroom = requestHeadroom
             self.stallTimeout = stallTimeout
             self.stallPolicy = stallPolicy
@@ -457,13 +467,13 @@ public final class CommunicationManager: Sendable {
         // 2. Join events: the Advertise of the identity on ADV:Identity only, then of each IoNode
         //    on ADV:IoNode only.
         if let join = try? advertiseMessage(identityJSON, privateData: nil, filters: [.coreType(.identity)]) {
-            for message in join { try? await transport.publish(message) }
+            for message in join { try? await transport.publish(atLeastOptionsQoS(message)) }
         }
         for node in state.withLock({ $0.ioNodes }) {
             guard let wrapped = try? AnyCoatyObject(node),
                 let join = try? advertiseMessage(wrapped, privateData: nil, filters: [.coreType(.ioNode)])
             else { continue }
-            for message in join { try? await transport.publish(message) }
+            for message in join { try? await transport.publish(atLeastOptionsQoS(message)) }
         }
         // 3. Deferred publications, FIFO.
         while true {
@@ -506,7 +516,16 @@ public final class CommunicationManager: Sendable {
     // MARK: Sending
 
     /// Publishes now when online, otherwise defers the message (FIFO, bounded).
+    /// `message` at ``Options/qos`` at least.
+    func atLeastOptionsQoS(_ message: TransportMessage) -> TransportMessage {
+        guard message.qos < options.qos else { return message }
+        var raised = message
+        raised.qos = options.qos
+        return raised
+    }
+
     func send(_ message: TransportMessage) async throws(CommunicationError) {
+        let message = atLeastOptionsQoS(message)
         let sendNow = state.withLock { state -> Bool in
             if state.online && !state.draining && state.deferred.isEmpty { return true }
             defer_(message, &state)
@@ -692,7 +711,7 @@ public final class CommunicationManager: Sendable {
             var succeeded = true
             do {
                 switch action {
-                case .subscribe: try await transport.subscribe(filter, qos: .atMostOnce)
+                case .subscribe: try await transport.subscribe(filter, qos: options.qos)
                 case .unsubscribe: try await transport.unsubscribe(filter)
                 }
             } catch {
