@@ -33,3 +33,30 @@ struct AgentQoSTests {
         #expect(CommunicationManager.Options().qos == .atMostOnce)
     }
 }
+
+/// QoS 1 per publication, on an agent that keeps Coaty's default QoS 0.
+struct PublicationQoSTests {
+    @Test func aPublicationAsksForQoS1() async throws {
+        let broker = InProcessBroker()
+        let identity = Identity(name: "per publication")
+        let transport = broker.makeTransport(clientId: CoatyConnection.clientId(identityId: identity.objectId))
+        let manager = try CommunicationManager(transport: transport, identity: identity)
+        try await manager.start()
+        try await manager.publishAdvertise(Light(name: "important", isOn: true), qos: .atLeastOnce)
+        try await manager.publishChannel("c", objects: [], qos: .atLeastOnce)
+        try await manager.publishRaw(topic: "raw/q", payload: [1], qos: .atLeastOnce)
+        try await manager.publishAdvertise(Light(name: "ordinary", isOn: false))
+        let published = broker.publications.filter { !$0.isWill && $0.clientId == transport.clientId }
+        let important = published.filter {
+            $0.message.topic.contains("ADV::") && String(decoding: $0.message.payload, as: UTF8.self).contains("important")
+        }
+        #expect(important.count == 1)
+        #expect(important.allSatisfy { $0.message.qos == .atLeastOnce })
+        #expect(published.filter { $0.message.topic.contains("/CHN:") }.map(\.message.qos) == [.atLeastOnce])
+        #expect(published.filter { $0.message.topic == "raw/q" }.map(\.message.qos) == [.atLeastOnce])
+        let ordinary = published.filter { String(decoding: $0.message.payload, as: UTF8.self).contains("ordinary") }
+        #expect(!ordinary.isEmpty)
+        #expect(ordinary.allSatisfy { $0.message.qos == .atMostOnce })
+        await manager.stop()
+    }
+}
