@@ -31,10 +31,13 @@ struct CLIAgent: Sendable {
     init(
         _ options: ConnectionOptions,
         defaultName: String,
-        registry: CoatyObjectRegistry = CoatyObjectRegistry()
+        registry: CoatyObjectRegistry = CoatyObjectRegistry(),
+        observerBufferLimit: Int? = nil
     ) throws {
         self.options = options
         logger = options.makeLogger()
+        var managerOptions = options.managerOptions
+        if let observerBufferLimit { managerOptions.observerBufferLimit = observerBufferLimit }
         let identity = Identity(name: options.name ?? defaultName)
         let configuration = try options.mqttConfiguration(identityId: identity.objectId)
         let transport = MQTTTransport(configuration: configuration, logger: logger)
@@ -43,7 +46,7 @@ struct CLIAgent: Sendable {
                 transport: transport,
                 identity: identity,
                 registry: registry,
-                options: options.managerOptions,
+                options: managerOptions,
                 logger: logger
             )
         } catch {

@@ -48,7 +48,15 @@ struct Record: AsyncParsableCommand {
     )
     var channels: [String] = []
 
-    @Flag(help: "Apply Update events of stored objects and answer them with Complete.")
+    @Option(
+        help: ArgumentHelp(
+            "Events each observation may hold while the store is behind, before reading from the broker pauses (back-pressure; nothing is dropped). A recorder's buffer absorbs bursts faster than the store writes, so the broker's own queue limits are not reached; memory is about 1 KiB per held event.",
+            valueName: "events"
+        )
+    )
+    var buffer: Int = 262_144
+
+        @Flag(help: "Apply Update events of stored objects and answer them with Complete.")
     var acceptUpdates = false
 
     @Flag(help: "Print one JSON line per stored, removed or answered object on stdout.")
@@ -59,12 +67,13 @@ struct Record: AsyncParsableCommand {
             try validateTopicLevel(.channel(id: channel), option: "--channel", value: channel)
         }
         if db.isEmpty { throw ValidationError("--db must not be empty.") }
+        if buffer < 1 { throw ValidationError("--buffer must be at least 1.") }
     }
 
     var usesPostgres: Bool { db.hasPrefix("postgres://") || db.hasPrefix("postgresql://") }
 
     func run() async throws {
-        let agent = try CLIAgent(connection, defaultName: "coaty record")
+        let agent = try CLIAgent(connection, defaultName: "coaty record", observerBufferLimit: buffer)
         let signals = ShutdownSignals()
         let configuration = CoatyRecorder.Configuration(channelIds: channels, acceptUpdates: acceptUpdates)
         if usesPostgres {
