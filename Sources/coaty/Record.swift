@@ -206,6 +206,7 @@ struct Record: AsyncParsableCommand {
             "coaty record: received \(statistics.received) events, stored \(statistics.stored), "
                 + "removed \(statistics.removed), failed \(statistics.failedWrites), "
                 + "dropped \(agent.manager.statistics.observerOverflow)"
+                + (statistics.droppedEvents > 0 ? ", --verbose lines dropped \(statistics.droppedEvents)" : "")
         )
         if let failure { throw CLIError("The recorder stopped: \(oneLine(String(describing: failure)))") }
     }

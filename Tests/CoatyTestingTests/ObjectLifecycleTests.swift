@@ -21,6 +21,39 @@ private func part(_ name: String, parent: CoatyUUID?) -> BaseObject {
 
 @Suite("ObjectLifecycleController on the in-process broker", .timeLimit(.minutes(1)))
 struct ObjectLifecycleTests {
+    @Test("a slow consumer of change sets loses none: its buffer holds the reads instead of dropping")
+    func aSlowConsumerLosesNoChangeSet() async throws {
+        let broker = InProcessBroker()
+        let identity = Identity(name: "slow observer")
+        let manager = try CommunicationManager(
+            transport: broker.makeTransport(clientId: CoatyConnection.clientId(identityId: identity.objectId)),
+            identity: identity,
+            options: .init(observerBufferLimit: 2)
+        )
+        let owner = try TestAgent(broker, name: "owner")
+        try await manager.start()
+        try await owner.manager.start()
+        let ownerLifecycle = ObjectLifecycleController(communicationManager: owner.manager)
+        let sequence = try ObjectLifecycleController(communicationManager: manager)
+            .observeObjectLifecycle(objectType: Lamp.objectType)
+        let lamps = (0..<20).map { Lamp(name: "lamp \($0)", isOn: true, parentObjectId: owner.id) }
+        let consumer = Task { () -> Set<CoatyUUID> in
+            var seen: Set<CoatyUUID> = []
+            for await info in sequence {
+                seen.formUnion(info.addedIds)
+                if seen.count == lamps.count { break }
+                try? await Task.sleep(for: .milliseconds(30))  // slower than the owner advertises
+            }
+            return seen
+        }
+        for lamp in lamps { _ = try await ownerLifecycle.advertiseDiscoverableObject(lamp) }
+        let seen = await consumer.value
+        #expect(seen == Set(lamps.map(\.objectId)))
+        #expect(manager.statistics.observerOverflow == 0)
+        await manager.stop()
+        await owner.manager.stop()
+    }
+
     @Test("added, changed and removed with a filter; unchanged re-advertisements are not reported")
     func addedChangedRemoved() async throws {
         let broker = InProcessBroker()

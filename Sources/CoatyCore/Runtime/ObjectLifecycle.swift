@@ -61,9 +61,9 @@ public struct ObjectLifecycleInfo: Sendable, Hashable {
 /// A Deadvertise of an id also removes every tracked object whose `parentObjectId` is that id,
 /// transitively; so objects whose parent is their agent's identity disappear with the agent (its
 /// last will deadvertises the identity). Change sets are buffered like events of an
-/// ``EventObservation``; when the buffer overflows the oldest change set is dropped and counted
-/// (``CommunicationStatistics/observerOverflow``), and ``ObjectLifecycleInfo/objects`` of the
-/// next one is still complete.
+/// ``EventObservation``: nothing is dropped; a consumer that falls
+/// ``CommunicationManager/Options/observerBufferLimit`` change sets behind holds the manager's
+/// reads from the broker until it catches up (back-pressure).
 public struct ObjectLifecycleSequence: AsyncSequence, Sendable {
     /// Never fails: a Discover that cannot be published is logged, and tracking goes on.
     public typealias Failure = Never
@@ -80,7 +80,7 @@ public struct ObjectLifecycleSequence: AsyncSequence, Sendable {
     /// The iterator of an ``ObjectLifecycleSequence``.
     public struct Iterator: AsyncIteratorProtocol {
         let sequence: ObjectLifecycleSequence
-        var base: AsyncStream<ObjectLifecycleInfo>.Iterator?
+        var base: ObservationBuffer<ObjectLifecycleInfo>?
         var run: LifecycleRun?
 
         /// The next change set; the first call starts the observation.
@@ -88,26 +88,19 @@ public struct ObjectLifecycleSequence: AsyncSequence, Sendable {
         public mutating func next() async -> ObjectLifecycleInfo? {
             if base == nil {
                 if run != nil { return nil }
-                let (stream, run) = await sequence.start()
+                let (buffer, run) = await sequence.start()
                 self.run = run
-                base = stream.makeAsyncIterator()
+                base = buffer
             }
-            return await base?.next()
+            return await base?.next(isolation: nil)
         }
     }
 
     /// Registers the routes, waits for the subscriptions, publishes the Discover.
-    func start() async -> (AsyncStream<ObjectLifecycleInfo>, LifecycleRun) {
+    func start() async -> (ObservationBuffer<ObjectLifecycleInfo>, LifecycleRun) {
         let manager = self.manager
-        let (stream, continuation) = AsyncStream<ObjectLifecycleInfo>.makeStream(
-            bufferingPolicy: .bufferingNewest(Swift.max(1, manager.options.observerBufferLimit))
-        )
         let tracker = LifecycleTracker(includes: includes)
         let counters = manager.counters
-        let emit: @Sendable (ObjectLifecycleInfo?) -> Void = { info in
-            guard let info else { return }
-            if case .dropped = continuation.yield(info) { counters.observerOverflow() }
-        }
         let discover = self.discover
         let correlationId = CoatyUUID()
         let filters: (advertise: String, deadvertise: String, resolve: String)
@@ -120,8 +113,22 @@ public struct ObjectLifecycleSequence: AsyncSequence, Sendable {
         } catch {
             // The filters were validated when the sequence was made; only a broken invariant lands here.
             manager.logger.error("Cannot observe an object lifecycle", metadata: ["error": "\(error)"])
-            continuation.finish()
-            return (stream, LifecycleRun(releaser: ReleaseOnce {}))
+            let ended = makeBuffer(filter: "", releaser: ReleaseOnce {})
+            ended.finish()
+            return (ended, LifecycleRun(buffer: ended))
+        }
+        let advertiseKey = advertise.level
+        let deadvertiseKey = CoatyTopic.Event.deadvertise.level
+        let token = manager.state.withLock { $0.makeToken() }
+        let releaser = ReleaseOnce { [weak manager] in
+            manager?.release(filters.advertise) { $0.setRoute(advertiseKey, token: token, sink: nil) }
+            manager?.release(filters.deadvertise) { $0.setRoute(deadvertiseKey, token: token, sink: nil) }
+            manager?.release(filters.resolve) { $0.responseRoutes[correlationId] = nil }
+        }
+        let buffer = makeBuffer(filter: filters.advertise, releaser: releaser)
+        let emit: @Sendable (ObjectLifecycleInfo?) -> Void = { info in
+            guard let info else { return }
+            buffer.push(info)
         }
         let advertiseSink: EventSink = { incoming in
             guard case .advertise(let data) = incoming.payload else { return }
@@ -139,15 +146,6 @@ public struct ObjectLifecycleSequence: AsyncSequence, Sendable {
             }
             emit(tracker.track(object))
         }
-        let advertiseKey = advertise.level
-        let deadvertiseKey = CoatyTopic.Event.deadvertise.level
-        let token = manager.state.withLock { $0.makeToken() }
-        let releaser = ReleaseOnce { [weak manager] in
-            manager?.release(filters.advertise) { $0.setRoute(advertiseKey, token: token, sink: nil) }
-            manager?.release(filters.deadvertise) { $0.setRoute(deadvertiseKey, token: token, sink: nil) }
-            manager?.release(filters.resolve) { $0.responseRoutes[correlationId] = nil }
-        }
-        continuation.onTermination = { _ in releaser.release() }
         manager.retain(filters.advertise) { $0.setRoute(advertiseKey, token: token, sink: advertiseSink) }
         manager.retain(filters.deadvertise) { $0.setRoute(deadvertiseKey, token: token, sink: deadvertiseSink) }
         manager.retain(filters.resolve) { $0.responseRoutes[correlationId] = resolveSink }
@@ -163,19 +161,33 @@ public struct ObjectLifecycleSequence: AsyncSequence, Sendable {
                 metadata: ["error": "\(error)"]
             )
         }
-        return (stream, LifecycleRun(releaser: releaser))
+        return (buffer, LifecycleRun(buffer: buffer))
+    }
+
+    /// The change-set buffer: back-pressured through the manager's gate, as an observation's.
+    private func makeBuffer(filter: String, releaser: ReleaseOnce) -> ObservationBuffer<ObjectLifecycleInfo> {
+        let counters = manager.counters
+        return ObservationBuffer(
+            limit: manager.options.observerBufferLimit,
+            headroom: manager.options.effectiveRequestHeadroom,
+            wakeups: manager.wakeups,
+            gate: manager.gate,
+            overflow: { counters.observerOverflow($0) },
+            topicFilter: filter,
+            releaser: releaser
+        )
     }
 }
 
-/// Ends an object lifecycle observation's routing when the iterator is released.
+/// Ends an object lifecycle observation (its buffer and routing) when the iterator is released.
 final class LifecycleRun: Sendable {
-    let releaser: ReleaseOnce
+    let buffer: ObservationBuffer<ObjectLifecycleInfo>
 
-    init(releaser: ReleaseOnce) {
-        self.releaser = releaser
+    init(buffer: ObservationBuffer<ObjectLifecycleInfo>) {
+        self.buffer = buffer
     }
 
-    deinit { releaser.release() }
+    deinit { buffer.finish() }
 }
 
 /// The tracked objects of one lifecycle observation, in first-seen order.

@@ -162,7 +162,8 @@ public final class CoatyRecorder: Service, Sendable {
 
     /// The recorder's events (stored, removed, answered, failed) from now on, for a verbose
     /// mode; ends when ``run()`` ends. Beyond ``Configuration/eventBufferLimit`` unread events
-    /// the oldest are dropped.
+    /// the oldest are dropped and counted (``RecorderStatistics/droppedEvents``); the objects
+    /// themselves are stored regardless.
     /// - Returns: the events.
     public func events() -> RecorderEvents {
         let (stream, continuation) = AsyncStream<RecorderEvent>.makeStream(
@@ -561,7 +562,9 @@ public final class CoatyRecorder: Service, Sendable {
 
     private func emit(_ event: RecorderEvent) {
         let sinks = eventSinks.withLock { Array($0.values) }
-        for sink in sinks { sink.yield(event) }
+        for sink in sinks {
+            if case .dropped = sink.yield(event) { stats.withLock { $0.droppedEvents += 1 } }
+        }
     }
 
     private func finishEvents() {
@@ -604,6 +607,10 @@ public struct RecorderStatistics: Sendable, Hashable, CustomStringConvertible {
     public var ignoredUpdates = 0
     /// Requests that could not be answered because of a store or publication error.
     public var failedAnswers = 0
+    /// Recorder events (``CoatyRecorder/events()``) dropped because a reader of them fell
+    /// ``CoatyRecorder/Configuration/eventBufferLimit`` events behind (never objects: the store
+    /// gets every one).
+    public var droppedEvents = 0
 
     /// No counts.
     public init() {}
@@ -612,7 +619,8 @@ public struct RecorderStatistics: Sendable, Hashable, CustomStringConvertible {
     public var description: String {
         "received \(received), stored \(stored), removed \(removed), batches \(batches), "
             + "failed writes \(failedWrites), queries \(answeredQueries), discovers \(answeredDiscovers), "
-            + "updates \(completedUpdates) (ignored \(ignoredUpdates)), failed answers \(failedAnswers)"
+            + "updates \(completedUpdates) (ignored \(ignoredUpdates)), failed answers \(failedAnswers), "
+            + "dropped recorder events \(droppedEvents)"
     }
 }
 
