@@ -68,6 +68,20 @@ struct AgentConfigurationTests {
         #expect(fromEnvironment.observerBufferLimit == 50)
     }
 
+    @Test("QoS 1 is opt-in: communication.qos in the file, COATY_QOS in the environment")
+    func qualityOfService() throws {
+        let path = try temporaryFile(#"{"communication": {"qos": 1}}"#)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let fromFile = try AgentConfiguration.load(file: path, environment: [:])
+        #expect(fromFile.qos == 1)
+        #expect(fromFile.communicationOptions.qos == .atLeastOnce)
+        #expect(fromFile.json.objectValue?["communication"]?.objectValue?["qos"] == 1)
+        let overridden = try AgentConfiguration.load(file: path, environment: ["COATY_QOS": "0"])
+        #expect(overridden.communicationOptions.qos == .atMostOnce)
+        #expect(try AgentConfiguration.load(environment: ["COATY_QOS": "1"]).communicationOptions.qos == .atLeastOnce)
+        #expect(AgentConfiguration().communicationOptions.qos == .atMostOnce)
+    }
+
     @Test("the configuration maps onto the identity and the communication manager options")
     func mapping() throws {
         let broker = InProcessBroker()
@@ -112,6 +126,7 @@ struct AgentConfigurationTests {
                 "communication.shouldEnableCrossNamespacing"
             ),
             (#"{"communication": {"observerBufferLimit": -1}}"#, "communication.observerBufferLimit"),
+            (#"{"communication": {"qos": 2}}"#, "communication.qos"),
             (#"{"communication": []}"#, "communication"),
             (#"{"common": {"agentIdentity": {"objectId": "not-a-uuid"}}}"#, "common.agentIdentity.objectId"),
             (#"{"common": {"agentIdentity": {"name": false}}}"#, "common.agentIdentity.name"),
@@ -133,6 +148,8 @@ struct AgentConfigurationTests {
         "a bad environment variable is named in the error",
         arguments: [
             ("COATY_CROSS_NAMESPACE", "maybe"),
+            ("COATY_QOS", "2"),
+            ("COATY_QOS", "one"),
             ("COATY_NAMESPACE", "#"),
             ("COATY_BROKER", "tcp://broker"),
             ("COATY_IDENTITY_ID", "123"),

@@ -15,7 +15,7 @@ public import Metrics
 ///
 /// ``load(file:environment:)`` applies, from lowest to highest precedence: the defaults, the
 /// file (`COATY_CONFIG` when no path is given), then the environment variables `COATY_BROKER`,
-/// `COATY_NAMESPACE`, `COATY_NAME`, `COATY_IDENTITY_ID` and `COATY_CROSS_NAMESPACE`. Code may
+/// `COATY_NAMESPACE`, `COATY_NAME`, `COATY_IDENTITY_ID`, `COATY_CROSS_NAMESPACE` and `COATY_QOS`. Code may
 /// change the result afterwards. Every problem is an ``AgentConfigurationError`` naming the
 /// file and field, or the variable.
 public struct AgentConfiguration: Codable, Sendable, Hashable {
@@ -36,6 +36,9 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
     public var deferredPublicationLimit: Int?
     /// The buffer size of each observer, or `nil` for ``CommunicationManager/Options``' default.
     public var observerBufferLimit: Int?
+    /// The least MQTT QoS of the agent's publications and subscriptions (0 or 1), or `nil` for
+    /// Coaty's QoS 0 (``CommunicationManager/Options/qos``). JSON: `communication.qos`.
+    public var qos: Int?
     /// The options of each controller under its ``Controller/name`` (handed to it as
     /// ``ControllerContext/options``).
     public var controllers: JSONObject
@@ -49,6 +52,7 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
     ///   - shouldEnableCrossNamespacing: whether to receive every namespace.
     ///   - deferredPublicationLimit: the offline queue size.
     ///   - observerBufferLimit: the observer buffer size.
+    ///   - qos: the least QoS, 0 or 1 (`nil`: 0).
     ///   - controllers: controller options by controller name.
     public init(
         name: String = "Coaty Agent",
@@ -58,8 +62,10 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
         shouldEnableCrossNamespacing: Bool = false,
         deferredPublicationLimit: Int? = nil,
         observerBufferLimit: Int? = nil,
+        qos: Int? = nil,
         controllers: JSONObject = [:]
     ) {
+        self.qos = qos
         self.name = name
         self.identityId = identityId
         self.brokerURL = brokerURL
@@ -147,6 +153,9 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
                 at: path
             )
             observerBufferLimit = try ConfigurationReader.count(communication, "observerBufferLimit", at: path)
+            if let qos = try ConfigurationReader.count(communication, "qos", at: path) {
+                self.qos = try Self.qos(qos, field: path + ".qos")
+            }
         }
         if let controllers = try ConfigurationReader.object(root, "controllers", at: "") {
             for (name, options) in controllers where options.objectValue == nil {
@@ -168,6 +177,12 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
         if let id = environment["COATY_IDENTITY_ID"] {
             identityId = try Self.identityId(id, field: "COATY_IDENTITY_ID")
         }
+        if let qos = environment["COATY_QOS"] {
+            guard let level = Int(qos) else {
+                throw AgentConfigurationError(field: "COATY_QOS", reason: "'\(qos)' is not 0 or 1")
+            }
+            self.qos = try Self.qos(level, field: "COATY_QOS")
+        }
         if let cross = environment["COATY_CROSS_NAMESPACE"] {
             switch cross.lowercased() {
             case "1", "true", "yes", "on": shouldEnableCrossNamespacing = true
@@ -187,6 +202,7 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
         _ = try Self.brokerURL(brokerURL, field: "brokerURL")
         _ = try Self.namespace(namespace, field: "namespace")
         if let identityId { _ = try Self.identityId(identityId.uuidString, field: "identityId") }
+        if let qos { _ = try Self.qos(qos, field: "qos") }
     }
 
     // MARK: Mapping onto the communication manager
@@ -205,6 +221,7 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
         )
         if let deferredPublicationLimit { options.deferredPublicationLimit = deferredPublicationLimit }
         if let observerBufferLimit { options.observerBufferLimit = observerBufferLimit }
+        if qos == 1 { options.qos = .atLeastOnce }
         return options
     }
 
@@ -264,6 +281,7 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
             communication["deferredPublicationLimit"] = .int(Int64(deferredPublicationLimit))
         }
         if let observerBufferLimit { communication["observerBufferLimit"] = .int(Int64(observerBufferLimit)) }
+        if let qos { communication["qos"] = .int(Int64(qos)) }
         return [
             "common": ["agentIdentity": .object(identity)],
             "communication": .object(communication),
@@ -272,6 +290,14 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
     }
 
     // MARK: Field checks
+
+    /// A QoS level the agent supports: 0 or 1.
+    static func qos(_ level: Int, field: String) throws(AgentConfigurationError) -> Int {
+        guard level == 0 || level == 1 else {
+            throw AgentConfigurationError(field: field, reason: "must be 0 or 1 (QoS 2 is not supported), not \(level)")
+        }
+        return level
+    }
 
     private static func brokerURL(_ url: String, field: String) throws(AgentConfigurationError) -> String {
         let parts = url.split(separator: "://", maxSplits: 1, omittingEmptySubsequences: false)
