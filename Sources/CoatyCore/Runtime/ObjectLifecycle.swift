@@ -123,7 +123,10 @@ public struct ObjectLifecycleSequence: AsyncSequence, Sendable {
         let releaser = ReleaseOnce { [weak manager] in
             manager?.release(filters.advertise) { $0.setRoute(advertiseKey, token: token, sink: nil) }
             manager?.release(filters.deadvertise) { $0.setRoute(deadvertiseKey, token: token, sink: nil) }
-            manager?.release(filters.resolve) { $0.responseRoutes[correlationId] = nil }
+            manager?.release(filters.resolve) { state in
+                state.responseRoutes[correlationId] = nil
+                state.standingResponseIds.remove(correlationId)
+            }
         }
         let buffer = makeBuffer(filter: filters.advertise, releaser: releaser)
         let emit: @Sendable (ObjectLifecycleInfo?) -> Void = { info in
@@ -148,7 +151,10 @@ public struct ObjectLifecycleSequence: AsyncSequence, Sendable {
         }
         manager.retain(filters.advertise) { $0.setRoute(advertiseKey, token: token, sink: advertiseSink) }
         manager.retain(filters.deadvertise) { $0.setRoute(deadvertiseKey, token: token, sink: deadvertiseSink) }
-        manager.retain(filters.resolve) { $0.responseRoutes[correlationId] = resolveSink }
+        manager.retain(filters.resolve) { state in
+            state.standingResponseIds.insert(correlationId)
+            state.responseRoutes[correlationId] = resolveSink
+        }
         for filter in [filters.advertise, filters.deadvertise, filters.resolve] {
             await manager.awaitEstablished(filter)
         }

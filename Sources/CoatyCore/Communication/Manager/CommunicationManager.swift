@@ -985,15 +985,24 @@ struct ManagerState {
     /// Response routes by correlation id. Whether any is open is passed to the back-pressure gate
     /// (under the manager's lock, so in order): reading goes on while a request awaits responses.
     var responseRoutes: [CoatyUUID: EventSink] = [:] {
-        didSet {
-            let open = !responseRoutes.isEmpty
-            if open != requestsOpen {
-                requestsOpen = open
-                gate?.setRequestsOpen(open)
-            }
-        }
+        didSet { updateRequestsOpen() }
+    }
+    /// Response routes that stay for an observation's lifetime (an object lifecycle's Resolves):
+    /// they do not count as requests awaiting responses, or they would keep reading past a full
+    /// observer for as long as they live.
+    var standingResponseIds: Set<CoatyUUID> = [] {
+        didSet { updateRequestsOpen() }
     }
     var requestsOpen = false
+
+    private mutating func updateRequestsOpen() {
+        var standing = 0
+        for id in standingResponseIds where responseRoutes[id] != nil { standing += 1 }
+        let open = responseRoutes.count > standing
+        guard open != requestsOpen else { return }
+        requestsOpen = open
+        gate?.setRequestsOpen(open)
+    }
     var gate: BackPressureGate?
     /// Raw routes.
     var rawRoutes: [Int: (filter: String, sink: RawSink)] = [:]
