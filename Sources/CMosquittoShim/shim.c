@@ -110,6 +110,12 @@ struct CMosquittoShim_Client {
     size_t count;
     atomic_size_t queuedMirror;  // `count`, for the loop's read decision without queueLock
     atomic_bool readPaused;      // Swift asked the loop to stop reading (CMosquittoShim_Client_setReadPaused)
+    // Durable delivery (see CMosquittoShim_Client_acknowledgeThrough): the ring number of the last QoS > 0 message
+    // (written under queueLock in onMessage), and the number through which the application handled every message.
+    bool holdAcks;
+    atomic_uint_fast64_t lastAnsweredMessage;
+    atomic_uint_fast64_t acknowledgedThrough;
+    atomic_uint_fast64_t takenMirror;
     int64_t pausedPingNs;        // loop thread: when the last keep-alive PINGREQ of a pause was written
     atomic_bool readingHeld;     // the loop's last step did not read because of back-pressure (written by the loop)
     bool armed;          // a consumer waits for the next message
@@ -322,6 +328,7 @@ static void onMessage(struct mosquitto *mosq, void *obj, const struct mosquitto_
     c->count += 1;
     atomic_store(&c->queuedMirror, c->count);
     c->pushedMessages += 1;
+    if (msg->qos > 0) atomic_store(&c->lastAnsweredMessage, c->pushedMessages);
     bool wakeConsumer = c->consumerBlocked;
     if (c->armed) {
         c->armed = false;
@@ -573,6 +580,10 @@ CMosquittoShim_Client *CMosquittoShim_Client_create(const CMosquittoShim_Options
                                                                                       : c->reconnectDelayMs;
     c->stopFlushMs = o->stopFlushMilliseconds >= 0 ? o->stopFlushMilliseconds : 0;
     c->quickAck = o->tcpNoDelay;
+    c->holdAcks = o->holdAcknowledgements;
+    atomic_init(&c->lastAnsweredMessage, 0);
+    atomic_init(&c->acknowledgedThrough, 0);
+    atomic_init(&c->takenMirror, 0);
     c->protocolV5 = o->protocolV5;
     c->plainTCP = !o->useTLS;
     if (!c->ring || !c->host) {
@@ -1000,11 +1011,22 @@ static int publishDirect(CMosquittoShim_Client *c, const char *topic, const void
     return MOSQ_ERR_SUCCESS;
 }
 
+/// Durable delivery: whether answers to QoS > 0 messages the application has not handled yet are queued in
+/// libmosquitto. Then the loop neither writes (the answers would go out) nor reads (their answers would join them).
+static bool acknowledgementsHeld(CMosquittoShim_Client *c) {
+    return c->holdAcks && atomic_load(&c->lastAnsweredMessage) > atomic_load(&c->acknowledgedThrough);
+}
+
+/// Whether back-pressure lets the loop read: the ring is below its capacity and Swift did not pause reading.
+static bool backPressureAllowsReading(CMosquittoShim_Client *c) {
+    return !atomic_load(&c->readPaused) && atomic_load(&c->queuedMirror) < c->capacity;
+}
+
 /// Whether the loop may read from the socket: not while the ring holds its capacity (its consumer is behind) or Swift
 /// paused reading (an observer is full). Holding the reads is the back-pressure: the kernel's socket buffer fills, TCP
 /// flow control stops the broker, which keeps the rest under its own limits.
 static bool readAllowed(CMosquittoShim_Client *c) {
-    return !atomic_load(&c->readPaused) && atomic_load(&c->queuedMirror) < c->capacity;
+    return backPressureAllowsReading(c) && !acknowledgementsHeld(c);
 }
 
 /// Keeps the session alive while reads are held (loop thread); true when it did, so libmosquitto's keep-alive check
@@ -1013,13 +1035,15 @@ static bool readAllowed(CMosquittoShim_Client *c) {
 /// satisfies the broker; the PINGRESPs are read (and ignored by libmosquitto) when reading resumes. Over TLS there is
 /// no direct path: libmosquitto's own check runs, and a hold longer than the keep-alive ends the session, which is
 /// reported as a connection loss and reconnects by itself.
-static bool keepAliveWhileHeld(CMosquittoShim_Client *c) {
+static bool keepAliveWhileHeld(CMosquittoShim_Client *c, bool behindUnstarted) {
     if (!atomic_load(&c->directReady) || c->keepAlive <= 0) return false;
     int64_t now = nowNs();
     if (now - c->pausedPingNs < (int64_t)c->keepAlive * 500000000LL) return true;
     pthread_mutex_lock(&c->writeLock);
-    // Only between whole packets: nothing of ours or of libmosquitto's is waiting (else retry at the next step).
-    if (c->directFd >= 0 && !c->oursHead && !mosquitto_want_write(c->mosq)) {
+    // Only between whole packets: nothing of ours or of libmosquitto's is waiting (else retry at the next step). With
+    // `behindUnstarted` (durable delivery holding answers), libmosquitto's queue holds only packets not started: the
+    // loop read only with that queue empty and has not written since.
+    if (c->directFd >= 0 && !c->oursHead && (behindUnstarted || !mosquitto_want_write(c->mosq))) {
         static const uint8_t pingreq[2] = {0xC0, 0x00};
         ssize_t n;
         do {
@@ -1055,7 +1079,9 @@ static bool keepAliveWhileHeld(CMosquittoShim_Client *c) {
 static int loopOnce(CMosquittoShim_Client *c, int timeoutMs) {
     int sock = mosquitto_socket(c->mosq);
     if (sock < 0) return MOSQ_ERR_NO_CONN;
-    bool reading = readAllowed(c);
+    // Durable delivery reads only with libmosquitto's queue written out: the answers a read queues then sit in front
+    // of nothing partly written, so holding them (and writing our own PINGREQs meanwhile) keeps the stream whole.
+    bool reading = readAllowed(c) && !(c->holdAcks && mosquitto_want_write(c->mosq));
     if (reading == atomic_load(&c->readingHeld)) {
         atomic_store(&c->readingHeld, !reading);
         c->pausedPingNs = nowNs();  // a pause starts: its first keep-alive PINGREQ is due half a keep-alive later
@@ -1065,7 +1091,7 @@ static int loopOnce(CMosquittoShim_Client *c, int timeoutMs) {
     bool others = queued != c->packetsSeen;  // packets queued by other threads since the last write
     c->packetsSeen = queued;
     bool dispatchDue = atomic_load(&c->dispatchWanted);  // see wantDispatch
-    bool wantWrite = others || mosquitto_want_write(c->mosq) || atomic_load(&c->oursNonEmpty);
+    bool wantWrite = !acknowledgementsHeld(c) && (others || mosquitto_want_write(c->mosq) || atomic_load(&c->oursNonEmpty));
     struct pollfd fds[2] = {
         {.fd = sock, .events = (short)((reading ? POLLIN : 0) | (wantWrite ? POLLOUT : 0)), .revents = 0},
         {.fd = c->wakeFd, .events = POLLIN, .revents = 0},
@@ -1092,16 +1118,20 @@ static int loopOnce(CMosquittoShim_Client *c, int timeoutMs) {
             uint64_t before = c->received;
             int rc = mosquitto_loop_read(c->mosq, 1);
             if (rc || mosquitto_socket(c->mosq) < 0) return rc;
-            if (c->received == before || !readAllowed(c)) break;  // nothing complete, not a PUBLISH, or held
+            // Nothing complete, not a PUBLISH, or held by back-pressure. (Held acknowledgements do not end the burst:
+            // the answers it queues are all unstarted, and are released together.)
+            if (c->received == before || !backPressureAllowsReading(c)) break;
         }
     }
     // As mosquitto_loop: write when the socket is writable, or when another thread queued a packet (libmosquitto
     // treats its socket-pair wake-up as "writable").
-    if ((fds[0].revents & POLLOUT) || others || woken) {
+    bool held = acknowledgementsHeld(c);
+    if (!held && ((fds[0].revents & POLLOUT) || others || woken)) {
         int rc = loopWrite(c);
         if (rc || mosquitto_socket(c->mosq) < 0) return rc;
     }
-    if (atomic_load(&c->readingHeld) && keepAliveWhileHeld(c)) return MOSQ_ERR_SUCCESS;
+    if (held) return keepAliveWhileHeld(c, true) ? MOSQ_ERR_SUCCESS : mosquitto_loop_misc(c->mosq);
+    if (atomic_load(&c->readingHeld) && keepAliveWhileHeld(c, false)) return MOSQ_ERR_SUCCESS;
     return mosquitto_loop_misc(c->mosq);
 }
 
@@ -1382,6 +1412,7 @@ static size_t dequeueLocked(CMosquittoShim_Client *c, CMosquittoShim_Message **o
     c->count -= n;
     atomic_store(&c->queuedMirror, c->count);
     c->takenMessages += n;
+    atomic_store(&c->takenMirror, c->takenMessages);
     if (n > 0) c->armed = false;
     *roomAgain = wasFull && n > 0 && loopClientOfThisThread != c;
     return n;
@@ -1433,9 +1464,24 @@ void CMosquittoShim_Client_discardMessages(CMosquittoShim_Client *c) {
         c->count -= 1;
         atomic_store(&c->queuedMirror, c->count);
         c->takenMessages += 1;  // gone, as if taken: events queued behind them are due
+        atomic_store(&c->takenMirror, c->takenMessages);
     }
     pthread_mutex_unlock(&c->queueLock);
 }
+
+void CMosquittoShim_Client_acknowledgeThrough(CMosquittoShim_Client *c, uint64_t through) {
+    uint64_t current = atomic_load(&c->acknowledgedThrough);
+    while (through > current && !atomic_compare_exchange_weak(&c->acknowledgedThrough, &current, through)) {
+    }
+    wantDispatch(c);  // the loop may wait in a poll that watches neither reads nor writes
+}
+
+uint64_t CMosquittoShim_Client_acknowledgementDue(CMosquittoShim_Client *c) {
+    uint64_t last = atomic_load(&c->lastAnsweredMessage);
+    return c->holdAcks && last > atomic_load(&c->acknowledgedThrough) ? last : 0;
+}
+
+uint64_t CMosquittoShim_Client_takenCount(CMosquittoShim_Client *c) { return atomic_load(&c->takenMirror); }
 
 void CMosquittoShim_Client_setReadPaused(CMosquittoShim_Client *c, bool paused) {
     bool was = atomic_exchange(&c->readPaused, paused);

@@ -40,6 +40,9 @@ public final class MQTTTransport: CoatyTransport {
         var forwarder: Task<Void, Never>?
         var messageHandler: (@Sendable ([TransportMessage]) -> Void)?
         var readingPaused = false
+        /// Counts what the current client's batches handed over (a new one per client: the
+        /// numbering of acknowledgements is the client's).
+        var delivered = DeliveredCounter()
 
         mutating func set(_ connection: TransportConnectionState) {
             guard self.connection != connection else { return }
@@ -95,11 +98,11 @@ public final class MQTTTransport: CoatyTransport {
     /// - Parameter handler: receives each batch; must return promptly and never block.
     /// - Returns: `true`.
     public func deliverMessages(to handler: @escaping @Sendable ([TransportMessage]) -> Void) -> Bool {
-        let client = state.withLock { state in
+        let (client, delivered) = state.withLock { state in
             state.messageHandler = handler
-            return state.client
+            return (state.client, state.delivered)
         }
-        client?.setMessageHandler(Self.batchHandler(handler))
+        client?.setMessageHandler(Self.batchHandler(handler, delivered: delivered))
         return true
     }
 
@@ -120,10 +123,33 @@ public final class MQTTTransport: CoatyTransport {
     public var deliveryExecutor: (any TaskExecutor)? { executor }
 
     static func batchHandler(
-        _ handler: @escaping @Sendable ([TransportMessage]) -> Void
+        _ handler: @escaping @Sendable ([TransportMessage]) -> Void,
+        delivered: DeliveredCounter
     ) -> @Sendable ([MQTTMessage]) -> Void {
-        { batch in handler(batch.map(TransportMessage.init)) }
+        { batch in
+            handler(batch.map(TransportMessage.init))
+            delivered.add(batch.count)
+        }
     }
+
+    /// Messages of the current client handed over completely (see ``deliveredCount``).
+    final class DeliveredCounter: Sendable {
+        private let value = Atomic<UInt64>(0)
+        func add(_ count: Int) { value.add(UInt64(count), ordering: .releasing) }
+        var count: UInt64 { value.load(ordering: .acquiring) }
+    }
+
+    /// The current client's held acknowledgement (durable delivery, see
+    /// `MQTTConfiguration.holdsAcknowledgements`), or `nil`.
+    public var acknowledgementDue: UInt64? { state.withLock { $0.client }?.acknowledgementDue }
+
+    /// Messages of the current client handed to the delivery handler completely.
+    public var deliveredCount: UInt64 { state.withLock { $0.delivered.count } }
+
+    /// Releases the current client's held acknowledgements through message `through`.
+    ///
+    /// - Parameter through: the number of the last handled message.
+    public func acknowledge(through: UInt64) { state.withLock { $0.client }?.acknowledge(through: through) }
 
     /// The received messages of an ``MQTTTransport``.
     public struct Messages: AsyncSequence, Sendable {
@@ -247,16 +273,17 @@ public final class MQTTTransport: CoatyTransport {
         let client = makeClient(will: will)
         // The handler is read where the client is stored: `deliverMessages(to:)` either comes
         // before (and is read here) or sees this client.
-        let (old, generation, filters, handler) = state.withLock { state in
+        let (old, generation, filters, handler, delivered) = state.withLock { state in
             let old = state.client
             state.replacing = old != nil
             state.generation += 1
             state.client = client
+            state.delivered = DeliveredCounter()
             state.forwarder?.cancel()
             if old != nil { state.set(.reconnecting) }
-            return (old, state.generation, state.filters, state.messageHandler)
+            return (old, state.generation, state.filters, state.messageHandler, state.delivered)
         }
-        if let handler { client.setMessageHandler(Self.batchHandler(handler)) }
+        if let handler { client.setMessageHandler(Self.batchHandler(handler, delivered: delivered)) }
         // Under the lock, so a concurrent setReceivingPaused either is read here or sees this client.
         state.withLock { state in if state.readingPaused { client.setReadingPaused(true) } }
         client.setDeliveryExecutor(executor)

@@ -203,7 +203,24 @@ public final class MQTTClient: Sendable {
         handle.setReadPaused(paused)
     }
 
-    /// Whether the network thread held its reads in its last step: the consumer is behind (the receive buffer
+    /// With ``MQTTConfiguration/holdsAcknowledgements``: the number of the last received message whose QoS 1
+    /// acknowledgement is held, or `nil` when none is. Messages are numbered from 1 in the order this client received
+    /// them (since it was created). Hand every message through this number to the application, handle them, then call
+    /// ``acknowledge(through:)``; meanwhile the client reads nothing more.
+    public var acknowledgementDue: UInt64? {
+        guard case .success(let handle) = core.setup else { return nil }
+        let due = handle.acknowledgementDue
+        return due == 0 ? nil : due
+    }
+
+    /// Releases the held acknowledgements of every message through number `through` (see ``acknowledgementDue``).
+    /// - Parameter through: the last handled message's number.
+    public func acknowledge(through: UInt64) {
+        guard case .success(let handle) = core.setup else { return }
+        handle.acknowledge(through: through)
+    }
+
+        /// Whether the network thread held its reads in its last step: the consumer is behind (the receive buffer
     /// holds ``MQTTConfiguration/messageBufferCapacity`` messages) or ``setReadingPaused(_:)`` asked it to.
     public var isReadingHeld: Bool {
         guard case .success(let handle) = core.setup else { return false }

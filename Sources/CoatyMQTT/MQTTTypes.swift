@@ -133,6 +133,14 @@ public struct MQTTConfiguration: Sendable {
     /// same for its own back-to-back packets. Turn it off only to trade latency for fewer packets.
     public var tcpNoDelay: Bool = true
 
+    /// Durable delivery (opt-in): acknowledge a received QoS 1 message only once the application says it is handled
+    /// (``MQTTClient/acknowledge(through:)``), not when it is read. libmosquitto answers a QoS 1 PUBLISH as it reads
+    /// it; with this option the network thread holds those answers (and its further reads) after each read step that
+    /// brought one, until the application acknowledges. With `cleanSession` off, the broker then keeps and redelivers
+    /// every message the application did not handle, also across a crash. Throughput is bounded by how fast the
+    /// application handles a read step's messages (one step at a time). See ``MQTTClient/acknowledgementDue``.
+    public var holdsAcknowledgements: Bool = false
+
     /// Creates a configuration from a broker URL.
     ///
     /// ```swift

@@ -73,6 +73,7 @@ final class MosquittoHandle: @unchecked Sendable {
         options.messageCapacity = Int32(clamping: max(1, configuration.messageBufferCapacity))
         options.stopFlushMilliseconds = max(0, Self.milliseconds(configuration.disconnectFlushTimeout))
         options.tcpNoDelay = configuration.tcpNoDelay
+        options.holdAcknowledgements = configuration.holdsAcknowledgements
 
         var code: Int32 = 0
         var text = [CChar](repeating: 0, count: 256)
@@ -165,6 +166,15 @@ final class MosquittoHandle: @unchecked Sendable {
     }
 
     var droppedCount: UInt64 { CMosquittoShim_Client_droppedCount(pointer) }
+
+    /// Releases the held acknowledgements through message number `through` (durable delivery).
+    func acknowledge(through: UInt64) { CMosquittoShim_Client_acknowledgeThrough(pointer, through) }
+
+    /// The number of the last message whose acknowledgement is held, or 0.
+    var acknowledgementDue: UInt64 { CMosquittoShim_Client_acknowledgementDue(pointer) }
+
+    /// The messages taken from the ring so far.
+    var takenCount: UInt64 { CMosquittoShim_Client_takenCount(pointer) }
 
     /// Holds or resumes the loop's reads (back-pressure from the consumer side).
     func setReadPaused(_ paused: Bool) { CMosquittoShim_Client_setReadPaused(pointer, paused) }

@@ -32,14 +32,22 @@ struct CLIAgent: Sendable {
         _ options: ConnectionOptions,
         defaultName: String,
         registry: CoatyObjectRegistry = CoatyObjectRegistry(),
-        observerBufferLimit: Int? = nil
+        observerBufferLimit: Int? = nil,
+        durableIdentityId: CoatyUUID? = nil
     ) throws {
         self.options = options
         logger = options.makeLogger()
         var managerOptions = options.managerOptions
         if let observerBufferLimit { managerOptions.observerBufferLimit = observerBufferLimit }
-        let identity = Identity(name: options.name ?? defaultName)
-        let configuration = try options.mqttConfiguration(identityId: identity.objectId)
+        let identity = Identity(objectId: durableIdentityId ?? CoatyUUID(), name: options.name ?? defaultName)
+        var configuration = try options.mqttConfiguration(identityId: identity.objectId)
+        if durableIdentityId != nil {
+            // Durable: a persistent session under a fixed client id, QoS 1, and each message
+            // acknowledged only once what it carries is committed (the broker keeps the rest).
+            configuration.cleanSession = false
+            configuration.holdsAcknowledgements = true
+            managerOptions.qos = .atLeastOnce
+        }
         let transport = MQTTTransport(configuration: configuration, logger: logger)
         do {
             manager = try CommunicationManager(

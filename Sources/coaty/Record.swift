@@ -48,7 +48,14 @@ struct Record: AsyncParsableCommand {
     )
     var channels: [String] = []
 
-    @Option(
+    @Flag(
+        help: ArgumentHelp(
+            "Durable recording: a persistent session at QoS 1 under a client id fixed by --db, and every message acknowledged only once its object is committed; restarted within the broker's session expiry, the recorder stores what was published while it was down or had not committed. Publishers must publish at QoS 1 (--qos 1) for the broker to keep their messages."
+        )
+    )
+    var durable = false
+
+        @Option(
         help: ArgumentHelp(
             "Events each observation may hold while the store is behind, before reading from the broker pauses (back-pressure; nothing is dropped). A recorder's buffer absorbs bursts faster than the store writes, so the broker's own queue limits are not reached; memory is about 1 KiB per held event.",
             valueName: "events"
@@ -73,9 +80,18 @@ struct Record: AsyncParsableCommand {
     var usesPostgres: Bool { db.hasPrefix("postgres://") || db.hasPrefix("postgresql://") }
 
     func run() async throws {
-        let agent = try CLIAgent(connection, defaultName: "coaty record", observerBufferLimit: buffer)
+        let agent = try CLIAgent(
+            connection,
+            defaultName: "coaty record",
+            observerBufferLimit: buffer,
+            durableIdentityId: durable ? Self.durableIdentityId(for: usesPostgres ? Self.redacted(db) : db) : nil
+        )
         let signals = ShutdownSignals()
-        let configuration = CoatyRecorder.Configuration(channelIds: channels, acceptUpdates: acceptUpdates)
+        let configuration = CoatyRecorder.Configuration(
+            channelIds: channels,
+            acceptUpdates: acceptUpdates,
+            acknowledgesAfterCommit: durable
+        )
         if usesPostgres {
             let database: PostgresDatabase
             do {
@@ -133,7 +149,38 @@ struct Record: AsyncParsableCommand {
         }
     }
 
-    /// A connection string without its password, for messages.
+    /// The identity id of a durable recorder of `store`: the same for every run on the same store
+    /// (its MQTT client id names the broker's persistent session), a version 4 UUID drawn from a
+    /// hash of the store's absolute path or URL.
+    static func durableIdentityId(for store: String) -> CoatyUUID {
+        let key = store.contains("://") ? store : URL(fileURLWithPath: store).standardizedFileURL.path
+        var generator = FNVGenerator(key)
+        return CoatyUUID(randomUsing: &generator)
+    }
+
+    /// A deterministic generator seeded by a string's FNV-1a hash (splitmix64 steps).
+    struct FNVGenerator: RandomNumberGenerator {
+        var state: UInt64
+
+        init(_ text: String) {
+            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+            for byte in text.utf8 {
+                hash ^= UInt64(byte)
+                hash &*= 0x0000_0100_0000_01B3
+            }
+            state = hash
+        }
+
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
+        /// A connection string without its password, for messages.
     static func redacted(_ url: String) -> String {
         guard var components = URLComponents(string: url), components.password != nil else { return url }
         components.password = "***"

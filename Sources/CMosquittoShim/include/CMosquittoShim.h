@@ -107,6 +107,7 @@ typedef struct CMosquittoShim_Options {
     int32_t messageCapacity;
     int32_t stopFlushMilliseconds;  // how long a graceful stop may take to write what is queued
     bool tcpNoDelay;                // set TCP_NODELAY on the socket (disable Nagle's algorithm)
+    bool holdAcknowledgements;      // durable delivery: see CMosquittoShim_Client_acknowledgeThrough
 } CMosquittoShim_Options;
 
 typedef struct CMosquittoShim_Client CMosquittoShim_Client;
@@ -196,6 +197,20 @@ void CMosquittoShim_Client_discardMessages(CMosquittoShim_Client *client);
 /// observer downstream is full). Reads are also held while the ring holds `messageCapacity` messages. While reads are
 /// held on plain TCP the loop keeps the session alive with its own PINGREQs (see keepAliveWhileHeld in shim.c).
 void CMosquittoShim_Client_setReadPaused(CMosquittoShim_Client *client, bool paused);
+
+/// Durable delivery (`holdAcknowledgements`): libmosquitto answers a QoS 1/2 PUBLISH when it reads it, before the
+/// application has it; with this option the loop holds its writes (which carry those answers) and its reads after a
+/// read step that brought a QoS > 0 message, until the application says every message through that one is handled
+/// (committed) with this call. So the broker keeps (and redelivers to a persistent session) everything not yet
+/// handled. `through` counts messages as CMosquittoShim_Client_acknowledgementDue does.
+void CMosquittoShim_Client_acknowledgeThrough(CMosquittoShim_Client *client, uint64_t through);
+
+/// With `holdAcknowledgements`: the number (1-based, counting every message put into the ring) of the last QoS > 0
+/// message received and not acknowledged yet, or 0 when none waits.
+uint64_t CMosquittoShim_Client_acknowledgementDue(CMosquittoShim_Client *client);
+
+/// The number of messages taken from the ring so far (handed to the dispatch function or a consumer).
+uint64_t CMosquittoShim_Client_takenCount(CMosquittoShim_Client *client);
 
 /// Whether the loop held its reads in its last step (back-pressure, for tests and statistics).
 bool CMosquittoShim_Client_readingHeld(CMosquittoShim_Client *client);

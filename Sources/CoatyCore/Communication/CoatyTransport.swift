@@ -207,7 +207,21 @@ public protocol CoatyTransport: Sendable {
     /// its session alive. Messages read before the call are still delivered.
     func setReceivingPaused(_ paused: Bool)
 
-    /// A task executor that runs tasks on the thread calling the ``deliverMessages(to:)``
+    /// Durable delivery (opt-in, e.g. a durable recorder): the number of the last received
+    /// message whose acknowledgement waits until the application handled it, or `nil` when none
+    /// waits (or the transport does not hold acknowledgements). Messages are numbered from 1 in
+    /// the order the transport received them; while one waits, the transport reads nothing more.
+    var acknowledgementDue: UInt64? { get }
+
+    /// How many received messages the transport has handed over completely (the delivery
+    /// handler returned for them), numbered as ``acknowledgementDue``.
+    var deliveredCount: UInt64 { get }
+
+    /// Acknowledges every received message through number `through` (see
+    /// ``acknowledgementDue``); the transport then reads on.
+    func acknowledge(through: UInt64)
+
+        /// A task executor that runs tasks on the thread calling the ``deliverMessages(to:)``
     /// handler, right after each batch, or `nil` (the default) when the transport has none.
     ///
     /// A task preferring it that waits for a received event resumes without a thread hand-off.
@@ -332,7 +346,18 @@ extension CoatyTransport {
     /// None: `nil`.
     public var deliveryExecutor: (any TaskExecutor)? { nil }
 
-    /// Does nothing: the manager holds its own dispatcher task instead, which consumes
+    /// None: acknowledgements are not held.
+    public var acknowledgementDue: UInt64? { nil }
+
+    /// 0: messages are not counted.
+    public var deliveredCount: UInt64 { 0 }
+
+    /// Does nothing: acknowledgements are not held.
+    ///
+    /// - Parameter through: ignored.
+    public func acknowledge(through: UInt64) {}
+
+        /// Does nothing: the manager holds its own dispatcher task instead, which consumes
     /// ``CoatyTransport/messages`` (so the transport's message buffer fills).
     ///
     /// - Parameter paused: ignored.

@@ -53,6 +53,12 @@ public final class CoatyRecorder: Service, Sendable {
         /// The buffer size of ``CoatyRecorder/events()`` sequences; older events are dropped
         /// (they are informational, for a verbose mode).
         public var eventBufferLimit: Int
+        /// Durable recording: acknowledge received messages to the transport only once every
+        /// object they carry is committed (``CoatyTransport/acknowledge(through:)``). Use it with
+        /// a transport that holds acknowledgements (CoatyKit: `MQTTConfiguration`'s
+        /// `holdsAcknowledgements`, QoS 1 subscriptions and a persistent session), so the broker
+        /// redelivers what a crashed recorder had not committed. Default `false`.
+        public var acknowledgesAfterCommit: Bool
 
         /// A configuration.
         /// - Parameters:
@@ -66,6 +72,7 @@ public final class CoatyRecorder: Service, Sendable {
         ///   - maxBatchSize: the largest batch per transaction.
         ///   - batchInterval: the longest wait for a batch to fill.
         ///   - eventBufferLimit: the buffer of each event sequence.
+        ///   - acknowledgesAfterCommit: acknowledge received messages only once committed.
         public init(
             coreTypes: [CoreType] = CoreType.allCases,
             objectTypes: [String] = [],
@@ -76,8 +83,10 @@ public final class CoatyRecorder: Service, Sendable {
             queueCapacity: Int = 4096,
             maxBatchSize: Int = 512,
             batchInterval: Duration = .milliseconds(5),
-            eventBufferLimit: Int = 10_000
+            eventBufferLimit: Int = 10_000,
+            acknowledgesAfterCommit: Bool = false
         ) {
+            self.acknowledgesAfterCommit = acknowledgesAfterCommit
             self.coreTypes = coreTypes
             self.objectTypes = objectTypes
             self.channelIds = channelIds
@@ -102,6 +111,9 @@ public final class CoatyRecorder: Service, Sendable {
 
     private let queue: IngestQueue
     private let stats = Mutex(RecorderStatistics())
+    /// Events each ingest observation's pump handed to the queue completely, by observation
+    /// (durable recording compares them with what the observations delivered).
+    private let handed = Mutex<[Int: UInt64]>([:])
     private let control = Mutex(Control())
     private let eventSinks = Mutex([Int: AsyncStream<RecorderEvent>.Continuation]())
 
@@ -229,8 +241,13 @@ public final class CoatyRecorder: Service, Sendable {
         let writer = Task { await self.writeLoop() }
         await withGracefulShutdownHandler {
             await withTaskGroup(of: Void.self) { group in
-                for observation in ingest { group.addTask { await self.pump(observation) } }
-                group.addTask { await self.pumpDeadvertise(deadvertises) }
+                for (index, observation) in ingest.enumerated() {
+                    group.addTask { await self.pump(observation, index: index) }
+                }
+                group.addTask { await self.pumpDeadvertise(deadvertises, index: ingest.count) }
+                if configuration.acknowledgesAfterCommit {
+                    group.addTask { await self.acknowledgeCommitted(ingest, deadvertises) }
+                }
                 if let queries { group.addTask { await self.answer(queries) } }
                 if let discovers { group.addTask { await self.answer(discovers) } }
                 for observation in updates { group.addTask { await self.answer(observation) } }
@@ -251,6 +268,9 @@ public final class CoatyRecorder: Service, Sendable {
                 // Take over what the observers already hold before ending them (not possible
                 // after cancellation: the observations end at once then).
                 if !Task.isCancelled { await self.settleAndFlush() }
+                if !Task.isCancelled, configuration.acknowledgesAfterCommit {
+                    await self.acknowledgeIfCommitted(ingest, deadvertises)
+                }
                 group.cancelAll()
             }
         } onGracefulShutdown: {
@@ -330,6 +350,13 @@ public final class CoatyRecorder: Service, Sendable {
             case .channel(let observation): await observation.subscribed()
             }
         }
+
+        var progress: ObservationProgress {
+            switch self {
+            case .advertise(let observation): observation.progress
+            case .channel(let observation): observation.progress
+            }
+        }
     }
 
     private func makeIngestObservations() throws -> [IngestObservation] {
@@ -346,28 +373,87 @@ public final class CoatyRecorder: Service, Sendable {
         return observations
     }
 
-    private func pump(_ observation: IngestObservation) async {
+    private func pump(_ observation: IngestObservation, index: Int) async {
         switch observation {
         case .advertise(let events):
             for await event in events {
                 let receipt = ReceiptMetadata(sourceId: event.sourceId, eventType: "Advertise", topic: event.topic.name)
                 await enqueue(.store(event.object, receipt))
+                markHanded(index)
             }
         case .channel(let events):
             for await event in events {
                 let receipt = ReceiptMetadata(sourceId: event.sourceId, eventType: "Channel", topic: event.topic.name)
                 for object in event.data.objects { await enqueue(.store(object, receipt)) }
+                markHanded(index)
             }
         }
     }
 
-    private func pumpDeadvertise(_ events: EventObservation<DeadvertiseEvent>) async {
-        for await event in events where !event.objectIds.isEmpty {
-            // Objects advertised before the Deadvertise (children among them) reach the queue
-            // first: they arrive on other observations, handed over by other tasks.
-            await settle()
-            await enqueue(.remove(objectIds: event.objectIds.map(\.uuidString)))
+    private func pumpDeadvertise(_ events: EventObservation<DeadvertiseEvent>, index: Int) async {
+        for await event in events {
+            if !event.objectIds.isEmpty {
+                // Objects advertised before the Deadvertise (children among them) reach the queue
+                // first: they arrive on other observations, handed over by other tasks.
+                await settle()
+                await enqueue(.remove(objectIds: event.objectIds.map(\.uuidString)))
+            }
+            markHanded(index)
         }
+    }
+
+    private func markHanded(_ index: Int) {
+        handed.withLock { $0[index, default: 0] += 1 }
+    }
+
+    // MARK: Durable recording
+
+    /// Whether every event the ingest observations delivered so far was handed to the queue:
+    /// none is buffered, and the pumps handed over as many as they took.
+    private func handedOver(_ ingest: [IngestObservation], _ deadvertises: EventObservation<DeadvertiseEvent>) -> Bool {
+        var progress = ingest.map(\.progress)
+        progress.append(deadvertises.progress)
+        let counts = handed.withLock { $0 }
+        for (index, sample) in progress.enumerated() where sample.waiting > 0 || sample.taken != counts[index, default: 0] {
+            return false
+        }
+        return true
+    }
+
+    /// Durable recording: whenever the transport holds the acknowledgement of received messages
+    /// (it reads nothing more meanwhile), waits until all of them were routed, every event they
+    /// brought was handed to the queue and committed, then acknowledges them.
+    private func acknowledgeCommitted(
+        _ ingest: [IngestObservation],
+        _ deadvertises: EventObservation<DeadvertiseEvent>
+    ) async {
+        let transport = manager.transport
+        while !Task.isCancelled, !control.withLock({ $0.stopRequested }) {
+            guard let due = transport.acknowledgementDue else {
+                try? await Task.sleep(for: .microseconds(200))
+                continue
+            }
+            // Reads are held: the messages through `due` are all there is to route and hand over.
+            while transport.deliveredCount < due || !handedOver(ingest, deadvertises) {
+                if Task.isCancelled || control.withLock({ $0.stopRequested }) { return }
+                try? await Task.sleep(for: .microseconds(100))
+            }
+            await queue.flush()
+            transport.acknowledge(through: due)
+        }
+    }
+
+    /// On stop: acknowledges what was received when everything of it is committed.
+    private func acknowledgeIfCommitted(
+        _ ingest: [IngestObservation],
+        _ deadvertises: EventObservation<DeadvertiseEvent>
+    ) async {
+        let transport = manager.transport
+        guard let due = transport.acknowledgementDue, transport.deliveredCount >= due,
+            handedOver(ingest, deadvertises)
+        else { return }
+        await queue.flush()
+        transport.acknowledge(through: due)
     }
 
     private func enqueue(_ mutation: RecorderMutation) async {

@@ -105,6 +105,13 @@ public struct EventObservation<Element: Sendable>: AsyncSequence, Sendable {
         return self
     }
 
+    /// How far the consumer is: the events buffered now and the events it took so far, read
+    /// together (e.g. to tell whether everything delivered so far was taken and handled).
+    public var progress: ObservationProgress {
+        let sample = buffer.progress
+        return ObservationProgress(waiting: sample.waiting, taken: sample.taken)
+    }
+
     /// Why the manager ended this observation (``StallPolicy/detach``), or `nil` while it runs or
     /// when it ended otherwise. Check it after the `for await` loop ends.
     public var detachment: ObservationDetached? { buffer.detachment }
@@ -136,6 +143,14 @@ public struct EventObservation<Element: Sendable>: AsyncSequence, Sendable {
             await iteration.buffer.next(isolation: actor)
         }
     }
+}
+
+/// How far the consumer of an ``EventObservation`` is (see ``EventObservation/progress``).
+public struct ObservationProgress: Sendable, Hashable {
+    /// The events buffered, waiting for the consumer.
+    public var waiting: Int
+    /// The events the consumer took since the observation was created.
+    public var taken: UInt64
 }
 
 /// Consumer wake-ups owed at the end of the batch of messages being routed.
@@ -258,6 +273,11 @@ final class ObservationBuffer<Element: Sendable>: ObservationWaking, StallWatche
             // Only a back-pressured observer can stall the reads; a dropping one is never reported.
             return (state.policy == .backPressure ? state.items.count : 0, state.taken)
         }
+    }
+
+    /// The events buffered and the events taken, read together.
+    var progress: (waiting: Int, taken: UInt64) {
+        state.withLock { ($0.items.count, $0.taken) }
     }
 
     /// Sets how events are buffered from now on.
