@@ -9,9 +9,13 @@ import Testing
 struct LosslessTests {
     /// A raw MQTT client that publishes `count` Coaty Advertise messages of `objectType` as fast
     /// as it can, on `level` (e.g. `ADV::com.example.Burst`), each a distinct object.
-    static func publishBurst(broker: MosquittoBroker, count: Int, objectType: String, level: String) async throws
-        -> [CoatyUUID]
-    {
+    static func publishBurst(
+        broker: MosquittoBroker,
+        count: Int,
+        objectType: String,
+        level: String,
+        qos: MQTTQoS = .atMostOnce
+    ) async throws -> [CoatyUUID] {
         let publisher = MQTTClient(configuration: try MQTTConfiguration(url: broker.url, clientId: "burst-\(CoatyUUID())"))
         try await publisher.connect()
         let source = CoatyUUID()
@@ -25,7 +29,7 @@ struct LosslessTests {
                 {"object":{"objectId":"\(id)","objectType":"\(objectType)","coreType":"CoatyObject",\
                 "name":"burst \(index)","seq":\(index),"pad":"\(padding)"}}
                 """
-            try await publisher.publish("coaty/3/-/\(level)/\(source)", payload: Array(payload.utf8))
+            try await publisher.publish("coaty/3/-/\(level)/\(source)", payload: Array(payload.utf8), qos: qos)
         }
         await publisher.disconnect()  // writes everything queued first
         return ids
@@ -97,6 +101,69 @@ struct LosslessTests {
                         )
                     }
                     #expect(stored == count)
+                    #expect(distinct == count)
+                }
+            }
+        }
+    }
+
+    /// The rows of `objectType` in a recorder's SQLite file, and how many distinct objectIds.
+    static func rows(_ path: String, objectType: String) throws -> (count: Int, distinct: Int) {
+        let database = try DatabaseQueue(path: path)
+        return try database.read { db in
+            (
+                try Int.fetchOne(db, sql: "SELECT count(*) FROM coaty_rows WHERE objectType = ?", arguments: [objectType]) ?? 0,
+                try Int.fetchOne(
+                    db, sql: "SELECT count(DISTINCT objectId) FROM coaty_rows WHERE objectType = ?", arguments: [objectType]
+                ) ?? 0
+            )
+        }
+    }
+
+    @Test("coaty record --durable killed with SIGKILL during a 20 000-event QoS 1 publication and restarted stores all 20 000, once each")
+    func durableRecorderSurvivesSIGKILL() async throws {
+        let count = 20_000
+        try await withTemporaryDirectory { directory in
+            let path = directory + "/durable.sqlite"
+            let arguments = ["record", "--durable", "--db", path]
+            try await withBroker { broker in
+                try await withAgent(on: broker, name: "durable watcher") { agent in
+                    let first = try await startReadyCoaty(
+                        arguments + ["--broker", broker.url], name: "durable recorder", observer: agent
+                    )
+                    let publishing = Task {
+                        try await Self.publishBurst(
+                            broker: broker, count: count, objectType: "com.example.Durable", level: "ADV:CoatyObject",
+                            qos: .atLeastOnce
+                        )
+                    }
+                    // Killed while it records: some objects are committed, the rest is not.
+                    let deadline = ContinuousClock.now + .seconds(60)
+                    while (try? Self.rows(path, objectType: "com.example.Durable").count) ?? 0 < 500,
+                        ContinuousClock.now < deadline
+                    {
+                        try await Task.sleep(for: .milliseconds(5))
+                    }
+                    first.signal(SIGKILL)
+                    _ = await first.finish(timeout: 30)
+                    let atKill = try Self.rows(path, objectType: "com.example.Durable").count
+                    let ids = try await publishing.value
+                    #expect(atKill >= 500, "the recorder was recording when it was killed")
+
+                    let second = try await startReadyCoaty(
+                        arguments + ["--broker", broker.url], name: "durable recorder", observer: agent
+                    )
+                    let last = try #require(ids.last)
+                    let discover = try await runCoaty(
+                        ["discover", "--object-id", last.uuidString, "--count", "1", "--timeout", "120", "--broker", broker.url],
+                        timeout: 140
+                    )
+                    #expect(discover.status == 0, "stderr: \(discover.stderr)")
+                    second.signal(SIGTERM)
+                    let result = await second.finish(timeout: 60)
+                    #expect(result.status == 0, "stderr: \(result.stderr)")
+                    let (stored, distinct) = try Self.rows(path, objectType: "com.example.Durable")
+                    #expect(stored == count, "killed at \(atKill)")
                     #expect(distinct == count)
                 }
             }
