@@ -483,6 +483,54 @@ struct MQTTClientTests {
         #expect(!broker.diagnostics().contains("exceeded timeout"), "the broker must not time the session out")
     }
 
+    /// Durable delivery: messages the application did not acknowledge are not acknowledged to the broker either, so
+    /// a persistent session redelivers them to the next client with the same id; acknowledged ones are not redelivered.
+    @Test func heldAcknowledgementsMakeThePersistentSessionRedeliverWhatWasNotHandled() async throws {
+        let broker = try await MosquittoBroker.start()
+        let clientId = uniqueClientId("durable")
+        func durableClient() throws -> MQTTClient {
+            var configuration = try MQTTConfiguration(url: broker.url, clientId: clientId)
+            configuration.cleanSession = false
+            configuration.holdsAcknowledgements = true
+            configuration.disconnectFlushTimeout = .milliseconds(300)
+            return MQTTClient(configuration: configuration)
+        }
+        let first = try durableClient()
+        try await withTimeout(15, "connect") { try await first.connect() }
+        try await first.subscribe("durable/#", qos: .atLeastOnce)
+        let publisher = try await connectedClient(broker.url, "durable-pub")
+        // Four handled and acknowledged, then six received and never acknowledged. Each read step's messages are
+        // acknowledged once all of them were handled; the next step is read only then.
+        let consumer = Task { () -> [String] in
+            var topics: [String] = []
+            for await message in first.messages {
+                topics.append(message.topic)
+                if topics.count <= 4, let due = first.acknowledgementDue, due <= UInt64(topics.count) {
+                    first.acknowledge(through: due)
+                }
+                if topics.count == 5 { break }
+            }
+            return topics
+        }
+        for index in 0..<4 { try await publisher.publish("durable/\(index)", payload: [UInt8(index)], qos: .atLeastOnce) }
+        // Let the four arrive and be acknowledged before the next six are published (the redelivery below tells
+        // whether they were: the second client must get exactly the six).
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(first.acknowledgementDue == nil)
+        for index in 4..<10 { try await publisher.publish("durable/\(index)", payload: [UInt8(index)], qos: .atLeastOnce) }
+        let topics = try await withTimeout(20, "five messages") { await consumer.value }
+        #expect(topics == (0..<5).map { "durable/\($0)" })
+        try await eventually(10, "the acknowledgements to be held") { first.acknowledgementDue != nil }
+        await first.disconnect()  // abandons the held acknowledgements with the connection
+
+        let second = try durableClient()
+        try await withTimeout(15, "reconnect") { try await second.connect() }
+        let redelivered = try await receive(second, count: 6, within: 20)
+        #expect(Set(redelivered.map(\.topic)) == Set((4..<10).map { "durable/\($0)" }), "nothing handled is redelivered")
+        while let due = second.acknowledgementDue { second.acknowledge(through: due) }
+        await second.disconnect()
+    }
+
     @Test func disconnectFlushesALargeQoS0Burst() async throws {
         let broker = try await MosquittoBroker.start()
         let sent = 100_000

@@ -114,6 +114,8 @@ public final class CoatyRecorder: Service, Sendable {
     /// Events each ingest observation's pump handed to the queue completely, by observation
     /// (durable recording compares them with what the observations delivered).
     private let handed = Mutex<[Int: UInt64]>([:])
+    /// The progress of each ingest observation (by the same index as `handed`), while running.
+    private let ingestProgress = Mutex<[Int: @Sendable () -> ObservationProgress]>([:])
     private let control = Mutex(Control())
     private let eventSinks = Mutex([Int: AsyncStream<RecorderEvent>.Continuation]())
 
@@ -236,6 +238,11 @@ public final class CoatyRecorder: Service, Sendable {
         }
         let updates = updateObservations
         let deadvertises = try manager.observeDeadvertise()
+        ingestProgress.withLock { sources in
+            for (index, observation) in ingest.enumerated() { sources[index] = { observation.progress } }
+            sources[ingest.count] = { deadvertises.progress }
+        }
+        defer { ingestProgress.withLock { $0 = [:] } }
         markRegistered()
 
         let writer = Task { await self.writeLoop() }
@@ -395,7 +402,7 @@ public final class CoatyRecorder: Service, Sendable {
             if !event.objectIds.isEmpty {
                 // Objects advertised before the Deadvertise (children among them) reach the queue
                 // first: they arrive on other observations, handed over by other tasks.
-                await settle()
+                await settle(except: index)
                 await enqueue(.remove(objectIds: event.objectIds.map(\.uuidString)))
             }
             markHanded(index)
@@ -534,27 +541,31 @@ public final class CoatyRecorder: Service, Sendable {
     /// Lets the observers hand over what the manager delivered before the request (it dispatches
     /// messages in arrival order, so those events are already in the observers' buffers), then
     /// waits until all of it is committed.
-    ///
-    /// The observers' buffers cannot be inspected, so "handed over" means: no observer waits for
-    /// room in the queue and none took a new event for a few scheduler turns. Under a continuous
-    /// stream it gives up after a bounded number of turns and answers from what is committed.
     private func settleAndFlush() async {
         await settle()
         await queue.flush()
     }
 
-    /// Lets the observers hand over what the manager delivered before now (see
-    /// ``settleAndFlush()``), without waiting for the commit.
-    private func settle() async {
-        var stableTurns = 0
-        var turns = 0
-        while stableTurns < 3 && turns < 256 {
-            let before = stats.withLock { $0.received }
-            if queue.hasBlockedProducers { await queue.flush() }
-            await Task.yield()
-            let quiet = stats.withLock({ $0.received }) == before && !queue.hasBlockedProducers
-            stableTurns = quiet ? stableTurns + 1 : 0
-            turns += 1
+    /// Waits until the ingest observations handed to the queue every event the manager delivered
+    /// to them before now (what they held or had taken), except observation `excluded` (the
+    /// caller's own), without waiting for the commit. Exact: each observation's progress says how
+    /// many events it was given, and each pump counts what it handed over.
+    private func settle(except excluded: Int? = nil) async {
+        let sources = ingestProgress.withLock { $0 }
+        var targets: [Int: UInt64] = [:]
+        for (index, progress) in sources where index != excluded {
+            let sample = progress()
+            targets[index] = sample.taken + UInt64(sample.waiting)
+        }
+        while true {
+            let counts = handed.withLock { $0 }
+            if targets.allSatisfy({ counts[$0.key, default: 0] >= $0.value }) { return }
+            if Task.isCancelled || control.withLock({ $0.stopRequested }) { return }
+            if queue.hasBlockedProducers {
+                await queue.flush()
+            } else {
+                try? await Task.sleep(for: .microseconds(200))
+            }
         }
     }
 
