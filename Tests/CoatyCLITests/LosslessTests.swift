@@ -85,6 +85,8 @@ struct LosslessTests {
                         timeout: 260
                     )
                     #expect(discover.status == 0, "stderr: \(discover.stderr)")
+                    // Answered (not timed out): only from the store, once what came before it is committed.
+                    #expect(try discover.jsonLines().count == 1, "the recorder must resolve the last object")
                     recorder.signal(SIGTERM)
                     let result = await recorder.finish(timeout: 60)
                     #expect(result.status == 0, "stderr: \(result.stderr)")
@@ -159,6 +161,8 @@ struct LosslessTests {
                         timeout: 140
                     )
                     #expect(discover.status == 0, "stderr: \(discover.stderr)")
+                    // Answered (not timed out): only from the store, once what came before it is committed.
+                    #expect(try discover.jsonLines().count == 1, "the recorder must resolve the last object")
                     second.signal(SIGTERM)
                     let result = await second.finish(timeout: 60)
                     #expect(result.status == 0, "stderr: \(result.stderr)")
