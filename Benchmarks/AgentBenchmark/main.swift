@@ -624,7 +624,7 @@ func measureMemory(events: Int, ours: URL, port: String) throws -> (rows: [Bench
         try rows("observer", observed["memory"]?.objectValue) + rows("advertiser", published["memory"]?.objectValue),
         "published \(events), received \(received), dropped in the MQTT client buffer "
             + "\(observed.integer("mqttDropped")), dropped in the observer buffer "
-            + "\(observed.integer("observerOverflow")) (default buffers of 10 000)"
+            + "\(observed.integer("observerOverflow")) (default buffers: back-pressure, nothing dropped)"
     )
 }
 

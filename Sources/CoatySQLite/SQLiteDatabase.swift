@@ -50,6 +50,10 @@ public final class SQLiteDatabase: DatabaseType {
                 // Read pages from a memory map instead of one read(2) per page: a query that
                 // re-checks JSON members reads many rows.
                 try db.execute(sql: "PRAGMA mmap_size = \(Self.mmapSize)")
+                // WAL with synchronous NORMAL: a commit is not fsynced, the WAL is at checkpoints. A
+                // crash of the process loses nothing committed; a power loss may lose the last
+                // transactions, never the database's consistency (SQLite's recommendation for WAL).
+                try db.execute(sql: "PRAGMA synchronous = NORMAL")
             }
             pool = try DatabasePool(path: path, configuration: configuration)
             try Self.migrator.migrate(pool)

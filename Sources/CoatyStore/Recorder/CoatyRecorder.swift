@@ -81,7 +81,7 @@ public final class CoatyRecorder: Service, Sendable {
             answersQueries: Bool = true,
             answersDiscovers: Bool = true,
             queueCapacity: Int = 4096,
-            maxBatchSize: Int = 512,
+            maxBatchSize: Int = 4096,
             batchInterval: Duration = .milliseconds(5),
             eventBufferLimit: Int = 10_000,
             acknowledgesAfterCommit: Bool = false
