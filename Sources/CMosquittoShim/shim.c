@@ -116,6 +116,7 @@ struct CMosquittoShim_Client {
     atomic_uint_fast64_t lastAnsweredMessage;
     atomic_uint_fast64_t acknowledgedThrough;
     atomic_uint_fast64_t takenMirror;
+    bool heldBehindWhole;  // loop thread: this session's held answers followed a read with nothing else queued
     int64_t pausedPingNs;        // loop thread: when the last keep-alive PINGREQ of a pause was written
     atomic_bool readingHeld;     // the loop's last step did not read because of back-pressure (written by the loop)
     bool armed;          // a consumer waits for the next message
@@ -301,6 +302,9 @@ static void onMessage(struct mosquitto *mosq, void *obj, const struct mosquitto_
     CMosquittoShim_Client *c = obj;
     c->received++;
     if (msg->qos > 0) c->answerDue = true;
+    // Durable delivery: a message that is lost here (no memory) must not be acknowledged either. Its number is the one
+    // it would have had; holding through it holds its answer until the application acknowledges what came before.
+    if (msg->qos > 0 && c->holdAcks) atomic_store(&c->lastAnsweredMessage, c->pushedMessages + 1);
     size_t topicLength = msg->topic ? strlen(msg->topic) : 0;
     size_t payloadLength = msg->payloadlen > 0 ? (size_t)msg->payloadlen : 0;
     CMosquittoShim_Message *m = malloc(sizeof(CMosquittoShim_Message) + topicLength + 1 + payloadLength);
@@ -1091,7 +1095,9 @@ static int loopOnce(CMosquittoShim_Client *c, int timeoutMs) {
     bool others = queued != c->packetsSeen;  // packets queued by other threads since the last write
     c->packetsSeen = queued;
     bool dispatchDue = atomic_load(&c->dispatchWanted);  // see wantDispatch
-    bool wantWrite = !acknowledgementsHeld(c) && (others || mosquitto_want_write(c->mosq) || atomic_load(&c->oursNonEmpty));
+    // While acknowledgements are held only our own packets (whole, queued ahead of libmosquitto's) may be written.
+    bool wantWrite = acknowledgementsHeld(c) ? atomic_load(&c->oursNonEmpty)
+                                             : others || mosquitto_want_write(c->mosq) || atomic_load(&c->oursNonEmpty);
     struct pollfd fds[2] = {
         {.fd = sock, .events = (short)((reading ? POLLIN : 0) | (wantWrite ? POLLOUT : 0)), .revents = 0},
         {.fd = c->wakeFd, .events = POLLIN, .revents = 0},
@@ -1114,6 +1120,7 @@ static int loopOnce(CMosquittoShim_Client *c, int timeoutMs) {
         // one is read at once instead of after another poll: a stream costs one poll per burst, not per message
         // (and one read that finds nothing at its end). Bounded, so writes and keepalive are not held up, and it
         // stops as soon as back-pressure holds the reads.
+        if (c->holdAcks && reading) c->heldBehindWhole = true;  // read with libmosquitto's queue written out
         for (int i = 0; i < SHIM_READ_BURST; i++) {
             uint64_t before = c->received;
             int rc = mosquitto_loop_read(c->mosq, 1);
@@ -1129,8 +1136,14 @@ static int loopOnce(CMosquittoShim_Client *c, int timeoutMs) {
     if (!held && ((fds[0].revents & POLLOUT) || others || woken)) {
         int rc = loopWrite(c);
         if (rc || mosquitto_socket(c->mosq) < 0) return rc;
+    } else if (held && (fds[0].revents & POLLOUT)) {
+        pthread_mutex_lock(&c->writeLock);
+        (void)flushOursLocked(c);
+        pthread_mutex_unlock(&c->writeLock);
     }
-    if (held) return keepAliveWhileHeld(c, true) ? MOSQ_ERR_SUCCESS : mosquitto_loop_misc(c->mosq);
+    // A PINGREQ may go behind libmosquitto's held packets only when they are all unstarted: the hold began with a read
+    // this session made with libmosquitto's queue written out (not, e.g., one left by the connect phase).
+    if (held) return keepAliveWhileHeld(c, c->heldBehindWhole) ? MOSQ_ERR_SUCCESS : mosquitto_loop_misc(c->mosq);
     if (atomic_load(&c->readingHeld) && keepAliveWhileHeld(c, false)) return MOSQ_ERR_SUCCESS;
     return mosquitto_loop_misc(c->mosq);
 }
@@ -1152,6 +1165,7 @@ static void *loopMain(void *arg) {
     runDispatch(c, dispatch, context);  // what was queued for the dispatcher before the loop started
     while (!stopRequested(c)) {
         c->sessionUp = false;
+        c->heldBehindWhole = false;
         c->refusedThisAttempt = false;
         int savedErrno = 0;
         errno = 0;

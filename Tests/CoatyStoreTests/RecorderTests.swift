@@ -457,6 +457,23 @@ struct RecorderTests {
         #expect(try await harness.rows(objectType: RecorderFixtures.objectType).count == objects.count)
     }
 
+    @Test("Stopping also stores what the observers still held, behind a full queue", arguments: RecorderBackend.allCases)
+    func stopHandsOverWhatTheObserversHold(backend: RecorderBackend) async throws {
+        let harness = try await RecorderHarness.start(
+            backend,
+            configuration: .init(coreTypes: [.coatyObject], queueCapacity: 1, maxBatchSize: 1),
+            wrap: { SlowStorage(base: $0) }
+        )
+        let objects = try RecorderFixtures.objects(200)
+        for object in objects { try await harness.client.publishAdvertise(object) }
+        // Routed to the recorder's observer (in-process: within milliseconds), most of them still
+        // waiting behind the one-slot queue of a store that takes 2 ms per commit.
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(harness.recorder.statistics.stored < objects.count, "the slow store must still be behind")
+        try await harness.stop()
+        #expect(try await harness.rows(objectType: RecorderFixtures.objectType).count == objects.count)
+    }
+
     @Test("run() twice at once is refused")
     func runTwice() async throws {
         let harness = try await RecorderHarness.start(.inMemory)

@@ -274,7 +274,7 @@ public final class CoatyRecorder: Service, Sendable {
                 }
                 // Take over what the observers already hold before ending them (not possible
                 // after cancellation: the observations end at once then).
-                if !Task.isCancelled { await self.settleAndFlush() }
+                if !Task.isCancelled { await self.settleAndFlush(finalHandOver: true) }
                 if !Task.isCancelled, configuration.acknowledgesAfterCommit {
                     await self.acknowledgeIfCommitted(ingest, deadvertises)
                 }
@@ -445,7 +445,15 @@ public final class CoatyRecorder: Service, Sendable {
                 if Task.isCancelled || control.withLock({ $0.stopRequested }) { return }
                 try? await Task.sleep(for: .microseconds(100))
             }
+            let failedBefore = stats.withLock { $0.failedWrites }
             await queue.flush()
+            guard stats.withLock({ $0.failedWrites }) == failedBefore else {
+                // Not stored: leave it unacknowledged, so the broker redelivers it to the next run.
+                logger.error(
+                    "Durable recording: a write failed; its messages stay unacknowledged and reading stops until restart"
+                )
+                return
+            }
             transport.acknowledge(through: due)
         }
     }
@@ -459,7 +467,9 @@ public final class CoatyRecorder: Service, Sendable {
         guard let due = transport.acknowledgementDue, transport.deliveredCount >= due,
             handedOver(ingest, deadvertises)
         else { return }
+        let failedBefore = stats.withLock { $0.failedWrites }
         await queue.flush()
+        guard stats.withLock({ $0.failedWrites }) == failedBefore else { return }
         transport.acknowledge(through: due)
     }
 
@@ -541,8 +551,10 @@ public final class CoatyRecorder: Service, Sendable {
     /// Lets the observers hand over what the manager delivered before the request (it dispatches
     /// messages in arrival order, so those events are already in the observers' buffers), then
     /// waits until all of it is committed.
-    private func settleAndFlush() async {
-        await settle()
+    /// - Parameter finalHandOver: the hand-over when the recorder stops: it waits (up to a minute)
+    ///   although a stop was requested.
+    private func settleAndFlush(finalHandOver: Bool = false) async {
+        await settle(finalHandOver: finalHandOver)
         await queue.flush()
     }
 
@@ -550,7 +562,8 @@ public final class CoatyRecorder: Service, Sendable {
     /// to them before now (what they held or had taken), except observation `excluded` (the
     /// caller's own), without waiting for the commit. Exact: each observation's progress says how
     /// many events it was given, and each pump counts what it handed over.
-    private func settle(except excluded: Int? = nil) async {
+    private func settle(except excluded: Int? = nil, finalHandOver: Bool = false) async {
+        let deadline = ContinuousClock.now + .seconds(60)
         let sources = ingestProgress.withLock { $0 }
         var targets: [Int: UInt64] = [:]
         for (index, progress) in sources where index != excluded {
@@ -560,7 +573,8 @@ public final class CoatyRecorder: Service, Sendable {
         while true {
             let counts = handed.withLock { $0 }
             if targets.allSatisfy({ counts[$0.key, default: 0] >= $0.value }) { return }
-            if Task.isCancelled || control.withLock({ $0.stopRequested }) { return }
+            if Task.isCancelled { return }
+            if finalHandOver ? ContinuousClock.now > deadline : control.withLock({ $0.stopRequested }) { return }
             if queue.hasBlockedProducers {
                 await queue.flush()
             } else {
