@@ -14,12 +14,13 @@ struct Coaty: AsyncParsableCommand {
 
             stdout carries data only: every received event is one JSON object per line, \
             {"event":…,"topic":…,"sourceId":…,"correlationId":… (two-way only),"data":{…}}. \
-            Logs and errors go to stderr (--log-level, default warning).
+            Logs and errors go to stderr (--log-level, default warning); observe and record \
+            end with one summary line there (received, stored, dropped).
 
             Every command takes the connection options --broker (default $COATY_BROKER, else \
             mqtt://127.0.0.1:1883), --namespace (default $COATY_NAMESPACE, else -), \
             --cross-namespace, --name, --username, --password (or $COATY_PASSWORD), --ca-file, \
-            --cert-file, --key-file, --log-level, --connect-timeout (5 s), --keepalive (60 s).
+            --cert-file, --key-file, --log-level, --connect-timeout (5 s), --keepalive (60 s), --qos (0).
 
             Examples:
               coaty demo
@@ -28,6 +29,7 @@ struct Coaty: AsyncParsableCommand {
               coaty discover --core-types Identity
               coaty call switchLight --params '{"on":true}' --count 1
               coaty record --db objects.sqlite --verbose
+              coaty record --db objects.sqlite --durable   # QoS 1, survives a crash
 
             Exit codes: 0 success, 1 runtime failure (one line on stderr), 2 usage error.
             """,
