@@ -111,11 +111,10 @@ struct CMosquittoShim_Client {
     atomic_size_t queuedMirror;  // `count`, for the loop's read decision without queueLock
     atomic_bool readPaused;      // Swift asked the loop to stop reading (CMosquittoShim_Client_setReadPaused)
     // Durable delivery (see CMosquittoShim_Client_acknowledgeThrough): the ring number of the last QoS > 0 message
-    // (written under queueLock in onMessage), and the number through which the application handled every message.
+    // (written by onMessage on the loop thread), and the number through which the application handled every message.
     bool holdAcks;
     atomic_uint_fast64_t lastAnsweredMessage;
     atomic_uint_fast64_t acknowledgedThrough;
-    atomic_uint_fast64_t takenMirror;
     bool heldBehindWhole;  // loop thread: this session's held answers followed a read with nothing else queued
     int64_t pausedPingNs;        // loop thread: when the last keep-alive PINGREQ of a pause was written
     atomic_bool readingHeld;     // the loop's last step did not read because of back-pressure (written by the loop)
@@ -302,9 +301,10 @@ static void onMessage(struct mosquitto *mosq, void *obj, const struct mosquitto_
     CMosquittoShim_Client *c = obj;
     c->received++;
     if (msg->qos > 0) c->answerDue = true;
-    // Durable delivery: a message that is lost here (no memory) must not be acknowledged either. Its number is the one
-    // it would have had; holding through it holds its answer until the application acknowledges what came before.
-    if (msg->qos > 0 && c->holdAcks) atomic_store(&c->lastAnsweredMessage, c->pushedMessages + 1);
+    // Durable delivery: the message's number in the ring (pushedMessages changes only on this thread), stored before
+    // the allocation that can fail, so a message lost here (no memory) is not acknowledged either: holding through its
+    // number holds its answer until the application acknowledges what came before.
+    if (msg->qos > 0) atomic_store(&c->lastAnsweredMessage, c->pushedMessages + 1);
     size_t topicLength = msg->topic ? strlen(msg->topic) : 0;
     size_t payloadLength = msg->payloadlen > 0 ? (size_t)msg->payloadlen : 0;
     CMosquittoShim_Message *m = malloc(sizeof(CMosquittoShim_Message) + topicLength + 1 + payloadLength);
@@ -332,7 +332,6 @@ static void onMessage(struct mosquitto *mosq, void *obj, const struct mosquitto_
     c->count += 1;
     atomic_store(&c->queuedMirror, c->count);
     c->pushedMessages += 1;
-    if (msg->qos > 0) atomic_store(&c->lastAnsweredMessage, c->pushedMessages);
     bool wakeConsumer = c->consumerBlocked;
     if (c->armed) {
         c->armed = false;
@@ -587,7 +586,6 @@ CMosquittoShim_Client *CMosquittoShim_Client_create(const CMosquittoShim_Options
     c->holdAcks = o->holdAcknowledgements;
     atomic_init(&c->lastAnsweredMessage, 0);
     atomic_init(&c->acknowledgedThrough, 0);
-    atomic_init(&c->takenMirror, 0);
     c->protocolV5 = o->protocolV5;
     c->plainTCP = !o->useTLS;
     if (!c->ring || !c->host) {
@@ -1017,9 +1015,7 @@ static int publishDirect(CMosquittoShim_Client *c, const char *topic, const void
 
 /// Durable delivery: whether answers to QoS > 0 messages the application has not handled yet are queued in
 /// libmosquitto. Then the loop neither writes (the answers would go out) nor reads (their answers would join them).
-static bool acknowledgementsHeld(CMosquittoShim_Client *c) {
-    return c->holdAcks && atomic_load(&c->lastAnsweredMessage) > atomic_load(&c->acknowledgedThrough);
-}
+static bool acknowledgementsHeld(CMosquittoShim_Client *c) { return CMosquittoShim_Client_acknowledgementDue(c) != 0; }
 
 /// Whether back-pressure lets the loop read: the ring is below its capacity and Swift did not pause reading.
 static bool backPressureAllowsReading(CMosquittoShim_Client *c) {
@@ -1426,7 +1422,6 @@ static size_t dequeueLocked(CMosquittoShim_Client *c, CMosquittoShim_Message **o
     c->count -= n;
     atomic_store(&c->queuedMirror, c->count);
     c->takenMessages += n;
-    atomic_store(&c->takenMirror, c->takenMessages);
     if (n > 0) c->armed = false;
     *roomAgain = wasFull && n > 0 && loopClientOfThisThread != c;
     return n;
@@ -1478,7 +1473,6 @@ void CMosquittoShim_Client_discardMessages(CMosquittoShim_Client *c) {
         c->count -= 1;
         atomic_store(&c->queuedMirror, c->count);
         c->takenMessages += 1;  // gone, as if taken: events queued behind them are due
-        atomic_store(&c->takenMirror, c->takenMessages);
     }
     pthread_mutex_unlock(&c->queueLock);
 }
@@ -1494,8 +1488,6 @@ uint64_t CMosquittoShim_Client_acknowledgementDue(CMosquittoShim_Client *c) {
     uint64_t last = atomic_load(&c->lastAnsweredMessage);
     return c->holdAcks && last > atomic_load(&c->acknowledgedThrough) ? last : 0;
 }
-
-uint64_t CMosquittoShim_Client_takenCount(CMosquittoShim_Client *c) { return atomic_load(&c->takenMirror); }
 
 void CMosquittoShim_Client_setReadPaused(CMosquittoShim_Client *c, bool paused) {
     bool was = atomic_exchange(&c->readPaused, paused);

@@ -173,9 +173,6 @@ final class MosquittoHandle: @unchecked Sendable {
     /// The number of the last message whose acknowledgement is held, or 0.
     var acknowledgementDue: UInt64 { CMosquittoShim_Client_acknowledgementDue(pointer) }
 
-    /// The messages taken from the ring so far.
-    var takenCount: UInt64 { CMosquittoShim_Client_takenCount(pointer) }
-
     /// Holds or resumes the loop's reads (back-pressure from the consumer side).
     func setReadPaused(_ paused: Bool) { CMosquittoShim_Client_setReadPaused(pointer, paused) }
 

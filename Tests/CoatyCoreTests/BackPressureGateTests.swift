@@ -10,7 +10,6 @@ import Testing
 struct BackPressureGateTests {
     final class Calls: Sendable {
         let paused = Mutex<[Bool]>([])
-        let stalls = Mutex(0)
         let overflows = Mutex(0)
         var last: Bool? { paused.withLock { $0.last } }
     }
@@ -19,7 +18,6 @@ struct BackPressureGateTests {
         BackPressureGate(
             logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }),
             factory: NOOPMetricsHandler.instance,
-            onStall: { calls.stalls.withLock { $0 += 1 } },
             setPaused: { paused in calls.paused.withLock { $0.append(paused) } }
         )
     }
@@ -106,13 +104,13 @@ struct BackPressureGateTests {
         let start = ContinuousClock.now
         gate.checkStalls(timeout: .seconds(10), policy: .keepBackPressure, now: start)
         gate.checkStalls(timeout: .seconds(10), policy: .keepBackPressure, now: start + .seconds(9))
-        #expect(calls.stalls.withLock { $0 } == 0)
+        #expect(gate.stallCount == 0)
         gate.checkStalls(timeout: .seconds(10), policy: .keepBackPressure, now: start + .seconds(10))
-        #expect(calls.stalls.withLock { $0 } == 1)
+        #expect(gate.stallCount == 1)
         gate.checkStalls(timeout: .seconds(10), policy: .keepBackPressure, now: start + .seconds(15))
-        #expect(calls.stalls.withLock { $0 } == 1, "rate-limited: once per timeout")
+        #expect(gate.stallCount == 1, "rate-limited: once per timeout")
         gate.checkStalls(timeout: .seconds(10), policy: .keepBackPressure, now: start + .seconds(20))
-        #expect(calls.stalls.withLock { $0 } == 2)
+        #expect(gate.stallCount == 2)
         #expect(gate.isPaused, "kept: still holding, nothing dropped")
         #expect(calls.overflows.withLock { $0 } == 0)
         #expect(await buffer.next(isolation: nil) == 1)
@@ -127,7 +125,7 @@ struct BackPressureGateTests {
         gate.checkStalls(timeout: .seconds(1), policy: .detach, now: start)
         _ = await buffer.next(isolation: nil)
         gate.checkStalls(timeout: .seconds(1), policy: .detach, now: start + .seconds(2))
-        #expect(calls.stalls.withLock { $0 } == 0)
+        #expect(gate.stallCount == 0)
         #expect(buffer.detachment == nil)
     }
 

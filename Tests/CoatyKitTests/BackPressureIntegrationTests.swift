@@ -13,6 +13,19 @@ private let hasMosquitto = MosquittoBroker.findExecutable() != nil
     .enabled(if: hasMosquitto, "mosquitto is not installed (apt-get install mosquitto)")
 )
 struct BackPressureIntegrationTests {
+    /// A started agent on `broker` that decodes Lamps.
+    static func agent(
+        _ broker: MosquittoBroker,
+        _ name: String,
+        options: CommunicationManager.Options = .init()
+    ) async throws -> CommunicationManager {
+        let manager = try CommunicationManager.mqtt(
+            url: broker.url, identity: Identity(name: name), registry: CoatyObjectRegistry([Lamp.self]), options: options
+        )
+        try await manager.start()
+        return manager
+    }
+
     /// Publishes `count` Lamps as fast as the publisher can.
     static func flood(_ publisher: CommunicationManager, count: Int) async throws {
         for index in 0..<count {
@@ -24,14 +37,8 @@ struct BackPressureIntegrationTests {
     func aSlowConsumerLosesNothing() async throws {
         let broker = try await MosquittoBroker.start()
         defer { Task { await broker.stop() } }
-        let registry = CoatyObjectRegistry([Lamp.self])
-        let consumer = try CommunicationManager.mqtt(
-            url: broker.url, identity: Identity(name: "slow"), registry: registry,
-            options: .init(observerBufferLimit: 64)
-        )
-        let publisher = try CommunicationManager.mqtt(url: broker.url, identity: Identity(name: "fast"), registry: registry)
-        try await consumer.start()
-        try await publisher.start()
+        let consumer = try await Self.agent(broker, "slow", options: .init(observerBufferLimit: 64))
+        let publisher = try await Self.agent(broker, "fast")
         let lamps = try consumer.observeAdvertise(Lamp.self)
         await lamps.subscribed()
 
@@ -55,16 +62,9 @@ struct BackPressureIntegrationTests {
     func aNestedRequestUnderBackPressure() async throws {
         let broker = try await MosquittoBroker.start()
         defer { Task { await broker.stop() } }
-        let registry = CoatyObjectRegistry([Lamp.self])
-        let handler = try CommunicationManager.mqtt(
-            url: broker.url, identity: Identity(name: "handler"), registry: registry,
-            options: .init(observerBufferLimit: 8)
-        )
-        let responder = try CommunicationManager.mqtt(url: broker.url, identity: Identity(name: "responder"))
-        let publisher = try CommunicationManager.mqtt(url: broker.url, identity: Identity(name: "publisher"), registry: registry)
-        try await handler.start()
-        try await responder.start()
-        try await publisher.start()
+        let handler = try await Self.agent(broker, "handler", options: .init(observerBufferLimit: 8))
+        let responder = try await Self.agent(broker, "responder")
+        let publisher = try await Self.agent(broker, "publisher")
         let lamps = try handler.observeAdvertise(Lamp.self)
         await lamps.subscribed()
 
@@ -97,14 +97,10 @@ struct BackPressureIntegrationTests {
     func aStalledConsumerIsReported() async throws {
         let broker = try await MosquittoBroker.start()
         defer { Task { await broker.stop() } }
-        let registry = CoatyObjectRegistry([Lamp.self])
-        let consumer = try CommunicationManager.mqtt(
-            url: broker.url, identity: Identity(name: "stalled"), registry: registry,
-            options: .init(observerBufferLimit: 16, stallTimeout: .milliseconds(300))
+        let consumer = try await Self.agent(
+            broker, "stalled", options: .init(observerBufferLimit: 16, stallTimeout: .milliseconds(300))
         )
-        let publisher = try CommunicationManager.mqtt(url: broker.url, identity: Identity(name: "pub"), registry: registry)
-        try await consumer.start()
-        try await publisher.start()
+        let publisher = try await Self.agent(broker, "pub")
         let lamps = try consumer.observeAdvertise(Lamp.self)
         await lamps.subscribed()
         let count = 200

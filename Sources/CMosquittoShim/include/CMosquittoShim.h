@@ -209,9 +209,6 @@ void CMosquittoShim_Client_acknowledgeThrough(CMosquittoShim_Client *client, uin
 /// message received and not acknowledged yet, or 0 when none waits.
 uint64_t CMosquittoShim_Client_acknowledgementDue(CMosquittoShim_Client *client);
 
-/// The number of messages taken from the ring so far (handed to the dispatch function or a consumer).
-uint64_t CMosquittoShim_Client_takenCount(CMosquittoShim_Client *client);
-
 /// Whether the loop held its reads in its last step (back-pressure, for tests and statistics).
 bool CMosquittoShim_Client_readingHeld(CMosquittoShim_Client *client);
 

@@ -253,7 +253,7 @@ public final class CoatyRecorder: Service, Sendable {
                 }
                 group.addTask { await self.pumpDeadvertise(deadvertises, index: ingest.count) }
                 if configuration.acknowledgesAfterCommit {
-                    group.addTask { await self.acknowledgeCommitted(ingest, deadvertises) }
+                    group.addTask { await self.acknowledgeCommitted() }
                 }
                 if let queries { group.addTask { await self.answer(queries) } }
                 if let discovers { group.addTask { await self.answer(discovers) } }
@@ -276,7 +276,7 @@ public final class CoatyRecorder: Service, Sendable {
                 // after cancellation: the observations end at once then).
                 if !Task.isCancelled { await self.settleAndFlush(finalHandOver: true) }
                 if !Task.isCancelled, configuration.acknowledgesAfterCommit {
-                    await self.acknowledgeIfCommitted(ingest, deadvertises)
+                    await self.acknowledgeIfCommitted()
                 }
                 group.cancelAll()
             }
@@ -415,25 +415,21 @@ public final class CoatyRecorder: Service, Sendable {
 
     // MARK: Durable recording
 
-    /// Whether every event the ingest observations delivered so far was handed to the queue:
+    /// Whether every event the ingest observations were given so far was handed to the queue:
     /// none is buffered, and the pumps handed over as many as they took.
-    private func handedOver(_ ingest: [IngestObservation], _ deadvertises: EventObservation<DeadvertiseEvent>) -> Bool {
-        var progress = ingest.map(\.progress)
-        progress.append(deadvertises.progress)
+    private func handedOver() -> Bool {
+        let sources = ingestProgress.withLock { $0 }
         let counts = handed.withLock { $0 }
-        for (index, sample) in progress.enumerated() where sample.waiting > 0 || sample.taken != counts[index, default: 0] {
-            return false
+        return sources.allSatisfy { index, progress in
+            let sample = progress()
+            return sample.waiting == 0 && sample.taken == counts[index, default: 0]
         }
-        return true
     }
 
     /// Durable recording: whenever the transport holds the acknowledgement of received messages
     /// (it reads nothing more meanwhile), waits until all of them were routed, every event they
     /// brought was handed to the queue and committed, then acknowledges them.
-    private func acknowledgeCommitted(
-        _ ingest: [IngestObservation],
-        _ deadvertises: EventObservation<DeadvertiseEvent>
-    ) async {
+    private func acknowledgeCommitted() async {
         let transport = manager.transport
         while !Task.isCancelled, !control.withLock({ $0.stopRequested }) {
             guard let due = transport.acknowledgementDue else {
@@ -441,36 +437,35 @@ public final class CoatyRecorder: Service, Sendable {
                 continue
             }
             // Reads are held: the messages through `due` are all there is to route and hand over.
-            while transport.deliveredCount < due || !handedOver(ingest, deadvertises) {
+            while transport.deliveredCount < due || !handedOver() {
                 if Task.isCancelled || control.withLock({ $0.stopRequested }) { return }
                 try? await Task.sleep(for: .microseconds(100))
             }
-            let failedBefore = stats.withLock { $0.failedWrites }
-            await queue.flush()
-            guard stats.withLock({ $0.failedWrites }) == failedBefore else {
-                // Not stored: leave it unacknowledged, so the broker redelivers it to the next run.
+            guard await commitAndAcknowledge(through: due) else {
                 logger.error(
                     "Durable recording: a write failed; its messages stay unacknowledged and reading stops until restart"
                 )
                 return
             }
-            transport.acknowledge(through: due)
         }
     }
 
     /// On stop: acknowledges what was received when everything of it is committed.
-    private func acknowledgeIfCommitted(
-        _ ingest: [IngestObservation],
-        _ deadvertises: EventObservation<DeadvertiseEvent>
-    ) async {
+    private func acknowledgeIfCommitted() async {
         let transport = manager.transport
-        guard let due = transport.acknowledgementDue, transport.deliveredCount >= due,
-            handedOver(ingest, deadvertises)
-        else { return }
+        guard let due = transport.acknowledgementDue, transport.deliveredCount >= due, handedOver() else { return }
+        _ = await commitAndAcknowledge(through: due)
+    }
+
+    /// Commits what the queue holds and acknowledges the messages through `due`, unless a write
+    /// failed meanwhile: then they stay unacknowledged, so the broker redelivers them to the next
+    /// run. Returns whether it acknowledged.
+    private func commitAndAcknowledge(through due: UInt64) async -> Bool {
         let failedBefore = stats.withLock { $0.failedWrites }
         await queue.flush()
-        guard stats.withLock({ $0.failedWrites }) == failedBefore else { return }
-        transport.acknowledge(through: due)
+        guard stats.withLock({ $0.failedWrites }) == failedBefore else { return false }
+        manager.transport.acknowledge(through: due)
+        return true
     }
 
     private func enqueue(_ mutation: RecorderMutation) async {

@@ -85,6 +85,7 @@ final class BackPressureGate: Sendable {
         var resumeWaiters: [CheckedContinuation<Void, Never>] = []
         var watched: [ObjectIdentifier: Watch] = [:]
         var holds: UInt64 = 0
+        var stalls: UInt64 = 0
     }
 
     private struct Watch {
@@ -99,17 +100,10 @@ final class BackPressureGate: Sendable {
     private let logger: Logger
     private let stallCounter: Counter
     private let holdCounter: Counter
-    private let onStall: @Sendable () -> Void
 
-    init(
-        logger: Logger,
-        factory: any MetricsFactory,
-        onStall: @escaping @Sendable () -> Void,
-        setPaused: @escaping @Sendable (Bool) -> Void
-    ) {
+    init(logger: Logger, factory: any MetricsFactory, setPaused: @escaping @Sendable (Bool) -> Void) {
         self.logger = logger
         self.setPaused = setPaused
-        self.onStall = onStall
         stallCounter = Counter(label: "coaty_communication_observer_stalls_total", factory: factory)
         holdCounter = Counter(label: "coaty_communication_read_holds_total", factory: factory)
     }
@@ -119,6 +113,9 @@ final class BackPressureGate: Sendable {
 
     /// How often reading was held since the manager was created.
     var holdCount: UInt64 { state.withLock { $0.holds } }
+
+    /// How many stall reports were made since the manager was created.
+    var stallCount: UInt64 { state.withLock { $0.stalls } }
 
     /// An observer reached (`true`) or fell back below (`false`) its limit.
     func observerFull(_ full: Bool) { update { $0.full += full ? 1 : -1 } }
@@ -197,6 +194,7 @@ final class BackPressureGate: Sendable {
                     watch.reported = nil
                 } else if now - watch.since >= timeout, watch.reported.map({ now - $0 >= timeout }) ?? true {
                     watch.reported = now
+                    state.stalls += 1
                     stalled.append((buffer, sample.waiting, now - watch.since))
                 }
                 state.watched[key] = watch
@@ -204,7 +202,6 @@ final class BackPressureGate: Sendable {
         }
         for (buffer, waiting, duration) in stalled {
             stallCounter.increment()
-            onStall()
             let paused = isPaused
             logger.warning(
                 "Observer stalled: its consumer took no event while events wait",

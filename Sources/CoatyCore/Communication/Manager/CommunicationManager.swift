@@ -244,10 +244,9 @@ public final class CommunicationManager: Sendable {
         self.options = options
         self.logger = logger
         let factory = metricsFactory ?? MetricsSystem.factory
-        let counters = Counters(factory: factory, logger: logger)
-        self.counters = counters
-        self.gate = BackPressureGate(logger: logger, factory: factory, onStall: { counters.observerStalled() }) {
-            [transport] paused in transport.setReceivingPaused(paused)
+        self.counters = Counters(factory: factory, logger: logger)
+        self.gate = BackPressureGate(logger: logger, factory: factory) { [transport] paused in
+            transport.setReceivingPaused(paused)
         }
         do {
             self.identityJSON = try AnyCoatyObject(identity)
@@ -277,6 +276,7 @@ public final class CommunicationManager: Sendable {
         var snapshot = counters.snapshot()
         snapshot.deferredPending = state.withLock { $0.deferred.count }
         snapshot.readHolds = Int(gate.holdCount)
+        snapshot.observerStalls = Int(gate.stallCount)
         return snapshot
     }
 
@@ -1120,9 +1120,6 @@ final class Counters: Sendable {
         observerOverflowCounter.increment(by: count)
     }
 
-    func observerStalled() {
-        values.withLock { $0.observerStalls += 1 }
-    }
 
     func deferredOverflow() {
         values.withLock { $0.deferredOverflow += 1 }

@@ -201,6 +201,16 @@ final class ObservationBuffer<Element: Sendable>: ObservationWaking, StallWatche
         var taken: UInt64 = 0
         var detachment: ObservationDetached?
 
+        /// Clears both holds (the limit, the headroom) and returns the gate changes that owes.
+        mutating func releaseHolds() -> GateChange {
+            var change = GateChange()
+            if full { change.full = false }
+            if overHeadroom { change.overHeadroom = false }
+            full = false
+            overHeadroom = false
+            return change
+        }
+
         /// What a consumer gets without waiting: `.some(event)`, `.some(nil)` once finished, or
         /// `nil` when it has to wait.
         mutating func takeReady() -> Element?? {
@@ -284,17 +294,9 @@ final class ObservationBuffer<Element: Sendable>: ObservationWaking, StallWatche
     func setPolicy(_ policy: ObservationBuffering) {
         let change = state.withLock { state -> GateChange in
             state.policy = policy
-            var change = GateChange()
-            if policy != .backPressure {
-                // A drop policy never holds the reads; trim what is buffered to its limit.
-                if state.full { change.full = false }
-                if state.overHeadroom { change.overHeadroom = false }
-                state.full = false
-                state.overHeadroom = false
-            } else {
-                change = Self.checkLimits(&state, limit: limit, headroom: headroom)
-            }
-            return change
+            // A drop policy never holds the reads (it trims what is buffered with its next event).
+            guard policy == .backPressure else { return state.releaseHolds() }
+            return Self.checkLimits(&state, limit: limit, headroom: headroom)
         }
         apply(change)
     }
@@ -401,11 +403,7 @@ final class ObservationBuffer<Element: Sendable>: ObservationWaking, StallWatche
             state.detachment = detachment
             let discarded = state.items.count
             state.items.removeAll()
-            var change = GateChange()
-            if state.full { change.full = false }
-            if state.overHeadroom { change.overHeadroom = false }
-            state.full = false
-            state.overHeadroom = false
+            let change = state.releaseHolds()
             defer { state.waiter = nil }
             return (state.waiter, change, discarded)
         }
