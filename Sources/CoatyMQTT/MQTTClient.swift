@@ -220,7 +220,7 @@ public final class MQTTClient: Sendable {
         handle.acknowledge(through: through)
     }
 
-        /// Whether the network thread held its reads in its last step: the consumer is behind (the receive buffer
+    /// Whether the network thread held its reads in its last step: the consumer is behind (the receive buffer
     /// holds ``MQTTConfiguration/messageBufferCapacity`` messages) or ``setReadingPaused(_:)`` asked it to.
     public var isReadingHeld: Bool {
         guard case .success(let handle) = core.setup else { return false }

@@ -2,13 +2,14 @@ import ArgumentParser
 import CoatyKit
 import Dispatch
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Logging
 import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// A runtime failure of a command: printed as one line on stderr, exit code 1.
 struct CLIError: Error, CustomStringConvertible {
@@ -202,9 +203,9 @@ enum Output {
 }
 
 #if canImport(Glibc)
-private let systemWrite = Glibc.write
+    private let systemWrite = Glibc.write
 #else
-private let systemWrite = Darwin.write
+    private let systemWrite = Darwin.write
 #endif
 
 /// What an event loop's consumer can tell about the events waiting for it, so output is flushed

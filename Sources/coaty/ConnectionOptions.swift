@@ -135,7 +135,9 @@ struct ConnectionOptions: ParsableArguments {
     /// The communication manager options.
     var managerOptions: CommunicationManager.Options {
         CommunicationManager.Options(
-            namespace: namespace, crossNamespacing: crossNamespace, qos: qos == 1 ? .atLeastOnce : .atMostOnce
+            namespace: namespace,
+            crossNamespacing: crossNamespace,
+            qos: qos == 1 ? .atLeastOnce : .atMostOnce
         )
     }
 

@@ -66,7 +66,12 @@ func runObserver<S: AsyncSequence & Sendable>(
     let received = EventCounter()
     do {
         try await printEvents(
-            sequence, count: limits.count, timeout: limits.timeout, signals: signals, received: received, render: render
+            sequence,
+            count: limits.count,
+            timeout: limits.timeout,
+            signals: signals,
+            received: received,
+            render: render
         )
     } catch {
         await agent.stop()

@@ -55,7 +55,7 @@ struct Record: AsyncParsableCommand {
     )
     var durable = false
 
-        @Option(
+    @Option(
         help: ArgumentHelp(
             "Events each observation may hold while the store is behind, before reading from the broker pauses (back-pressure; nothing is dropped). A recorder's buffer absorbs bursts faster than the store writes, so the broker's own queue limits are not reached; memory is about 1 KiB per held event.",
             valueName: "events"
@@ -63,7 +63,7 @@ struct Record: AsyncParsableCommand {
     )
     var buffer: Int = 262_144
 
-        @Flag(help: "Apply Update events of stored objects and answer them with Complete.")
+    @Flag(help: "Apply Update events of stored objects and answer them with Complete.")
     var acceptUpdates = false
 
     @Flag(help: "Print one JSON line per stored, removed or answered object on stdout.")
@@ -180,7 +180,7 @@ struct Record: AsyncParsableCommand {
         }
     }
 
-        /// A connection string without its password, for messages.
+    /// A connection string without its password, for messages.
     static func redacted(_ url: String) -> String {
         guard var components = URLComponents(string: url), components.password != nil else { return url }
         components.password = "***"

@@ -22,7 +22,9 @@ struct BackPressureGateTests {
         )
     }
 
-    func makeBuffer(_ gate: BackPressureGate, _ calls: Calls, limit: Int, headroom: Int? = nil) -> ObservationBuffer<Int> {
+    func makeBuffer(_ gate: BackPressureGate, _ calls: Calls, limit: Int, headroom: Int? = nil) -> ObservationBuffer<
+        Int
+    > {
         ObservationBuffer(
             limit: limit,
             headroom: headroom,

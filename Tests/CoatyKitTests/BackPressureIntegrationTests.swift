@@ -20,7 +20,10 @@ struct BackPressureIntegrationTests {
         options: CommunicationManager.Options = .init()
     ) async throws -> CommunicationManager {
         let manager = try CommunicationManager.mqtt(
-            url: broker.url, identity: Identity(name: name), registry: CoatyObjectRegistry([Lamp.self]), options: options
+            url: broker.url,
+            identity: Identity(name: name),
+            registry: CoatyObjectRegistry([Lamp.self]),
+            options: options
         )
         try await manager.start()
         return manager
@@ -98,7 +101,9 @@ struct BackPressureIntegrationTests {
         let broker = try await MosquittoBroker.start()
         defer { Task { await broker.stop() } }
         let consumer = try await Self.agent(
-            broker, "stalled", options: .init(observerBufferLimit: 16, stallTimeout: .milliseconds(300))
+            broker,
+            "stalled",
+            options: .init(observerBufferLimit: 16, stallTimeout: .milliseconds(300))
         )
         let publisher = try await Self.agent(broker, "pub")
         let lamps = try consumer.observeAdvertise(Lamp.self)

@@ -454,7 +454,8 @@ struct MQTTClientTests {
     func readsHeldBeyondTheKeepAliveKeepTheSessionAndLoseNothing(qos: MQTTQoS) async throws {
         let broker = try await MosquittoBroker.start()
         let sent = 2000
-        let subscriber = try await connectedClient(broker.url, "held") { $0.keepAlive = .seconds(5) }  // libmosquitto's least
+        // 5 s: the least keep-alive libmosquitto accepts.
+        let subscriber = try await connectedClient(broker.url, "held") { $0.keepAlive = .seconds(5) }
         let states = Task { () -> [MQTTConnectionState] in
             var seen: [MQTTConnectionState] = []
             for await state in subscriber.connectionStates() {
@@ -512,12 +513,16 @@ struct MQTTClientTests {
             }
             return topics
         }
-        for index in 0..<4 { try await publisher.publish("durable/\(index)", payload: [UInt8(index)], qos: .atLeastOnce) }
+        for index in 0..<4 {
+            try await publisher.publish("durable/\(index)", payload: [UInt8(index)], qos: .atLeastOnce)
+        }
         // Let the four arrive and be acknowledged before the next six are published (the redelivery below tells
         // whether they were: the second client must get exactly the six).
         try await Task.sleep(for: .milliseconds(300))
         #expect(first.acknowledgementDue == nil)
-        for index in 4..<10 { try await publisher.publish("durable/\(index)", payload: [UInt8(index)], qos: .atLeastOnce) }
+        for index in 4..<10 {
+            try await publisher.publish("durable/\(index)", payload: [UInt8(index)], qos: .atLeastOnce)
+        }
         let topics = try await withTimeout(20, "five messages") { await consumer.value }
         #expect(topics == (0..<5).map { "durable/\($0)" })
         try await eventually(10, "the acknowledgements to be held") { first.acknowledgementDue != nil }
@@ -526,7 +531,10 @@ struct MQTTClientTests {
         let second = try durableClient()
         try await withTimeout(15, "reconnect") { try await second.connect() }
         let redelivered = try await receive(second, count: 6, within: 20)
-        #expect(Set(redelivered.map(\.topic)) == Set((4..<10).map { "durable/\($0)" }), "nothing handled is redelivered")
+        #expect(
+            Set(redelivered.map(\.topic)) == Set((4..<10).map { "durable/\($0)" }),
+            "nothing handled is redelivered"
+        )
         while let due = second.acknowledgementDue { second.acknowledge(through: due) }
         await second.disconnect()
     }

@@ -9,7 +9,11 @@ struct AgentQoSTests {
         let broker = InProcessBroker()
         let identity = Identity(name: "qos1")
         let transport = broker.makeTransport(clientId: CoatyConnection.clientId(identityId: identity.objectId))
-        let manager = try CommunicationManager(transport: transport, identity: identity, options: .init(qos: .atLeastOnce))
+        let manager = try CommunicationManager(
+            transport: transport,
+            identity: identity,
+            options: .init(qos: .atLeastOnce)
+        )
         try await manager.start()
         let lights = try manager.observeAdvertise(coreType: .coatyObject)
         await lights.subscribed()
@@ -17,7 +21,11 @@ struct AgentQoSTests {
         try await manager.publishChannel("c", objects: [])
         _ = try await manager.publishDiscover(.objectId(CoatyUUID())).first(timeout: .milliseconds(100))
         let published = broker.publications.filter { !$0.isWill && $0.clientId == transport.clientId }
-        #expect(Set(published.map { $0.message.topic.split(separator: "/")[3].prefix(3) }).isSuperset(of: ["ADV", "CHN", "DSC"]))
+        #expect(
+            Set(published.map { $0.message.topic.split(separator: "/")[3].prefix(3) }).isSuperset(of: [
+                "ADV", "CHN", "DSC",
+            ])
+        )
         for publication in published {
             #expect(publication.message.qos == .atLeastOnce, "\(publication.message.topic)")
         }
@@ -48,7 +56,8 @@ struct PublicationQoSTests {
         try await manager.publishAdvertise(Light(name: "ordinary", isOn: false))
         let published = broker.publications.filter { !$0.isWill && $0.clientId == transport.clientId }
         let important = published.filter {
-            $0.message.topic.contains("ADV::") && String(decoding: $0.message.payload, as: UTF8.self).contains("important")
+            $0.message.topic.contains("ADV::")
+                && String(decoding: $0.message.payload, as: UTF8.self).contains("important")
         }
         #expect(important.count == 1)
         #expect(important.allSatisfy { $0.message.qos == .atLeastOnce })

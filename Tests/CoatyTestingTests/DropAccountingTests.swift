@@ -61,7 +61,10 @@ struct DropAccountingTests {
             (try? dropped("observer_overflow")) == 1 && records.count(.warning, containing: "drop policy") == 1
         }
         #expect(manager.statistics.observerOverflow == 1)
-        #expect(records.count(.warning, containing: "drop policy") == 1, "every drop policy's drop is logged at warning")
+        #expect(
+            records.count(.warning, containing: "drop policy") == 1,
+            "every drop policy's drop is logged at warning"
+        )
         #expect(try dropped("observer_overflow") == 1)
 
         // Invalid response: a Resolve whose object does not match the Discover's core types.

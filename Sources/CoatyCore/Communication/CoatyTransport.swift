@@ -221,7 +221,7 @@ public protocol CoatyTransport: Sendable {
     /// ``acknowledgementDue``); the transport then reads on.
     func acknowledge(through: UInt64)
 
-        /// A task executor that runs tasks on the thread calling the ``deliverMessages(to:)``
+    /// A task executor that runs tasks on the thread calling the ``deliverMessages(to:)``
     /// handler, right after each batch, or `nil` (the default) when the transport has none.
     ///
     /// A task preferring it that waits for a received event resumes without a thread hand-off.
@@ -357,7 +357,7 @@ extension CoatyTransport {
     /// - Parameter through: ignored.
     public func acknowledge(through: UInt64) {}
 
-        /// Does nothing: the manager holds its own dispatcher task instead, which consumes
+    /// Does nothing: the manager holds its own dispatcher task instead, which consumes
     /// ``CoatyTransport/messages`` (so the transport's message buffer fills).
     ///
     /// - Parameter paused: ignored.

@@ -214,7 +214,9 @@ final class BackPressureGate: Sendable {
                 ]
             )
             if policy == .detach {
-                buffer.detach(ObservationDetached(topicFilter: buffer.topicFilter, waiting: waiting, stalledFor: duration))
+                buffer.detach(
+                    ObservationDetached(topicFilter: buffer.topicFilter, waiting: waiting, stalledFor: duration)
+                )
             }
         }
     }

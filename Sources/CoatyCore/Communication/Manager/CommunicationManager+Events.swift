@@ -437,10 +437,16 @@ extension CommunicationManager {
     ///   - objectIds: the ids of the objects that are gone.
     ///   - qos: this publication's QoS, when it should be higher than ``Options/qos``.
     /// - Throws: ``CommunicationError`` for a permanent transport failure.
-    public func publishDeadvertise(_ objectIds: [CoatyUUID], qos: TransportQoS = .atMostOnce) async throws(CommunicationError) {
+    public func publishDeadvertise(_ objectIds: [CoatyUUID], qos: TransportQoS = .atMostOnce)
+        async throws(CommunicationError)
+    {
         let topic = try topic(.deadvertise)
         try await send(
-            TransportMessage(topic: topic.name, payload: DeadvertiseEventData(objectIds: objectIds).payloadBytes, qos: qos)
+            TransportMessage(
+                topic: topic.name,
+                payload: DeadvertiseEventData(objectIds: objectIds).payloadBytes,
+                qos: qos
+            )
         )
     }
 
@@ -479,7 +485,11 @@ extension CommunicationManager {
     ) async throws(CommunicationError) {
         var wrapped: [AnyCoatyObject] = []
         for object in objects { wrapped.append(try AnyCoatyObject.wrapping(object)) }
-        try await publishChannel(channelId, data: ChannelEventData(objects: wrapped, privateData: privateData), qos: qos)
+        try await publishChannel(
+            channelId,
+            data: ChannelEventData(objects: wrapped, privateData: privateData),
+            qos: qos
+        )
     }
 
     /// Publishes a Channel event payload.

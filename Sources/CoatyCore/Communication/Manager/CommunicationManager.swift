@@ -1120,7 +1120,6 @@ final class Counters: Sendable {
         observerOverflowCounter.increment(by: count)
     }
 
-
     func deferredOverflow() {
         values.withLock { $0.deferredOverflow += 1 }
         deferredOverflowCounter.increment()
