@@ -457,18 +457,28 @@ struct RecorderTests {
         #expect(try await harness.rows(objectType: RecorderFixtures.objectType).count == objects.count)
     }
 
-    @Test("Stopping also stores what the observers still held, behind a full queue", arguments: RecorderBackend.allCases)
+    @Test(
+        "Stopping also stores what the observers still held, behind a full queue",
+        arguments: RecorderBackend.allCases
+    )
     func stopHandsOverWhatTheObserversHold(backend: RecorderBackend) async throws {
         let harness = try await RecorderHarness.start(
             backend,
             configuration: .init(coreTypes: [.coatyObject], queueCapacity: 1, maxBatchSize: 1),
             wrap: { SlowStorage(base: $0) }
         )
+        // A second observer on the recorder's manager: the manager routes each message to every
+        // observer of it at once, so when this one has all of them, the recorder's has too.
+        let witness = try harness.agent.observeAdvertise(coreType: .coatyObject)
+        await witness.subscribed()
         let objects = try RecorderFixtures.objects(200)
         for object in objects { try await harness.client.publishAdvertise(object) }
-        // Routed to the recorder's observer (in-process: within milliseconds), most of them still
-        // waiting behind the one-slot queue of a store that takes 2 ms per commit.
-        try await Task.sleep(for: .milliseconds(100))
+        var routed = 0
+        for await _ in witness {
+            routed += 1
+            if routed == objects.count { break }
+        }
+        // Most of them still wait behind the one-slot queue of a store that takes 2 ms per commit.
         #expect(harness.recorder.statistics.stored < objects.count, "the slow store must still be behind")
         try await harness.stop()
         #expect(try await harness.rows(objectType: RecorderFixtures.objectType).count == objects.count)
