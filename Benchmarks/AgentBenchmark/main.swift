@@ -59,14 +59,12 @@ func advertisePayloadSize() throws -> Int {
 
 // MARK: - Roles (CoatyKit side)
 
-/// A started manager on the broker. With `bufferCapacity` the MQTT receive buffer and the
-/// observer buffer hold that many events (room for a whole run, as the C baseline queues without
-/// bound); without it the defaults of `CommunicationManager.mqtt(...)` apply.
+/// A started manager on the broker, with the defaults of `CommunicationManager.mqtt(...)` (buffers
+/// included: back-pressure, nothing dropped); `tcpNoDelay: false` turns Nagle's algorithm on.
 func startManager(
     _ host: String,
     _ port: String,
     name: String,
-    bufferCapacity: Int?,
     metrics: CountingMetrics,
     tcpNoDelay: Bool = true
 ) async throws -> CommunicationManager {
@@ -74,15 +72,13 @@ func startManager(
     let registry = CoatyObjectRegistry([Reading.self])
     let url = "mqtt://\(host):\(port)"
     let manager: CommunicationManager
-    if bufferCapacity != nil || !tcpNoDelay {
+    if !tcpNoDelay {
         var configuration = try MQTTConfiguration.coaty(url: url, identityId: identity.objectId)
-        if let bufferCapacity { configuration.messageBufferCapacity = bufferCapacity }
-        configuration.tcpNoDelay = tcpNoDelay
+        configuration.tcpNoDelay = false
         manager = try CommunicationManager(
             transport: MQTTTransport(configuration: configuration, metricsFactory: metrics),
             identity: identity,
             registry: registry,
-            options: bufferCapacity.map { .init(observerBufferLimit: $0) } ?? .init(),
             metricsFactory: metrics
         )
     } else {
@@ -106,7 +102,6 @@ func runObserver(_ args: [String]) async throws {
         host,
         port,
         name: "observer",
-        bufferCapacity: nil,  // the defaults a user gets (back-pressure, nothing dropped)
         metrics: metrics
     )
     let observation = try manager.observeAdvertise(Reading.self)
@@ -158,7 +153,6 @@ func runAdvertiser(_ args: [String]) async throws {
         host,
         port,
         name: "advertiser",
-        bufferCapacity: nil,
         metrics: CountingMetrics()
     )
     let watchdog = ProgressWatchdog()
@@ -190,7 +184,6 @@ func runResolver(_ args: [String]) async throws {
         args[0],
         args[1],
         name: "resolver",
-        bufferCapacity: nil,
         metrics: CountingMetrics(),
         tcpNoDelay: !args.contains("--nagle")
     )
@@ -216,7 +209,6 @@ func runDiscoverer(_ args: [String]) async throws {
         args[0],
         args[1],
         name: "discoverer",
-        bufferCapacity: nil,
         metrics: CountingMetrics(),
         tcpNoDelay: !args.contains("--nagle")
     )
