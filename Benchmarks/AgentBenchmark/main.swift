@@ -231,6 +231,41 @@ func runDiscoverer(_ args: [String]) async throws {
     await manager.stop()
 }
 
+/// `discover-loop HOST PORT ROUNDS WARMUP OBJECT-ID` and `query-loop HOST PORT ROUNDS WARMUP OBJECT-TYPE FILTER`:
+/// a CoatyKit requester's sequential round trips against whatever answers (a Coaty JS responder,
+/// `coaty record`), each timed from publishing to the first response; prints
+/// `{"p50_us":…,"p99_us":…,"mean_us":…,"rounds":…}` as Coaty JS's `agent.js discover-loop` does.
+func runRequestLoop(_ args: [String], query: Bool) async throws {
+    let (rounds, warmup) = (Int(args[2])!, Int(args[3])!)
+    let manager = try await startManager(args[0], args[1], name: "requester", metrics: CountingMetrics())
+    var filter: ObjectFilter?
+    if query { filter = try JSONValueDecoder().decode(ObjectFilter.self, from: args[5]) }
+    var samples: [UInt64] = []
+    samples.reserveCapacity(rounds)
+    for i in -warmup..<rounds {
+        let start = monotonicNanoseconds()
+        if query {
+            let data = QueryEventData(objectTypes: [args[4]], objectFilter: filter)
+            guard try await manager.publishQuery(data).first(timeout: .seconds(10)) != nil else {
+                throw BenchmarkError("no Retrieve within 10 s for Query \(i)")
+            }
+        } else {
+            guard let id = CoatyUUID(args[4]) else { throw BenchmarkError("not a UUID: \(args[4])") }
+            guard try await manager.publishDiscover(.objectId(id)).first(timeout: .seconds(10)) != nil else {
+                throw BenchmarkError("no Resolve within 10 s for Discover \(i)")
+            }
+        }
+        if i >= 0 { samples.append(monotonicNanoseconds() - start) }
+    }
+    let percentiles = LatencyPercentiles(nanoseconds: samples)
+    let mean = Double(samples.reduce(0, +)) / Double(samples.count) / 1000
+    emit([
+        "rounds": .int(Int64(rounds)), "p50_us": .double(percentiles.p50), "p99_us": .double(percentiles.p99),
+        "mean_us": .double(mean),
+    ])
+    await manager.stop()
+}
+
 // MARK: - Driver
 
 let host = "127.0.0.1"
@@ -631,7 +666,11 @@ extension JSONObject {
 
 await benchmarkMain(
     "agent-benchmark",
-    roles: ["observe": runObserver, "advertise": runAdvertiser, "resolver": runResolver, "discoverer": runDiscoverer],
+    roles: [
+        "observe": runObserver, "advertise": runAdvertiser, "resolver": runResolver, "discoverer": runDiscoverer,
+        "discover-loop": { try await runRequestLoop($0, query: false) },
+        "query-loop": { try await runRequestLoop($0, query: true) },
+    ],
     defaults: [
         "--messages": 200_000, "--round-trips": 10_000, "--runs": 3, "--memory-events": 1_000_000,
         "--nagle-round-trips": 300,

@@ -8,6 +8,10 @@
 //                                                      Coaty Advertise goes to two topics)
 //   mqtt-baseline responder HOST PORT [--coaty]        answer every message on bench/req on bench/rsp
 //   mqtt-baseline requester HOST PORT COUNT [--coaty]  COUNT sequential round trips, print JSON percentiles
+//   mqtt-baseline coaty-resolver HOST PORT FILE        answer Coaty Discover-by-objectId events (namespace "-")
+//                                                      from FILE's objects (one JSON object per line) held in
+//                                                      memory, as a Resolve {"object":…} on the response topic:
+//                                                      the C floor of a Discover responder (Benchmarks/run coatyjs)
 //
 // --coaty: the request pattern of Coaty's two-way events, without JSON: the requester is subscribed to the
 // request topic too (an agent observes Discover, so it receives its own), subscribes a fresh response topic
@@ -37,15 +41,16 @@ static uint64_t now_ns(void) {
 }
 
 // ---- hand-off queue (libmosquitto thread -> application thread) ----
-typedef struct item { struct item *next; int len; char *payload; } item;
+typedef struct item { struct item *next; int len; char *payload; char *topic; } item;
 static pthread_mutex_t q_mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t q_cond = PTHREAD_COND_INITIALIZER;
 static item *q_head = NULL, *q_tail = NULL;
 static volatile int subscribed = 0;
 
-static void q_push(const void *payload, int len) {
+static void q_push_topic(const void *payload, int len, const char *topic) {
     item *it = malloc(sizeof(item));
     it->next = NULL;
+    it->topic = topic ? strdup(topic) : NULL;
     it->len = len;
     it->payload = malloc(len > 0 ? len : 1);
     memcpy(it->payload, payload, len);
@@ -55,6 +60,8 @@ static void q_push(const void *payload, int len) {
     pthread_cond_signal(&q_cond);
     pthread_mutex_unlock(&q_mutex);
 }
+
+static void q_push(const void *payload, int len) { q_push_topic(payload, len, NULL); }
 
 static item *q_pop(void) {
     pthread_mutex_lock(&q_mutex);
@@ -69,6 +76,11 @@ static item *q_pop(void) {
 static void on_message(struct mosquitto *m, void *ud, const struct mosquitto_message *msg) {
     (void)m; (void)ud;
     q_push(msg->payload, msg->payloadlen);
+}
+
+static void on_message_topic(struct mosquitto *m, void *ud, const struct mosquitto_message *msg) {
+    (void)m; (void)ud;
+    q_push_topic(msg->payload, msg->payloadlen, msg->topic);
 }
 
 static void on_subscribe(struct mosquitto *m, void *ud, int mid, int n, const int *granted) {
@@ -144,6 +156,13 @@ static void finish_requests(struct mosquitto *m, uint64_t *samples, long count) 
     usleep(100000);
 }
 
+/// An object a coaty-resolver answers with: its objectId and the Resolve payload.
+typedef struct { char id[37]; int len; char *answer; } resolvable;
+
+static int cmp_resolvable(const void *a, const void *b) {
+    return strcmp(((const resolvable *)a)->id, ((const resolvable *)b)->id);
+}
+
 int main(int argc, char **argv) {
     if (argc < 4) {
         fprintf(stderr, "usage: mqtt-baseline sub|pub|responder|requester HOST PORT ...\n");
@@ -201,6 +220,59 @@ int main(int argc, char **argv) {
         mosquitto_loop_stop(m, false);
         printf("{\"published\":%ld}\n", count);
         return 0;
+    }
+    if (strcmp(role, "coaty-resolver") == 0 && argc >= 5) {
+        // The objects, sorted by objectId for a binary search (the in-memory lookup of a responder).
+        FILE *f = fopen(argv[4], "r");
+        if (!f) { fprintf(stderr, "cannot read %s\n", argv[4]); return 1; }
+        size_t cap = 1024, n = 0;
+        resolvable *objects = malloc(cap * sizeof(resolvable));
+        char *line = NULL;
+        size_t size = 0;
+        ssize_t len;
+        while ((len = getline(&line, &size, f)) > 0) {
+            while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = 0;
+            const char *id = strstr(line, "\"objectId\":\"");
+            if (!id || len == 0) continue;
+            if (n == cap) objects = realloc(objects, (cap *= 2) * sizeof(resolvable));
+            memcpy(objects[n].id, id + 12, 36);
+            objects[n].id[36] = 0;
+            objects[n].len = snprintf(NULL, 0, "{\"object\":%s}", line);
+            objects[n].answer = malloc((size_t)objects[n].len + 1);
+            snprintf(objects[n].answer, (size_t)objects[n].len + 1, "{\"object\":%s}", line);
+            n++;
+        }
+        fclose(f);
+        qsort(objects, n, sizeof(resolvable), cmp_resolvable);
+        struct mosquitto *m = connect_coaty_client(id, host, port);
+        mosquitto_message_callback_set(m, on_message_topic);
+        subscribe_and_wait(m, "coaty/3/-/DSC/#");
+        printf("ready\n");
+        fflush(stdout);
+        char topic[256];
+        for (;;) {
+            item *it = q_pop();
+            // coaty/3/-/DSC/<sourceId>/<correlationId>; payload {"objectId":"…",…}
+            const char *correlation = it->topic ? strrchr(it->topic, '/') : NULL;
+            char *payload = malloc((size_t)it->len + 1);
+            memcpy(payload, it->payload, (size_t)it->len);
+            payload[it->len] = 0;
+            const char *key = strstr(payload, "\"objectId\":\"");
+            if (correlation && key && strlen(key) >= 12 + 36) {
+                resolvable probe;
+                memcpy(probe.id, key + 12, 36);
+                probe.id[36] = 0;
+                resolvable *hit = bsearch(&probe, objects, n, sizeof(resolvable), cmp_resolvable);
+                if (hit) {
+                    snprintf(topic, sizeof topic, "coaty/3/-/RSV/6f1c3e2a-9b4d-4c8e-8a1f-2d3e4c5b6a70%s", correlation);
+                    mosquitto_publish(m, NULL, topic, hit->len, hit->answer, 0, false);
+                }
+            }
+            free(payload);
+            free(it->payload);
+            free(it->topic);
+            free(it);
+        }
     }
     bool coaty = strcmp(argv[argc - 1], "--coaty") == 0;
     if (strcmp(role, "responder") == 0 && coaty) {

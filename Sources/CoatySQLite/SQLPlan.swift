@@ -34,8 +34,11 @@ struct SQLPlan {
         var arguments: [(any DatabaseValueConvertible)?] = []
         switch query.scope {
         case .collection(let name):
-            clauses.append("collection = ?")
-            arguments.append(name)
+            // A literal: SQLite uses a partial index (`WHERE collection = '…'`) only when the
+            // query's own WHERE says the same literal.
+            clauses.append("collection = \(Self.quoted(name))")
+        case .collections(let names) where names.count == 1:
+            clauses.append("collection = \(Self.quoted(names[0]))")
         case .collections(let names):
             clauses.append(names.isEmpty ? "0" : "collection IN (\(Self.placeholders(names.count)))")
             arguments += names.map { $0 }
@@ -61,6 +64,7 @@ struct SQLPlan {
             isExact = translated.isExact
         }
         self.whereClause = clauses.isEmpty ? "1" : clauses.map { "(\($0))" }.joined(separator: " AND ")
+
         self.arguments = arguments
         self.isExact = isExact
         if isExact, let filter = query.filter {
@@ -144,9 +148,8 @@ struct SQLPlan {
         let path = condition.property.path
         guard path.count == 1, isSimpleKey(path[0]) else { return .unrestricted }
         let key = path[0]
-        let jsonPath = "$.\(key)"
-        let type = "json_type(object, ?)"
-        let value = "json_extract(object, ?)"
+        let type = typeExpression(key)
+        let value = valueExpression(key)
         let isPromoted = PromotedColumns.names.contains(key)
         let expression = condition.expression
         func exact(_ text: String, _ arguments: [(any DatabaseValueConvertible)?]) -> Translation {
@@ -159,10 +162,7 @@ struct SQLPlan {
         func stringIn(_ strings: [String]) -> SQL {
             let list = strings.count == 1 ? "= ?" : "IN (\(placeholders(strings.count)))"
             if isPromoted { return SQL(text: "\(key) IS NOT NULL AND \(key) \(list)", arguments: strings.map { $0 }) }
-            return SQL(
-                text: "\(type) = 'text' AND \(value) \(list)",
-                arguments: [jsonPath, jsonPath] + strings.map { $0 }
-            )
+            return SQL(text: "\(type) = 'text' AND \(value) \(list)", arguments: strings.map { $0 })
         }
         func strings(_ operand: JSONValue?) -> [String]? {
             guard case .array(let values)? = operand else { return nil }
@@ -172,9 +172,9 @@ struct SQLPlan {
         }
         switch expression.operator {
         case .exists:
-            return exact("\(type) IS NOT NULL", [jsonPath])
+            return exact("\(type) IS NOT NULL", [])
         case .notExists:
-            return exact("\(type) IS NULL", [jsonPath])
+            return exact("\(type) IS NULL", [])
         case .equals:
             if case .string(let s)? = expression.operand1 {
                 let sql = stringIn([s])
@@ -183,14 +183,14 @@ struct SQLPlan {
             if let number = smallNumber(expression.operand1) {
                 return necessary(
                     "\(type) IN ('integer', 'real') AND (abs(\(value)) >= \(exactLimit) OR \(value) = ?)",
-                    [jsonPath, jsonPath, jsonPath, number]
+                    [number]
                 )
             }
             return .unrestricted
         case .notEquals:
             guard case .string(let s)? = expression.operand1 else { return .unrestricted }
             let equal = stringIn([s])
-            return exact("\(type) IS NOT NULL AND NOT (\(equal.text))", [jsonPath] + equal.arguments)
+            return exact("\(type) IS NOT NULL AND NOT (\(equal.text))", equal.arguments)
         case .in:
             guard let list = strings(expression.operand1) else { return .unrestricted }
             if list.isEmpty { return exact("0", []) }
@@ -198,15 +198,15 @@ struct SQLPlan {
             return exact(sql.text, sql.arguments)
         case .notIn:
             guard let list = strings(expression.operand1) else { return .unrestricted }
-            if list.isEmpty { return exact("\(type) IS NOT NULL", [jsonPath]) }
+            if list.isEmpty { return exact("\(type) IS NOT NULL", []) }
             let included = stringIn(list)
-            return exact("\(type) IS NOT NULL AND NOT (\(included.text))", [jsonPath] + included.arguments)
+            return exact("\(type) IS NOT NULL AND NOT (\(included.text))", included.arguments)
         case .lessThan, .lessThanOrEqual, .greaterThan, .greaterThanOrEqual:
             guard let number = smallNumber(expression.operand1) else { return .unrestricted }
             let op = expression.operator.sqlComparison ?? ">="
             return necessary(
                 "\(type) NOT IN ('integer', 'real') OR abs(\(value)) >= \(exactLimit) OR \(value) \(op) ?",
-                [jsonPath, jsonPath, jsonPath, number]
+                [number]
             )
         case .between, .notBetween:
             guard let a = smallNumber(expression.operand1), let b = smallNumber(expression.operand2),
@@ -216,11 +216,22 @@ struct SQLPlan {
             let negation = expression.operator == .notBetween ? "NOT " : ""
             return necessary(
                 "\(type) NOT IN ('integer', 'real') OR abs(\(value)) >= \(exactLimit) OR \(value) \(negation)BETWEEN ? AND ?",
-                [jsonPath, jsonPath, jsonPath, low, high]
+                [low, high]
             )
         case .like, .contains, .notContains:
             return .unrestricted
         }
+    }
+
+    /// `json_extract(object, '$.key')` for a simple key (literal, as an expression index says it).
+    static func valueExpression(_ key: String) -> String { "json_extract(object, '$.\(key)')" }
+
+    /// `json_type(object, '$.key')` for a simple key.
+    static func typeExpression(_ key: String) -> String { "json_type(object, '$.\(key)')" }
+
+    /// A string as an SQL literal.
+    static func quoted(_ text: String) -> String {
+        "'" + text.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "''") + "'"
     }
 
     static func placeholders(_ count: Int) -> String {

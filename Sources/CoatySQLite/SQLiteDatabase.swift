@@ -1,6 +1,7 @@
 public import CoatyCore
 public import CoatyStore
 import GRDB
+import Synchronization
 
 /// An error of the SQLite backend, saying what to check.
 public struct CoatySQLiteError: Error, Sendable, CustomStringConvertible {
@@ -30,12 +31,13 @@ public final class SQLiteDatabase: DatabaseType {
     /// The file path.
     public let path: String
     let pool: DatabasePool
+    let indexes = DeclaredIndexes()
 
     /// The most bytes of the file SQLite maps into memory (1 GiB of address space, not memory).
     static let mmapSize = 1 << 30
 
     /// The migrations, in order; their names are recorded in the file's `grdb_migrations` table.
-    public static let migrationNames = ["v1-rows", "v2-local-context"]
+    public static let migrationNames = ["v1-rows", "v2-local-context", "v3-json-indexes"]
 
     /// Opens (creating if needed) a database file and brings its schema up to date.
     /// - Parameter path: the file path.
@@ -57,6 +59,11 @@ public final class SQLiteDatabase: DatabaseType {
             }
             pool = try DatabasePool(path: path, configuration: configuration)
             try Self.migrator.migrate(pool)
+            let declared = try pool.read { db in
+                try Row.fetchAll(db, sql: "SELECT collection, property FROM coaty_json_indexes")
+                    .map { DeclaredIndexes.Key(collection: $0[0], property: $0[1]) }
+            }
+            indexes.insert(declared)
         } catch {
             throw CoatySQLiteError("Cannot open the SQLite database at \(path): \(error)")
         }
@@ -64,7 +71,53 @@ public final class SQLiteDatabase: DatabaseType {
 
     /// A connection (connections share the pool).
     /// - Returns: the connection.
-    public func makeConnection() -> SQLiteConnection { SQLiteConnection(pool: pool) }
+    public func makeConnection() -> SQLiteConnection { SQLiteConnection(pool: pool, indexes: indexes) }
+
+    /// Creates (once; later calls do nothing) an index on a top-level JSON property of the items
+    /// of one collection (for Coaty objects: one object type), so that Queries with a condition
+    /// on that property or ordered by it read only the rows they return.
+    ///
+    /// It is an expression index, `json_extract(object, '$.property')`, partial on the
+    /// collection: it costs writes to that collection only. A query ordered by the property walks
+    /// the index and stops after `skip + take` matches; a numeric range condition reads only its
+    /// range. The declaration is kept in the file.
+    ///
+    /// ```swift
+    /// try await database.createIndex(collection: "com.example.Light", property: "luminance")
+    /// ```
+    /// - Parameters:
+    ///   - collection: the collection (a Coaty object's collection is its object type).
+    ///   - property: the property: a top-level member whose name is letters, digits and `_`.
+    /// - Throws: ``CoatySQLiteError`` for another property name, or when SQLite fails.
+    public func createIndex(collection: String, property: String) async throws {
+        guard SQLPlan.isSimpleKey(property) else {
+            throw CoatySQLiteError(
+                "Cannot index the property \"\(property)\": only top-level properties named with letters, digits and _"
+            )
+        }
+        let key = DeclaredIndexes.Key(collection: collection, property: property)
+        try await pool.write { db in
+            try db.execute(
+                sql: """
+                    CREATE INDEX IF NOT EXISTS \(key.indexName) ON coaty_rows (\(SQLPlan.valueExpression(property)))
+                    WHERE collection = \(SQLPlan.quoted(collection))
+                    """
+            )
+            try db.execute(
+                sql: "INSERT OR IGNORE INTO coaty_json_indexes (collection, property, name) VALUES (?, ?, ?)",
+                arguments: [collection, property, key.indexName]
+            )
+        }
+        indexes.insert([key])
+    }
+
+    /// The indexes declared with ``createIndex(collection:property:)``, sorted.
+    /// - Returns: (collection, property) pairs.
+    public func declaredIndexes() -> [(collection: String, property: String)] {
+        indexes.all.map { ($0.collection, $0.property) }.sorted {
+            ($0.collection, $0.property) < ($1.collection, $1.property)
+        }
+    }
 
     /// The names of the migrations applied to the file, in order.
     /// - Returns: the names.
@@ -106,6 +159,16 @@ public final class SQLiteDatabase: DatabaseType {
         migrator.registerMigration("v2-local-context") { db in
             try db.execute(sql: "CREATE TABLE coaty_local (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL)")
         }
+        migrator.registerMigration("v3-json-indexes") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE coaty_json_indexes (
+                        collection TEXT NOT NULL, property TEXT NOT NULL, name TEXT NOT NULL,
+                        PRIMARY KEY (collection, property)
+                    )
+                    """
+            )
+        }
         return migrator
     }
 }
@@ -113,13 +176,24 @@ public final class SQLiteDatabase: DatabaseType {
 /// A connection to a ``SQLiteDatabase``.
 public struct SQLiteConnection: ConnectionType {
     let pool: DatabasePool
+    let indexes: DeclaredIndexes
 
     /// Runs `body` in a read transaction on a snapshot (WAL readers run beside the writer).
+    ///
+    /// The read runs on the calling thread. A WAL reader never waits for the writer, so a read is
+    /// work, not waiting; running it where the caller is saves the two thread switches of a hop
+    /// to a reader queue and back (about half the latency of a point lookup answering a
+    /// Discover). Only when every pooled reader is busy does it wait for one.
     /// - Parameter body: the reads.
     /// - Returns: what `body` returns.
     /// - Throws: what `body` or SQLite throws.
     public func read<T: Sendable>(_ body: @escaping @Sendable (SQLiteTransaction) throws -> T) async throws -> T {
-        try await pool.read { db in try body(SQLiteTransaction(db)) }
+        try readHere(body)
+    }
+
+    /// GRDB's synchronous read (a synchronous context selects that overload).
+    private func readHere<T>(_ body: (SQLiteTransaction) throws -> T) throws -> T {
+        try pool.read { db in try body(SQLiteTransaction(db, indexes: indexes)) }
     }
 
     /// Runs `body` in an immediate write transaction: commits when it returns, rolls back when it
@@ -128,24 +202,39 @@ public struct SQLiteConnection: ConnectionType {
     /// - Returns: what `body` returns.
     /// - Throws: what `body` or SQLite throws.
     public func write<T: Sendable>(_ body: @escaping @Sendable (SQLiteTransaction) throws -> T) async throws -> T {
-        try await pool.write { db in try body(SQLiteTransaction(db)) }
+        try await pool.write { db in try body(SQLiteTransaction(db, indexes: indexes)) }
     }
 }
 
 /// A transaction of a ``SQLiteDatabase``; valid only inside its connection's closure.
 public final class SQLiteTransaction: WriteTransactionType {
     let db: Database
+    let indexes: DeclaredIndexes
 
-    init(_ db: Database) {
+    init(_ db: Database, indexes: DeclaredIndexes) {
         self.db = db
+        self.indexes = indexes
     }
 
-    private static let columns = "collection, key, object, metadata"
+    static let columns = "collection, key, object, metadata"
+    static let columnsWithoutMetadata = "collection, key, object, NULL"
 
-    private func decode(_ row: Row) throws -> StoreRow {
-        let index = StoreIndex(row["collection"], row["key"])
-        let objectText: String = row["object"]
-        let metadataText: String? = row["metadata"]
+    /// The prepared statement for some SQL, from the connection's statement cache: preparing
+    /// costs more than running a small query (SQLite parses and plans, GRDB's authorizer is
+    /// called for every column the statement reads). The cache is bounded: see
+    /// ``StatementCacheBudget``.
+    func statement(_ sql: String) throws -> Statement {
+        guard sql.utf8.count <= StatementCacheBudget.longestText else { return try db.makeStatement(sql: sql) }
+        if StatementCacheBudget.admit(sql, in: db) { db.releaseMemory() }
+        return try db.cachedStatement(sql: sql)
+    }
+
+    /// A row selected with ``columns`` (read by position: a lookup by name costs a case-insensitive
+    /// comparison per column).
+    func decode(_ row: Row) throws -> StoreRow {
+        let index = StoreIndex(row[0], row[1])
+        let objectText: String = row[2]
+        let metadataText: String? = row[3]
         do {
             return StoreRow(
                 index: index,
@@ -187,9 +276,10 @@ public final class SQLiteTransaction: WriteTransactionType {
     /// - Throws: a database error.
     public func rows(matching query: StoreQuery) throws -> [StoreRow] {
         let plan = SQLPlan(query)
+        if let rows = try orderedRows(query, plan) { return rows }
+        let columns = query.includesMetadata ? Self.columns : Self.columnsWithoutMetadata
         let rows = try Row.fetchAll(
-            db,
-            sql: "SELECT \(Self.columns) FROM coaty_rows WHERE \(plan.whereClause) ORDER BY id\(plan.limitClause)",
+            statement("SELECT \(columns) FROM coaty_rows WHERE \(plan.whereClause) ORDER BY id\(plan.limitClause)"),
             arguments: StatementArguments(plan.arguments)
         ).map(decode)
         guard !plan.isExact else { return rows }
@@ -327,4 +417,165 @@ public final class SQLiteTransaction: WriteTransactionType {
             try db.execute(sql: "DELETE FROM coaty_local WHERE key = ?", arguments: [key])
         }
     }
+}
+
+// MARK: - Ordered queries
+
+extension SQLiteTransaction {
+    /// The rows of a query that orders by top-level properties, ordered and paged by SQL
+    /// (`ORDER BY json_extract(…)`, then insertion order), or `nil` when SQL's order might not be
+    /// Coaty's.
+    ///
+    /// SQL orders numbers numerically, puts a missing value first (ascending) or last
+    /// (descending), and keeps insertion order among equals — exactly Coaty's order as long as
+    /// every candidate's value at each ordering property is a number below 2^53 or missing. One
+    /// probe proves that first (with a declared index on the property, a few index range lookups;
+    /// without, one scan in SQLite); any other value (a string, whose collation is Coaty's own, a
+    /// boolean, `null`, an array or object, a huge number) leaves the query to
+    /// ``CoatyCore/ObjectMatcher``. Rows come from a cursor: when the WHERE clause is not exact,
+    /// each is checked by the matcher, and reading stops at `skip + take` matches.
+    func orderedRows(_ query: StoreQuery, _ plan: SQLPlan) throws -> [StoreRow]? {
+        guard let filter = query.filter, let ordering = filter.orderByProperties, !ordering.isEmpty else { return nil }
+        var keys: [(key: String, descending: Bool)] = []
+        for level in ordering {
+            guard level.property.path.count == 1, SQLPlan.isSimpleKey(level.property.path[0]) else { return nil }
+            keys.append((level.property.path[0], level.order == .descending))
+        }
+        let take = filter.take ?? 0
+        if take < 0 { return [] }
+        let skip = max(filter.skip ?? 0, 0)
+        guard try orderIsNumeric(keys.map(\.key), query: query, plan: plan) else { return nil }
+        let order =
+            keys.map { "\(SQLPlan.valueExpression($0.key)) \($0.descending ? "DESC" : "ASC")" }.joined(separator: ", ")
+            + ", id"
+        let limit = plan.isExact && (take > 0 || skip > 0) ? " LIMIT \(take > 0 ? take : -1) OFFSET \(skip)" : ""
+        let columns = query.includesMetadata ? Self.columns : Self.columnsWithoutMetadata
+        // A page of an order whose first property is indexed: walk that index (SQLite's planner,
+        // without statistics, would rather read the whole collection and sort it).
+        let walk = take > 0 ? indexClause(query.scope, keys[0].key) : ""
+        let cursor = try Row.fetchCursor(
+            statement("SELECT \(columns) FROM coaty_rows\(walk) WHERE \(plan.whereClause) ORDER BY \(order)\(limit)"),
+            arguments: StatementArguments(plan.arguments)
+        )
+        let matcher = plan.isExact ? nil : CompiledObjectFilter(ObjectFilter(conditions: filter.conditions))
+        var rows: [StoreRow] = []
+        var skipped = 0
+        while let raw = try cursor.next() {
+            let row = try decode(raw)
+            if let matcher, !matcher.matches(row.object) { continue }
+            if matcher != nil, skipped < skip {
+                skipped += 1
+                continue
+            }
+            rows.append(row)
+            if matcher != nil, take > 0, rows.count == take { break }
+        }
+        return rows
+    }
+
+    /// Whether every candidate's value at each of `keys` is a number below 2^53 in magnitude, or
+    /// missing.
+    private func orderIsNumeric(_ keys: [String], query: StoreQuery, plan: SQLPlan) throws -> Bool {
+        var probes: [(index: String, condition: String)] = []
+        for key in keys {
+            let value = SQLPlan.valueExpression(key)
+            let type = SQLPlan.typeExpression(key)
+            let limit = SQLPlan.exactLimit
+            let index = indexClause(query.scope, key)
+            if !index.isEmpty {
+                // Range lookups in the index: text (strings, arrays, objects) sorts after every
+                // number; JSON null reads as NULL, true and false as 1 and 0.
+                probes += [
+                    "\(value) >= ''", "\(value) IS NULL AND \(type) = 'null'",
+                    "\(value) IN (0, 1) AND \(type) IN ('true', 'false')", "\(value) >= \(limit)",
+                    "\(value) <= -\(limit)",
+                ].map { (index, $0) }
+            } else {
+                probes.append(("", "\(type) NOT IN ('integer', 'real') OR abs(\(value)) >= \(limit)"))
+            }
+        }
+        let sql =
+            "SELECT "
+            + probes.map {
+                "EXISTS (SELECT 1 FROM coaty_rows\($0.index) WHERE (\(plan.whereClause)) AND (\($0.condition)))"
+            }
+            .joined(separator: " OR ")
+        let found = try Bool.fetchOne(
+            statement(sql),
+            arguments: StatementArguments(Array(repeating: plan.arguments, count: probes.count).flatMap { $0 })
+        )
+        return found == false
+    }
+
+    /// ` INDEXED BY <name>` when an index is declared on `property` of the scope's one
+    /// collection, else empty.
+    private func indexClause(_ scope: StoreScope, _ property: String) -> String {
+        guard let collection = scope.singleCollection, indexes.contains(collection: collection, property: property)
+        else { return "" }
+        return " INDEXED BY " + DeclaredIndexes.Key(collection: collection, property: property).indexName
+    }
+}
+
+/// Bounds GRDB's statement cache of each SQLite connection: GRDB keeps every statement it caches
+/// until the connection closes, and the SQL of a Query holds the names from the Query (object
+/// type, property paths), so anyone on the bus could grow it without end. After
+/// ``limit`` distinct texts on a connection, its cache is emptied and starts again.
+enum StatementCacheBudget {
+    /// Distinct texts cached per connection before the cache is emptied.
+    static let limit = 256
+    /// Longer texts (large In lists, long and/or trees) are prepared afresh each time.
+    static let longestText = 4096
+
+    private static let texts = Mutex<[ObjectIdentifier: Set<String>]>([:])
+
+    /// Records that `sql` is about to be cached on `db`; `true` when the connection's cache must
+    /// be emptied first.
+    static func admit(_ sql: String, in db: Database) -> Bool {
+        texts.withLock { texts in
+            let id = ObjectIdentifier(db)
+            if texts[id, default: []].contains(sql) { return false }
+            let overflow = texts[id, default: []].count >= limit
+            if overflow { texts[id] = [] }
+            texts[id, default: []].insert(sql)
+            return overflow
+        }
+    }
+}
+
+extension StoreScope {
+    /// The one collection this scope names, if it names exactly one.
+    var singleCollection: String? {
+        switch self {
+        case .collection(let name): name
+        case .collections(let names) where names.count == 1: names[0]
+        default: nil
+        }
+    }
+}
+
+/// The JSON-property indexes declared on a database file, shared by its connections.
+final class DeclaredIndexes: Sendable {
+    struct Key: Hashable, Sendable {
+        var collection: String
+        var property: String
+
+        /// The index's name: `coaty_json_` and a hash of collection and property.
+        var indexName: String {
+            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+            for byte in (collection + "\u{0}" + property).utf8 {
+                hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
+            }
+            return "coaty_json_" + String(hash, radix: 16)
+        }
+    }
+
+    private let keys = Mutex<Set<Key>>([])
+
+    func insert(_ new: [Key]) { keys.withLock { $0.formUnion(new) } }
+
+    func contains(collection: String, property: String) -> Bool {
+        keys.withLock { $0.contains(Key(collection: collection, property: property)) }
+    }
+
+    var all: [Key] { keys.withLock { Array($0) } }
 }

@@ -323,7 +323,8 @@ public struct StoreRepository<Connection: ConnectionType, Entity: Sendable, Meta
     public func fetchJSON(_ options: FetchOptions) async throws -> [JSONValue] {
         let scope = self.scope
         return try await connection.read { tx in
-            let objects = try tx.rows(matching: StoreQuery(scope: scope, filter: options.filter)).map(\.object)
+            let query = StoreQuery(scope: scope, filter: options.filter, includesMetadata: false)
+            let objects = try tx.rows(matching: query).map(\.object)
             return try Self.resolveJoins(options.joins, in: objects, transaction: tx)
         }
     }

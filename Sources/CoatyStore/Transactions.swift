@@ -83,16 +83,21 @@ public struct StoreQuery: Sendable, Hashable {
     public var keys: [String]?
     /// The filter: conditions, ordering, skip and take; `nil` selects every row in scope.
     public var filter: ObjectFilter?
+    /// Whether the rows must carry their metadata; `false` lets a backend skip reading and parsing
+    /// it (``StoreRow/metadata`` may then be `nil`), for a reader that needs the objects only.
+    public var includesMetadata: Bool
 
     /// A query.
     /// - Parameters:
     ///   - scope: the rows looked at.
     ///   - keys: only rows with one of these keys, when set.
     ///   - filter: the Coaty filter, when set.
-    public init(scope: StoreScope, keys: [String]? = nil, filter: ObjectFilter? = nil) {
+    ///   - includesMetadata: whether the rows carry their metadata (default `true`).
+    public init(scope: StoreScope, keys: [String]? = nil, filter: ObjectFilter? = nil, includesMetadata: Bool = true) {
         self.scope = scope
         self.keys = keys
         self.filter = filter
+        self.includesMetadata = includesMetadata
     }
 }
 

@@ -63,6 +63,15 @@ struct Record: AsyncParsableCommand {
     )
     var buffer: Int = 262_144
 
+    @Option(
+        name: .customLong("index"),
+        help: ArgumentHelp(
+            "Index a top-level property of one object type (repeatable), e.g. com.example.Light:luminance. Queries with a condition on it or ordered by it then read only the rows they answer with. SQLite only; kept in the file.",
+            valueName: "objectType:property"
+        )
+    )
+    var indexes: [String] = []
+
     @Flag(help: "Apply Update events of stored objects and answer them with Complete.")
     var acceptUpdates = false
 
@@ -75,6 +84,25 @@ struct Record: AsyncParsableCommand {
         }
         if db.isEmpty { throw ValidationError("--db must not be empty.") }
         if buffer < 1 { throw ValidationError("--buffer must be at least 1.") }
+        for index in indexes where Self.parseIndex(index) == nil {
+            throw ValidationError(
+                "--index \(index) is not objectType:property (a property named with letters, digits and _)."
+            )
+        }
+        if !indexes.isEmpty && usesPostgres { throw ValidationError("--index is available with a SQLite --db only.") }
+    }
+
+    /// `objectType:property` split at its last colon, when the property is a simple name.
+    static func parseIndex(_ text: String) -> (objectType: String, property: String)? {
+        guard let colon = text.lastIndex(of: ":") else { return nil }
+        let objectType = String(text[..<colon])
+        let property = String(text[text.index(after: colon)...])
+        guard !objectType.isEmpty, let first = property.unicodeScalars.first, !("0"..."9").contains(first),
+            property.unicodeScalars.allSatisfy({
+                $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_")
+            })
+        else { return nil }
+        return (objectType, property)
     }
 
     var usesPostgres: Bool { db.hasPrefix("postgres://") || db.hasPrefix("postgresql://") }
@@ -112,6 +140,10 @@ struct Record: AsyncParsableCommand {
             let database: SQLiteDatabase
             do {
                 database = try SQLiteDatabase(path: db)
+                for index in indexes {
+                    guard let (objectType, property) = Self.parseIndex(index) else { continue }
+                    try await database.createIndex(collection: objectType, property: property)
+                }
             } catch {
                 throw CLIError("Cannot open the SQLite database at \(db): \(error)")
             }

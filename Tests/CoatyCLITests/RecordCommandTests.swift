@@ -1,4 +1,5 @@
 import CoatyKit
+import GRDB
 import CoatyStoreTestSupport
 import Foundation
 import Testing
@@ -142,6 +143,48 @@ struct RecordCommandTests {
                     let againResult = await again.finish(timeout: 30)
                     #expect(againResult.status == 0, "stderr: \(againResult.stderr)")
                     #expect(againResult.stdout.isEmpty, "no --verbose, no stdout")
+                }
+            }
+        }
+    }
+
+    @Test("record --index keeps a JSON index in the file and answers ordered, paged Queries through it")
+    func recordWithIndex() async throws {
+        try await withTemporaryDirectory { directory in
+            let path = directory + "/indexed.sqlite"
+            try await withBroker { broker in
+                try await withAgent(on: broker, name: "publisher") { agent in
+                    let recorder = try await startReadyCoaty(
+                        ["record", "--db", path, "--index", "com.example.Bench:seq", "--broker", broker.url],
+                        name: "recorder",
+                        observer: agent
+                    )
+                    let registry = CoatyObjectRegistry()
+                    for i in 0..<20 {
+                        let json: JSONObject = [
+                            "objectId": .string(CoatyUUID().uuidString), "objectType": "com.example.Bench",
+                            "coreType": "CoatyObject", "name": .string("b\(i)"), "seq": .int(Int64(i)),
+                            "value": .int(Int64(i % 3)),
+                        ]
+                        try await agent.publishAdvertise(try registry.decode(json))
+                    }
+                    let page = try await queryUntil(
+                        [
+                            "--object-types", "com.example.Bench", "--filter",
+                            #"{"conditions":["value",[7,1]],"orderByProperties":[["seq","Desc"]],"skip":1,"take":3}"#,
+                        ],
+                        broker: broker,
+                        count: 3
+                    )
+                    // seq with value 1: 19, 16, 13, 10, …; skip 1, take 3.
+                    #expect(page.compactMap { $0["seq"]?.intValue } == [16, 13, 10])
+                    recorder.signal(SIGINT)
+                    let result = await recorder.finish(timeout: 30)
+                    #expect(result.status == 0, "stderr: \(result.stderr)")
+                    let indexes = try await DatabaseQueue(path: path).read { db in
+                        try String.fetchAll(db, sql: "SELECT collection || ':' || property FROM coaty_json_indexes")
+                    }
+                    #expect(indexes == ["com.example.Bench:seq"])
                 }
             }
         }

@@ -255,8 +255,11 @@ public final class CoatyRecorder: Service, Sendable {
                 if configuration.acknowledgesAfterCommit {
                     group.addTask { await self.acknowledgeCommitted() }
                 }
-                if let queries { group.addTask { await self.answer(queries) } }
-                if let discovers { group.addTask { await self.answer(discovers) } }
+                // Answers run on the thread that routes received events (the transport's delivery
+                // executor): a request is answered without a switch to another thread.
+                let answering = self.manager.deliveryExecutor
+                if let queries { group.addTask(executorPreference: answering) { await self.answer(queries) } }
+                if let discovers { group.addTask(executorPreference: answering) { await self.answer(discovers) } }
                 for observation in updates { group.addTask { await self.answer(observation) } }
                 group.addTask {
                     // Ready means subscribed at the broker: wait for the connection first.

@@ -133,7 +133,9 @@ public struct ConnectionRecorderStorage<Connection: ConnectionType>: RecorderSto
     public func objects(where property: String, equals value: String) async throws -> [JSONValue] {
         let filter = ObjectFilter.where(ObjectFilterProperty(path: [property]), .equals(.string(value)))
         return try await connection.read { tx in
-            try tx.rows(matching: StoreQuery(scope: .coatyObjects, filter: filter)).map(\.object)
+            try tx.rows(matching: StoreQuery(scope: .coatyObjects, filter: filter, includesMetadata: false)).map(
+                \.object
+            )
         }
     }
 
