@@ -299,9 +299,66 @@ func drive(_ options: BenchmarkOptions) async throws {
     ).print(json: options.json)
 }
 
+/// `answer-costs DB OBJECT-ID [N]`: the stages of answering a Discover from a recorder's SQLite file,
+/// each timed over N rounds (µs per round): a profiling aid for `Benchmarks/run coatyjs`.
+func runAnswerCosts(_ args: [String]) async throws {
+    let database = try SQLiteDatabase(path: args[0])
+    let storage = ConnectionRecorderStorage(database.makeConnection())
+    let id = args[1]
+    let rounds = args.count > 2 ? Int(args[2])! : 20_000
+    func time(_ name: String, _ body: () async throws -> Void) async rethrows {
+        let start = monotonicNanoseconds()
+        for _ in 0..<rounds { try await body() }
+        let perRound = Double(monotonicNanoseconds() - start) / Double(rounds) / 1000
+        emit("\(name): \(String(format: "%.2f", perRound)) µs")
+    }
+    let registry = CoatyObjectRegistry()
+    var json: JSONValue = .null
+    try await time("storage.objects(where: objectId)") {
+        json = try await storage.objects(where: "objectId", equals: id)[0]
+    }
+    let object = try registry.decode(json)
+    try await time("registry.decode") { _ = try registry.decode(json) }
+    try await time("Resolve payload serialize") {
+        _ = JSONValue.object(try ResolveEventData(object: object).json).serializedBytes()
+    }
+    let text = json.serializedString()
+    try await time("JSON parse of the row") { _ = try JSONValue(parsing: text) }
+    let filter = try JSONValueDecoder().decode(
+        ObjectFilter.self,
+        from: #"{"conditions":["value",[0,500]],"orderByProperties":[["seq","Desc"]],"take":10}"#
+    )
+    var page: [JSONValue] = []
+    try await time("storage.objects(in: Bench, value < 500 orderBy seq desc take 10)") {
+        page = try await storage.objects(in: .collections(["com.example.Bench"]), filter: filter, joins: [])
+    }
+    var objects: [AnyCoatyObject] = []
+    try await time("registry.decode of the page") { objects = try page.map { try registry.decode($0) } }
+    await time("Retrieve payload serialize") {
+        _ = JSONValue.object(RetrieveEventData(objects: objects).json).serializedBytes()
+    }
+    let pool = try DatabasePool(path: args[0])
+    try await time("GRDB sync read, cached statement, one String") {
+        _ = try pool.read { db in
+            try String.fetchOne(
+                db.cachedStatement(sql: "SELECT object FROM coaty_rows WHERE objectId = ?"),
+                arguments: [id]
+            )
+        }
+    }
+    try await time("GRDB unsafeRead, cached statement, one String") {
+        _ = try pool.unsafeRead { db in
+            try String.fetchOne(
+                db.cachedStatement(sql: "SELECT object FROM coaty_rows WHERE objectId = ?"),
+                arguments: [id]
+            )
+        }
+    }
+}
+
 await benchmarkMain(
     "store-benchmark",
-    roles: ["publish": runPublisher],
+    roles: ["publish": runPublisher, "answer-costs": runAnswerCosts],
     defaults: ["--objects": 100_000, "--runs": 3, "--queries": 50],
     driver: drive
 )

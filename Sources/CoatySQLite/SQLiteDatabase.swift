@@ -27,7 +27,7 @@ public struct CoatySQLiteError: Error, Sendable, CustomStringConvertible {
 /// let connection = try await database.makeConnection()
 /// try await light.write(to: connection, metadata: receipt)
 /// ```
-public final class SQLiteDatabase: DatabaseType {
+public final class SQLiteDatabase: DatabaseType, JSONPropertyIndexing {
     /// The file path.
     public let path: String
     let pool: DatabasePool
@@ -90,6 +90,15 @@ public final class SQLiteDatabase: DatabaseType {
     ///   - property: the property: a top-level member whose name is letters, digits and `_`.
     /// - Throws: ``CoatySQLiteError`` for another property name, or when SQLite fails.
     public func createIndex(collection: String, property: String) async throws {
+        try await Self.createIndex(collection: collection, property: property, pool: pool, indexes: indexes)
+    }
+
+    static func createIndex(
+        collection: String,
+        property: String,
+        pool: DatabasePool,
+        indexes: DeclaredIndexes
+    ) async throws {
         guard SQLPlan.isSimpleKey(property) else {
             throw CoatySQLiteError(
                 "Cannot index the property \"\(property)\": only top-level properties named with letters, digits and _"
@@ -109,6 +118,15 @@ public final class SQLiteDatabase: DatabaseType {
             )
         }
         indexes.insert([key])
+    }
+
+    /// Whether ``createIndex(collection:property:)`` created that index (in this or an earlier run).
+    /// - Parameters:
+    ///   - collection: the collection.
+    ///   - property: the property.
+    /// - Returns: `true` when declared.
+    public func hasIndex(collection: String, property: String) -> Bool {
+        indexes.contains(collection: collection, property: property)
     }
 
     /// The indexes declared with ``createIndex(collection:property:)``, sorted.
@@ -174,7 +192,7 @@ public final class SQLiteDatabase: DatabaseType {
 }
 
 /// A connection to a ``SQLiteDatabase``.
-public struct SQLiteConnection: ConnectionType {
+public struct SQLiteConnection: ConnectionType, JSONPropertyIndexing {
     let pool: DatabasePool
     let indexes: DeclaredIndexes
 
@@ -189,6 +207,16 @@ public struct SQLiteConnection: ConnectionType {
     /// - Throws: what `body` or SQLite throws.
     public func read<T: Sendable>(_ body: @escaping @Sendable (SQLiteTransaction) throws -> T) async throws -> T {
         try readHere(body)
+    }
+
+    /// See ``SQLiteDatabase/createIndex(collection:property:)``.
+    public func createIndex(collection: String, property: String) async throws {
+        try await SQLiteDatabase.createIndex(collection: collection, property: property, pool: pool, indexes: indexes)
+    }
+
+    /// See ``SQLiteDatabase/hasIndex(collection:property:)``.
+    public func hasIndex(collection: String, property: String) -> Bool {
+        indexes.contains(collection: collection, property: property)
     }
 
     /// GRDB's synchronous read (a synchronous context selects that overload).
@@ -422,9 +450,10 @@ public final class SQLiteTransaction: WriteTransactionType {
 // MARK: - Ordered queries
 
 extension SQLiteTransaction {
-    /// The rows of a query that orders by top-level properties, ordered and paged by SQL
-    /// (`ORDER BY json_extract(…)`, then insertion order), or `nil` when SQL's order might not be
-    /// Coaty's.
+    /// The rows of a query that orders by top-level properties, the first of them indexed
+    /// (``SQLiteDatabase/createIndex(collection:property:)``), ordered and paged by SQL
+    /// (`ORDER BY json_extract(…)`, then insertion order); `nil` without such an index or when
+    /// SQL's order might not be Coaty's.
     ///
     /// SQL orders numbers numerically, puts a missing value first (ascending) or last
     /// (descending), and keeps insertion order among equals — exactly Coaty's order as long as
@@ -441,6 +470,10 @@ extension SQLiteTransaction {
             guard level.property.path.count == 1, SQLPlan.isSimpleKey(level.property.path[0]) else { return nil }
             keys.append((level.property.path[0], level.order == .descending))
         }
+        // Without an index on the first property SQLite evaluates `json_extract` for every
+        // candidate (a parse of its JSON each time): the matcher sorts faster.
+        let walk = indexClause(query.scope, keys[0].key)
+        guard !walk.isEmpty else { return nil }
         let take = filter.take ?? 0
         if take < 0 { return [] }
         let skip = max(filter.skip ?? 0, 0)
@@ -450,9 +483,8 @@ extension SQLiteTransaction {
             + ", id"
         let limit = plan.isExact && (take > 0 || skip > 0) ? " LIMIT \(take > 0 ? take : -1) OFFSET \(skip)" : ""
         let columns = query.includesMetadata ? Self.columns : Self.columnsWithoutMetadata
-        // A page of an order whose first property is indexed: walk that index (SQLite's planner,
-        // without statistics, would rather read the whole collection and sort it).
-        let walk = take > 0 ? indexClause(query.scope, keys[0].key) : ""
+        // Walk the index of the first property (SQLite's planner, without statistics, would rather
+        // read the whole collection and sort it).
         let cursor = try Row.fetchCursor(
             statement("SELECT \(columns) FROM coaty_rows\(walk) WHERE \(plan.whereClause) ORDER BY \(order)\(limit)"),
             arguments: StatementArguments(plan.arguments)

@@ -25,9 +25,14 @@ struct Record: AsyncParsableCommand {
             deadvertises its identity and exits 0. With --verbose, stdout has one JSON line per \
             stored, removed or answered object.
 
+            On SQLite, a Query of one object type ordered by a top-level property walks an index \
+            on that property (--index declares one; --auto-index creates one on the first such \
+            Query) and reads only the rows of its page.
+
             Examples:
               coaty record
               coaty record --db /var/lib/coaty/objects.sqlite --channel telemetry --verbose
+              coaty record --index com.example.Light:luminance --auto-index 0
               coaty record --db postgres://coaty@127.0.0.1:5432/coaty --accept-updates
             """
     )
@@ -72,6 +77,15 @@ struct Record: AsyncParsableCommand {
     )
     var indexes: [String] = []
 
+    @Option(
+        name: .customLong("auto-index"),
+        help: ArgumentHelp(
+            "The most indexes created automatically per object type: a Query of one object type ordered by a top-level property not yet indexed creates that index first (logged), so paged Queries read only the rows they answer with. 0 turns it off. SQLite only.",
+            valueName: "count"
+        )
+    )
+    var autoIndex = 4
+
     @Flag(help: "Apply Update events of stored objects and answer them with Complete.")
     var acceptUpdates = false
 
@@ -84,6 +98,7 @@ struct Record: AsyncParsableCommand {
         }
         if db.isEmpty { throw ValidationError("--db must not be empty.") }
         if buffer < 1 { throw ValidationError("--buffer must be at least 1.") }
+        if autoIndex < 0 { throw ValidationError("--auto-index must be 0 or more.") }
         for index in indexes where Self.parseIndex(index) == nil {
             throw ValidationError(
                 "--index \(index) is not objectType:property (a property named with letters, digits and _)."
@@ -118,7 +133,8 @@ struct Record: AsyncParsableCommand {
         let configuration = CoatyRecorder.Configuration(
             channelIds: channels,
             acceptUpdates: acceptUpdates,
-            acknowledgesAfterCommit: durable
+            acknowledgesAfterCommit: durable,
+            automaticIndexesPerObjectType: autoIndex
         )
         if usesPostgres {
             let database: PostgresDatabase
@@ -150,6 +166,7 @@ struct Record: AsyncParsableCommand {
             try await record(
                 agent,
                 storage: ConnectionRecorderStorage(database.makeConnection()),
+                indexing: database,
                 configuration,
                 signals
             )
@@ -223,6 +240,7 @@ struct Record: AsyncParsableCommand {
     private func record(
         _ agent: CLIAgent,
         storage: some RecorderStorage,
+        indexing: (any JSONPropertyIndexing)? = nil,
         _ configuration: CoatyRecorder.Configuration,
         _ signals: ShutdownSignals
     ) async throws {
@@ -230,6 +248,7 @@ struct Record: AsyncParsableCommand {
             manager: agent.manager,
             storage: storage,
             configuration: configuration,
+            indexing: indexing,
             logger: agent.logger
         )
         let events = verbose ? recorder.events() : nil

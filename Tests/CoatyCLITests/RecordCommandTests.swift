@@ -1,7 +1,7 @@
 import CoatyKit
-import GRDB
 import CoatyStoreTestSupport
 import Foundation
+import GRDB
 import Testing
 
 #if canImport(Glibc)

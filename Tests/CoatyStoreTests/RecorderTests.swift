@@ -15,17 +15,20 @@ enum RecorderBackend: String, CaseIterable, Sendable, CustomTestStringConvertibl
     var testDescription: String { rawValue }
 
     /// A fresh storage and a way to read its rows back.
-    func makeStorage() throws -> (storage: any RecorderStorage, rows: @Sendable () async throws -> [StoreRow]) {
+    func makeStorage() throws -> (
+        storage: any RecorderStorage, rows: @Sendable () async throws -> [StoreRow],
+        indexing: (any JSONPropertyIndexing)?
+    ) {
         switch self {
         case .inMemory:
             let connection = InMemoryDatabase().makeConnection()
-            return (ConnectionRecorderStorage(connection), { try await Self.rows(connection) })
+            return (ConnectionRecorderStorage(connection), { try await Self.rows(connection) }, nil)
         case .sqlite:
             let directory = FileManager.default.temporaryDirectory
                 .appendingPathComponent("coaty-recorder-\(UUID().uuidString)").path
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             let connection = try SQLiteDatabase(path: directory + "/recorder.sqlite").makeConnection()
-            return (ConnectionRecorderStorage(connection), { try await Self.rows(connection) })
+            return (ConnectionRecorderStorage(connection), { try await Self.rows(connection) }, connection)
         }
     }
 
@@ -70,6 +73,7 @@ struct RecorderHarness {
     let client: CommunicationManager
     let recorder: CoatyRecorder
     let rows: @Sendable () async throws -> [StoreRow]
+    let indexing: (any JSONPropertyIndexing)?
     let run: Task<Void, any Error>
 
     static func start(
@@ -79,7 +83,7 @@ struct RecorderHarness {
         observerBufferLimit: Int = 10_000
     ) async throws -> RecorderHarness {
         let broker = InProcessBroker()
-        let (storage, rows) = try backend.makeStorage()
+        let (storage, rows, indexing) = try backend.makeStorage()
         let agentIdentity = Identity(name: "recorder")
         let agent = try CommunicationManager(
             transport: broker.makeTransport(clientId: "recorder"),
@@ -90,12 +94,25 @@ struct RecorderHarness {
             transport: broker.makeTransport(clientId: "client"),
             identity: Identity(name: "client")
         )
-        let recorder = CoatyRecorder(manager: agent, storage: wrap(storage), configuration: configuration)
+        let recorder = CoatyRecorder(
+            manager: agent,
+            storage: wrap(storage),
+            configuration: configuration,
+            indexing: indexing
+        )
         let run = Task { try await recorder.run() }
         try await agent.start()
         try await client.start()
         await recorder.ready()
-        return RecorderHarness(broker: broker, agent: agent, client: client, recorder: recorder, rows: rows, run: run)
+        return RecorderHarness(
+            broker: broker,
+            agent: agent,
+            client: client,
+            recorder: recorder,
+            rows: rows,
+            indexing: indexing,
+            run: run
+        )
     }
 
     /// Stops the recorder (it flushes) and both agents.
@@ -283,6 +300,34 @@ struct RecorderTests {
         #expect(retrieve.data.objects.map(\.jsonValue) == expectedResult(filter, joins: joins, over: objects))
         try await harness.stop()
         #expect(harness.recorder.statistics.answeredQueries == 1, "exactly one Retrieve per Query")
+    }
+
+    @Test(
+        "An ordered Query of one object type creates an index on its ordering property, once, up to the limit",
+        arguments: [0, 1]
+    )
+    func automaticIndexes(limit: Int) async throws {
+        let harness = try await RecorderHarness.start(
+            .sqlite,
+            configuration: .init(automaticIndexesPerObjectType: limit)
+        )
+        let objects = try RecorderFixtures.objects(30)
+        for object in objects { try await harness.client.publishAdvertise(object) }
+        let indexing = try #require(harness.indexing)
+        for property in ["rank", "rank", "externalId"] {
+            let filter = ObjectFilter.where("rank", .lessThan(10)).orderBy(ObjectFilterProperty(property), .descending)
+                .take(5)
+            let query = QueryEventData(objectTypes: [RecorderFixtures.objectType], objectFilter: filter)
+            let retrieve = try #require(try await harness.client.publishQuery(query).first(timeout: .seconds(30)))
+            #expect(retrieve.data.objects.map(\.jsonValue) == expectedResult(filter, joins: [], over: objects))
+        }
+        // A Query of several object types, or by core type, indexes nothing.
+        let byCoreType = QueryEventData(coreTypes: [.coatyObject], objectFilter: ObjectFilter().orderBy("name").take(1))
+        _ = try await harness.client.publishQuery(byCoreType).first(timeout: .seconds(30))
+        #expect(indexing.hasIndex(collection: RecorderFixtures.objectType, property: "rank") == (limit >= 1))
+        #expect(!indexing.hasIndex(collection: RecorderFixtures.objectType, property: "externalId"))
+        #expect(!indexing.hasIndex(collection: "coaty.CoatyObject", property: "name"))
+        try await harness.stop()
     }
 
     @Test("A Query by core type retrieves only that core type", arguments: RecorderBackend.allCases)

@@ -74,8 +74,9 @@ struct SQLiteOrderedQueryTests {
             if round % 4 < 2 && !pushed { notPushedInC1 += 1 }
             if round % 4 >= 2 && pushed && (query.filter?.take ?? 0) >= 0 { pushedWithStrings += 1 }
         }
-        // Every query of c1 (numbers and missing values) is pushed down; none over strings is.
-        #expect(notPushedInC1 == 0)
+        // With the index, every query of c1 (numbers and missing values) is pushed down (without,
+        // none: the matcher sorts faster than SQLite's json_extract); none over strings is.
+        #expect(notPushedInC1 == (indexed ? 0 : 150))
         #expect(pushedWithStrings == 0)
     }
 

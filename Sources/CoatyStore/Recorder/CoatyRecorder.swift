@@ -59,6 +59,14 @@ public final class CoatyRecorder: Service, Sendable {
         /// `holdsAcknowledgements`, QoS 1 subscriptions and a persistent session), so the broker
         /// redelivers what a crashed recorder had not committed. Default `false`.
         public var acknowledgesAfterCommit: Bool
+        /// Automatic indexes: the most JSON-property indexes the recorder creates per object type
+        /// for ordered Queries, when its store can index (``JSONPropertyIndexing``, the SQLite
+        /// backend). A Query of one object type, ordered by a top-level property not yet indexed,
+        /// creates the index before it is answered (once; logged at info), so that this and every
+        /// later such Query walks the index and reads only the rows it answers with — paged
+        /// Queries then cost about the same over a thousand or a million objects. `0` turns it
+        /// off. Default 4.
+        public var automaticIndexesPerObjectType: Int
 
         /// A configuration.
         /// - Parameters:
@@ -73,6 +81,7 @@ public final class CoatyRecorder: Service, Sendable {
         ///   - batchInterval: the longest wait for a batch to fill.
         ///   - eventBufferLimit: the buffer of each event sequence.
         ///   - acknowledgesAfterCommit: acknowledge received messages only once committed.
+        ///   - automaticIndexesPerObjectType: the most automatic indexes per object type (0: none).
         public init(
             coreTypes: [CoreType] = CoreType.allCases,
             objectTypes: [String] = [],
@@ -84,9 +93,11 @@ public final class CoatyRecorder: Service, Sendable {
             maxBatchSize: Int = 4096,
             batchInterval: Duration = .milliseconds(5),
             eventBufferLimit: Int = 10_000,
-            acknowledgesAfterCommit: Bool = false
+            acknowledgesAfterCommit: Bool = false,
+            automaticIndexesPerObjectType: Int = 4
         ) {
             self.acknowledgesAfterCommit = acknowledgesAfterCommit
+            self.automaticIndexesPerObjectType = automaticIndexesPerObjectType
             self.coreTypes = coreTypes
             self.objectTypes = objectTypes
             self.channelIds = channelIds
@@ -108,6 +119,10 @@ public final class CoatyRecorder: Service, Sendable {
     public let configuration: Configuration
     /// The logger.
     public let logger: Logger
+    /// Where automatic indexes are created, if the store can index.
+    private let indexing: (any JSONPropertyIndexing)?
+    /// The properties indexed automatically, by object type.
+    private let automaticIndexes = Mutex<[String: Set<String>]>([:])
 
     private let queue: IngestQueue
     private let stats = Mutex(RecorderStatistics())
@@ -135,21 +150,26 @@ public final class CoatyRecorder: Service, Sendable {
     ///   - manager: the communication manager (started separately).
     ///   - storage: the store.
     ///   - configuration: what to observe and how to write.
+    ///   - indexing: the store's indexes, for automatic indexes
+    ///     (``Configuration/automaticIndexesPerObjectType``); e.g. the `SQLiteDatabase`.
     ///   - logger: where to log; nothing by default.
     public init(
         manager: CommunicationManager,
         storage: any RecorderStorage,
         configuration: Configuration = Configuration(),
+        indexing: (any JSONPropertyIndexing)? = nil,
         logger: Logger = Logger(label: "coaty.recorder", factory: { _ in SwiftLogNoOpLogHandler() })
     ) {
         self.manager = manager
         self.storage = storage
+        self.indexing = indexing
         self.configuration = configuration
         self.logger = logger
         self.queue = IngestQueue(capacity: configuration.queueCapacity)
     }
 
-    /// A recorder over a database connection (in-memory, SQLite, …).
+    /// A recorder over a database connection (in-memory, SQLite, …); a connection that can index
+    /// (SQLite) also serves automatic indexes.
     /// - Parameters:
     ///   - manager: the communication manager (started separately).
     ///   - connection: the connection.
@@ -165,6 +185,7 @@ public final class CoatyRecorder: Service, Sendable {
             manager: manager,
             storage: ConnectionRecorderStorage(connection),
             configuration: configuration,
+            indexing: connection as? any JSONPropertyIndexing,
             logger: logger
         )
     }
@@ -590,6 +611,7 @@ public final class CoatyRecorder: Service, Sendable {
             } else {
                 scope = .coreTypes((query.data.coreTypes ?? []).map(\.rawValue))
             }
+            await indexIfOrdered(query.data)
             do {
                 let json = try await storage.objects(
                     in: scope,
@@ -605,6 +627,42 @@ public final class CoatyRecorder: Service, Sendable {
                 logger.error("Could not answer a Query", metadata: ["error": "\(error)"])
                 emit(.failed(message: "could not answer a Query: \(error)"))
             }
+        }
+    }
+
+    /// Creates the automatic index a Query of one object type ordered by a top-level property
+    /// calls for (``Configuration/automaticIndexesPerObjectType``).
+    private func indexIfOrdered(_ data: QueryEventData) async {
+        guard let indexing, configuration.automaticIndexesPerObjectType > 0,
+            let objectTypes = data.objectTypes, objectTypes.count == 1,
+            let path = data.objectFilter?.orderByProperties?.first?.property.path, path.count == 1
+        else { return }
+        let (objectType, property) = (objectTypes[0], path[0])
+        guard
+            property.utf8.allSatisfy({
+                $0 == UInt8(ascii: "_") || (48...57).contains($0) || (65...90).contains($0)
+                    || (97...122).contains($0)
+            }), let first = property.utf8.first, !(48...57).contains(first),
+            !indexing.hasIndex(collection: objectType, property: property)
+        else { return }
+        let admitted = automaticIndexes.withLock { indexes -> Bool in
+            guard indexes[objectType, default: []].count < configuration.automaticIndexesPerObjectType else {
+                return false
+            }
+            return indexes[objectType, default: []].insert(property).inserted
+        }
+        guard admitted else { return }
+        do {
+            try await indexing.createIndex(collection: objectType, property: property)
+            logger.info(
+                "Created an index for Queries ordered by a property",
+                metadata: ["objectType": "\(objectType)", "property": "\(property)"]
+            )
+        } catch {
+            logger.warning(
+                "Could not create an index",
+                metadata: ["objectType": "\(objectType)", "property": "\(property)", "error": "\(error)"]
+            )
         }
     }
 
