@@ -76,9 +76,16 @@ struct PostgresPlan {
         }
         var isExact = true
         if let conditions = query.filter?.conditions {
-            let translated = Self.translate(conditions, &sql)
-            if let text = translated.text { clauses.append(text) }
-            isExact = translated.isExact
+            var scratch = sql
+            let translated = Self.translate(conditions, &scratch)
+            if let text = translated.text, scratch.binds.count <= SQLText.maximumArguments {
+                clauses.append(text)
+                sql = scratch
+                isExact = translated.isExact
+            } else {
+                // Beyond PostgreSQL's limits: every row in scope is a candidate for the matcher.
+                isExact = translated.text == nil && translated.isExact
+            }
         }
         self.whereClause = clauses.isEmpty ? "true" : clauses.map { "(\($0))" }.joined(separator: " AND ")
         self.sql = sql
@@ -111,7 +118,7 @@ struct PostgresPlan {
             let parts = list.map { translate($0, &sql) }
             let texts = parts.compactMap(\.text)
             return Translation(
-                text: texts.isEmpty ? nil : texts.map { "(\($0))" }.joined(separator: " AND "),
+                text: texts.isEmpty ? nil : SQLText.balanced(texts.map { "(\($0))" }, " AND "),
                 isExact: parts.allSatisfy(\.isExact)
             )
         case .or(let list):
@@ -122,7 +129,7 @@ struct PostgresPlan {
             guard parts.allSatisfy({ $0.text != nil }) else { return .unrestricted }
             sql = scratch
             return Translation(
-                text: parts.compactMap(\.text).map { "(\($0))" }.joined(separator: " OR "),
+                text: SQLText.balanced(parts.compactMap(\.text).map { "(\($0))" }, " OR "),
                 isExact: parts.allSatisfy(\.isExact)
             )
         }

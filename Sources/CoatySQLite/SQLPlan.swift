@@ -57,11 +57,14 @@ struct SQLPlan {
         var isExact = true
         if let conditions = query.filter?.conditions {
             let translated = Self.translate(conditions)
-            if let sql = translated.sql {
+            if let sql = translated.sql, sql.arguments.count <= SQLText.maximumArguments {
                 clauses.append(sql.text)
                 arguments += sql.arguments
+                isExact = translated.isExact
+            } else {
+                // Beyond SQLite's limits: every row in scope is a candidate for the matcher.
+                isExact = translated.sql == nil && translated.isExact
             }
-            isExact = translated.isExact
         }
         self.whereClause = clauses.isEmpty ? "1" : clauses.map { "(\($0))" }.joined(separator: " AND ")
 
@@ -102,7 +105,7 @@ struct SQLPlan {
                 sqls.isEmpty
                 ? nil
                 : SQL(
-                    text: sqls.map { "(\($0.text))" }.joined(separator: " AND "),
+                    text: SQLText.balanced(sqls.map { "(\($0.text))" }, " AND "),
                     arguments: sqls.flatMap(\.arguments)
                 )
             return Translation(sql: sql, isExact: parts.allSatisfy(\.isExact))
@@ -113,7 +116,7 @@ struct SQLPlan {
             let sqls = parts.compactMap(\.sql)
             return Translation(
                 sql: SQL(
-                    text: sqls.map { "(\($0.text))" }.joined(separator: " OR "),
+                    text: SQLText.balanced(sqls.map { "(\($0.text))" }, " OR "),
                     arguments: sqls.flatMap(\.arguments)
                 ),
                 isExact: parts.allSatisfy(\.isExact)

@@ -115,6 +115,28 @@ extension ObjectFilter {
     }
 }
 
+/// SQL text that stays within a database's limits, for backends that push filters into SQL.
+public enum SQLText {
+    /// The most bound arguments a pushed-down filter may use: below SQLite's 32 766 and
+    /// PostgreSQL's 65 535 with room for the scope's own. A filter that needs more is evaluated by
+    /// ``CoatyCore/ObjectMatcher`` instead (every row in scope is a candidate).
+    public static let maximumArguments = 30_000
+
+    /// `parts` joined by `separator` (` AND `, ` OR `) as a balanced tree of parentheses: a Query
+    /// with thousands of conditions then has an expression depth of about log₂ of their number
+    /// (SQLite refuses depths beyond 1000; a flat chain of n terms has depth n).
+    /// - Parameters:
+    ///   - parts: the operands, each already parenthesized or atomic.
+    ///   - separator: the operator with its spaces.
+    /// - Returns: the joined text.
+    public static func balanced(_ parts: [String], _ separator: String) -> String {
+        if parts.count <= 8 { return parts.joined(separator: separator) }
+        let middle = parts.count / 2
+        return "(" + balanced(Array(parts[..<middle]), separator) + ")" + separator + "("
+            + balanced(Array(parts[middle...]), separator) + ")"
+    }
+}
+
 extension ObjectFilterOperator {
     /// The SQL operator of a numeric comparison (`<`, `<=`, `>`, `>=`), or `nil` for any other
     /// operator; for backends that push conditions into SQL.

@@ -191,6 +191,11 @@ struct PostgresBackendTests {
         #expect(PostgresPlan(StoreQuery(scope: .all, filter: c.filter)).isExact == c.isExact)
     }
 
+    /// Filters beyond PostgreSQL's limits (thousands of conditions, 20 000 In values) are answered.
+    @Test func largeFiltersAreAnswered() async throws {
+        try await withPostgres { _, postgres in try await StoreContract.largeFiltersAreAnswered(postgres) }
+    }
+
     /// Random objects of mixed member types and random filters over them: the PostgreSQL backend
     /// (SQL pushdown plus matcher) selects exactly the rows, in the order, that the in-memory
     /// backend (``ObjectMatcher`` only) selects.

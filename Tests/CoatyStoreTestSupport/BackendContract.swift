@@ -102,3 +102,48 @@ extension StoreContract {
         #expect(!removedInMemory.isEmpty)
     }
 }
+
+extension StoreContract {
+    /// Filters beyond a backend's SQL limits are answered exactly: 1, 1000 and 10 000 and-ed and
+    /// or-ed conditions, an In of 20 000 strings, and a removal of 5000 keys at once, each giving
+    /// what ``CoatyCore/ObjectMatcher`` gives over the same rows (SQLite refuses expression depths
+    /// beyond 1000 and more than 32 766 arguments; PostgreSQL more than 65 535).
+    /// - Parameter connection: a connection to an empty database of the backend.
+    public static func largeFiltersAreAnswered(_ connection: some ConnectionType) async throws {
+        let rows = (0..<200).map { i in
+            StoreRow(index: StoreIndex("c", "k\(i)"), object: ["n": .int(Int64(i)), "s": .string("v\(i)")])
+        }
+        try await load(rows, removing: [], into: connection)
+        let objects = rows.map(\.object)
+        for count in [1, 1000, 10_000] {
+            let lower = (0..<count).map { ObjectFilterCondition("n", .greaterThanOrEqual(.int(Int64(-$0)))) }
+            var filters: [ObjectFilter] = [
+                ObjectFilter(conditions: .and(lower + [ObjectFilterCondition("n", .lessThan(50))])),
+                ObjectFilter(
+                    conditions: .or((0..<count).map { ObjectFilterCondition("s", .equals(.string("v\($0 * 3)"))) })
+                ),
+                ObjectFilter(
+                    conditions: .and((0..<count).map { ObjectFilterCondition("s", .notEquals(.string("x\($0)"))) })
+                ),
+            ]
+            filters[1].orderByProperties = [ObjectFilterOrdering("n", .descending)]
+            filters[1].take = 7
+            for filter in filters {
+                let query = StoreQuery(scope: .collection("c"), filter: filter)
+                let actual = try await connection.read { tx in try tx.rows(matching: query) }.map(\.object)
+                #expect(actual == ObjectMatcher.apply(filter, to: objects), "\(count) conditions")
+                #expect(!actual.isEmpty)
+            }
+        }
+        let many = ObjectFilter.where("s", .in((0..<20_000).map { JSONValue.string("v\($0 * 2)") }))
+        let inQuery = StoreQuery(scope: .collection("c"), filter: many)
+        let selected = try await connection.read { tx in try tx.rows(matching: inQuery) }.map(\.object)
+        #expect(selected == ObjectMatcher.apply(many, to: objects))
+        #expect(selected.count == 100)
+        let keys = (0..<5000).map { "k\($0)" }
+        let byKeys = try await connection.read { tx in
+            try tx.rows(matching: StoreQuery(scope: .collection("c"), keys: keys))
+        }
+        #expect(byKeys.count == 200)
+    }
+}

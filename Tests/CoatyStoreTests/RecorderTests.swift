@@ -330,6 +330,21 @@ struct RecorderTests {
         try await harness.stop()
     }
 
+    @Test("A Query of 1000 or-ed conditions is answered like any other", arguments: RecorderBackend.allCases)
+    func queryOfManyConditions(backend: RecorderBackend) async throws {
+        let harness = try await RecorderHarness.start(backend)
+        let objects = try RecorderFixtures.objects(30)
+        for object in objects { try await harness.client.publishAdvertise(object) }
+        let conditions = (0..<1000).map { ObjectFilterCondition("externalId", .equals(.string("ext-\($0 * 2)"))) }
+        let filter = ObjectFilter(conditions: .or(conditions))
+        let query = QueryEventData(objectTypes: [RecorderFixtures.objectType], objectFilter: filter)
+        let retrieve = try #require(try await harness.client.publishQuery(query).first(timeout: .seconds(30)))
+        #expect(retrieve.data.objects.map(\.jsonValue) == expectedResult(filter, joins: [], over: objects))
+        #expect(retrieve.data.objects.count == 15)
+        try await harness.stop()
+        #expect(harness.recorder.statistics.failedAnswers == 0)
+    }
+
     @Test("A Query by core type retrieves only that core type", arguments: RecorderBackend.allCases)
     func queryByCoreType(backend: RecorderBackend) async throws {
         let harness = try await RecorderHarness.start(backend)

@@ -33,6 +33,11 @@ struct StoreContractTests {
     }
 
     @Test(arguments: Backend.allCases)
+    func largeFiltersAreAnswered(_ backend: Backend) async throws {
+        try await StoreContract.largeFiltersAreAnswered(backend.makeConnection())
+    }
+
+    @Test(arguments: Backend.allCases)
     func repositoryOfPersistableType(_ backend: Backend) async throws {
         try await StoreContract.persistableRepository(backend.makeConnection())
     }

@@ -533,7 +533,7 @@ public final class CoatyRecorder: Service, Sendable {
                 committed([mutation], outcomes: outcomes, batches: 1)
             } catch {
                 stats.withLock { $0.failedWrites += 1 }
-                logger.error("Could not store a received mutation", metadata: ["error": "\(error)"])
+                logger.error("Could not store a received mutation", metadata: ["error": "\(Self.describe(error))"])
                 emit(.failed(message: "could not store: \(error)"))
             }
         }
@@ -624,8 +624,8 @@ public final class CoatyRecorder: Service, Sendable {
                 emit(.retrieved(correlationId: query.topic.correlationUUID, count: objects.count))
             } catch {
                 stats.withLock { $0.failedAnswers += 1 }
-                logger.error("Could not answer a Query", metadata: ["error": "\(error)"])
-                emit(.failed(message: "could not answer a Query: \(error)"))
+                logger.error("Could not answer a Query", metadata: ["error": "\(Self.describe(error))"])
+                emit(.failed(message: "could not answer a Query: \(Self.describe(error))"))
             }
         }
     }
@@ -686,8 +686,8 @@ public final class CoatyRecorder: Service, Sendable {
                 emit(.resolved(correlationId: discover.topic.correlationUUID, objectId: object.objectId))
             } catch {
                 stats.withLock { $0.failedAnswers += 1 }
-                logger.error("Could not answer a Discover", metadata: ["error": "\(error)"])
-                emit(.failed(message: "could not answer a Discover: \(error)"))
+                logger.error("Could not answer a Discover", metadata: ["error": "\(Self.describe(error))"])
+                emit(.failed(message: "could not answer a Discover: \(Self.describe(error))"))
             }
         }
     }
@@ -707,10 +707,22 @@ public final class CoatyRecorder: Service, Sendable {
                 emit(.updated(objectId: object.objectId, objectType: object.objectType, receipt: receipt))
             } catch {
                 stats.withLock { $0.failedAnswers += 1 }
-                logger.error("Could not apply an Update", metadata: ["error": "\(error)"])
-                emit(.failed(message: "could not apply an Update: \(error)"))
+                logger.error("Could not apply an Update", metadata: ["error": "\(Self.describe(error))"])
+                emit(.failed(message: "could not apply an Update: \(Self.describe(error))"))
             }
         }
+    }
+
+    /// An error as one bounded line for a log: a backend error may quote a whole generated
+    /// statement (megabytes for a Query of many conditions), and anyone on the bus can send one.
+    static func describe(_ error: any Error) -> String {
+        var text = String(describing: error).split(whereSeparator: \.isNewline).joined(separator: " ")
+        let limit = 300
+        if text.count > limit {
+            let more = text.count - limit
+            text = String(text.prefix(limit)) + "… (\(more) more characters)"
+        }
+        return text
     }
 
     /// Decodes stored JSON into objects, skipping (and logging) rows that are no Coaty object.
@@ -719,7 +731,10 @@ public final class CoatyRecorder: Service, Sendable {
             do {
                 return try manager.registry.decode(value)
             } catch {
-                logger.warning("Skipped a stored row that is not a Coaty object", metadata: ["error": "\(error)"])
+                logger.warning(
+                    "Skipped a stored row that is not a Coaty object",
+                    metadata: ["error": "\(Self.describe(error))"]
+                )
                 return nil
             }
         }

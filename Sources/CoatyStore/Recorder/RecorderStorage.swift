@@ -185,16 +185,21 @@ public struct ConnectionRecorderStorage<Connection: ConnectionType>: RecorderSto
         var removed: [String] = []
         while !frontier.isEmpty {
             visited.formUnion(frontier)
-            let values = frontier.map(JSONValue.string)
-            let rows = try tx.rows(matching: byObjectId(values))
-            for row in rows where try tx.removeRow(at: row.index) {
-                if let id = row.object["objectId"]?.stringValue { removed.append(id) }
+            var next: Set<String> = []
+            // In chunks: a Deadvertise may name any number of objects, a statement binds a few
+            // thousand values at most.
+            for start in stride(from: 0, to: frontier.count, by: 1000) {
+                let values = frontier[start..<min(start + 1000, frontier.count)].map(JSONValue.string)
+                let rows = try tx.rows(matching: byObjectId(values))
+                for row in rows where try tx.removeRow(at: row.index) {
+                    if let id = row.object["objectId"]?.stringValue { removed.append(id) }
+                }
+                let children = try tx.rows(
+                    matching: StoreQuery(scope: .coatyObjects, filter: .where("parentObjectId", .in(values)))
+                )
+                next.formUnion(children.compactMap { $0.object["objectId"]?.stringValue })
             }
-            let children = try tx.rows(
-                matching: StoreQuery(scope: .coatyObjects, filter: .where("parentObjectId", .in(values)))
-            )
-            frontier = Array(Set(children.compactMap { $0.object["objectId"]?.stringValue }).subtracting(visited))
-                .sorted()
+            frontier = Array(next.subtracting(visited)).sorted()
         }
         return removed
     }
