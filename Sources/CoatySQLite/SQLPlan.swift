@@ -28,8 +28,17 @@ struct SQLPlan {
     var limitClause = ""
     /// Whether the SQL selects exactly the query's rows (no re-filtering needed).
     var isExact: Bool
+    /// Whether the WHERE clause selects exactly the rows matching the conditions (ordering and
+    /// paging aside).
+    var conditionsAreExact: Bool
 
-    init(_ query: StoreQuery) {
+    /// The plan of a query.
+    /// - Parameters:
+    ///   - query: the query.
+    ///   - numericProperties: top-level properties known to hold only numbers below 2^53 (or
+    ///     nothing) in every row of the query's collection: comparisons of them with numbers are
+    ///     exact in SQL, written so that an index on the property serves them.
+    init(_ query: StoreQuery, numericProperties: Set<String> = []) {
         var clauses: [String] = []
         var arguments: [(any DatabaseValueConvertible)?] = []
         switch query.scope {
@@ -56,7 +65,7 @@ struct SQLPlan {
         }
         var isExact = true
         if let conditions = query.filter?.conditions {
-            let translated = Self.translate(conditions)
+            let translated = Self.translate(conditions, numeric: numericProperties)
             if let sql = translated.sql, sql.arguments.count <= SQLText.maximumArguments {
                 clauses.append(sql.text)
                 arguments += sql.arguments
@@ -70,6 +79,7 @@ struct SQLPlan {
 
         self.arguments = arguments
         self.isExact = isExact
+        self.conditionsAreExact = isExact
         if isExact, let filter = query.filter {
             if let paging = filter.exactSQLPaging {
                 if paging.take != nil || paging.skip > 0 {
@@ -94,12 +104,12 @@ struct SQLPlan {
         static var unrestricted: Translation { Translation(sql: nil, isExact: false) }
     }
 
-    static func translate(_ conditions: ObjectFilterConditions) -> Translation {
+    static func translate(_ conditions: ObjectFilterConditions, numeric: Set<String> = []) -> Translation {
         switch conditions {
         case .condition(let condition):
-            return translate(condition)
+            return translate(condition, numeric: numeric)
         case .and(let list):
-            let parts = list.map(translate)
+            let parts = list.map { translate($0, numeric: numeric) }
             let sqls = parts.compactMap(\.sql)
             let sql =
                 sqls.isEmpty
@@ -111,7 +121,7 @@ struct SQLPlan {
             return Translation(sql: sql, isExact: parts.allSatisfy(\.isExact))
         case .or(let list):
             if list.isEmpty { return Translation(sql: SQL(text: "0", arguments: []), isExact: true) }
-            let parts = list.map(translate)
+            let parts = list.map { translate($0, numeric: numeric) }
             guard parts.allSatisfy({ $0.sql != nil }) else { return .unrestricted }
             let sqls = parts.compactMap(\.sql)
             return Translation(
@@ -147,10 +157,13 @@ struct SQLPlan {
         }
     }
 
-    static func translate(_ condition: ObjectFilterCondition) -> Translation {
+    static func translate(_ condition: ObjectFilterCondition, numeric: Set<String> = []) -> Translation {
         let path = condition.property.path
         guard path.count == 1, isSimpleKey(path[0]) else { return .unrestricted }
         let key = path[0]
+        if numeric.contains(key), let exact = numericComparison(condition.expression, valueExpression(key)) {
+            return exact
+        }
         let type = typeExpression(key)
         let value = valueExpression(key)
         let isPromoted = PromotedColumns.names.contains(key)
@@ -224,6 +237,52 @@ struct SQLPlan {
         case .like, .contains, .notContains:
             return .unrestricted
         }
+    }
+
+    /// A comparison with numbers of a property that holds only numbers below 2^53 or nothing,
+    /// exact and sargable (`json_extract(…) < ?`: an expression index on the property serves it):
+    /// SQL compares such numbers as JavaScript does, and a missing value (`NULL`) satisfies none,
+    /// as Coaty's operators are false on undefined. `nil` for other operators or operands.
+    static func numericComparison(_ expression: ObjectFilterExpression, _ value: String) -> Translation? {
+        switch expression.operator {
+        case .lessThan, .lessThanOrEqual, .greaterThan, .greaterThanOrEqual:
+            guard let number = smallNumber(expression.operand1), let op = expression.operator.sqlComparison else {
+                return nil
+            }
+            return Translation(sql: SQL(text: "\(value) \(op) ?", arguments: [number]), isExact: true)
+        case .between, .notBetween:
+            guard let a = smallNumber(expression.operand1), let b = smallNumber(expression.operand2),
+                let x = expression.operand1?.doubleValue, let y = expression.operand2?.doubleValue
+            else { return nil }
+            let (low, high) = x <= y ? (a, b) : (b, a)
+            let negation = expression.operator == .notBetween ? "NOT " : ""
+            return Translation(
+                sql: SQL(text: "\(value) \(negation)BETWEEN ? AND ?", arguments: [low, high]),
+                isExact: true
+            )
+        case .equals, .notEquals:
+            guard let number = smallNumber(expression.operand1) else { return nil }
+            let op = expression.operator == .equals ? "=" : "<>"
+            return Translation(sql: SQL(text: "\(value) \(op) ?", arguments: [number]), isExact: true)
+        default:
+            return nil
+        }
+    }
+
+    /// The top-level properties a filter compares with numbers (candidates for ``numericComparison``).
+    static func numericallyCompared(_ conditions: ObjectFilterConditions?) -> Set<String> {
+        var keys: Set<String> = []
+        func visit(_ condition: ObjectFilterCondition) {
+            let path = condition.property.path
+            guard path.count == 1, isSimpleKey(path[0]) else { return }
+            if numericComparison(condition.expression, "x") != nil { keys.insert(path[0]) }
+        }
+        switch conditions {
+        case .condition(let condition)?: visit(condition)
+        case .and(let list)?, .or(let list)?: list.forEach(visit)
+        case nil: break
+        }
+        return keys
     }
 
     /// `json_extract(object, '$.key')` for a simple key (literal, as an expression index says it).

@@ -28,7 +28,18 @@ struct SQLiteOrderedQueryTests {
 
     static func randomOrderedFilter(_ random: inout SplitMix64) -> ObjectFilter {
         var filter = ObjectFilter()
-        switch Int.random(in: 0..<4, using: &random) {
+        let bound = JSONValue.int(Int64.random(in: -20..<20, using: &random))
+        switch Int.random(in: 0..<8, using: &random) {
+        case 4: filter.conditions = .condition(ObjectFilterCondition("rank", .lessThan(bound)))
+        case 5: filter.conditions = .condition(ObjectFilterCondition("rank", .between(bound, .double(2.5))))
+        case 6:
+            filter.conditions = .and([
+                ObjectFilterCondition("rank", .notEquals(bound)), ObjectFilterCondition("value", .greaterThan(30)),
+            ])
+        case 7:
+            filter.conditions = .or([
+                ObjectFilterCondition("rank", .equals(bound)), ObjectFilterCondition("i", .lessThan(9)),
+            ])
         case 0:
             filter.conditions = .condition(
                 ObjectFilterCondition("value", .lessThan(.int(Int64.random(in: 0..<100, using: &random))))
@@ -98,6 +109,53 @@ struct SQLiteOrderedQueryTests {
             let expected = try await InMemoryDatabase.loaded(rows).read { tx in tx.rows(matching: query) }
             #expect(try await connection.read { tx in try tx.rows(matching: query) } == expected)
         }
+    }
+
+    /// Numeric comparisons of an indexed property that holds only numbers are exact and search the
+    /// index; one string among the values makes them necessary conditions again (the matcher decides).
+    @Test func numericConditionsSearchTheIndex() async throws {
+        let database = try SQLiteDatabase(path: TemporaryDirectory().file("numeric.sqlite"))
+        try await database.createIndex(collection: "c", property: "rank")
+        let connection = database.makeConnection()
+        let rows = (0..<50).map { i in
+            StoreRow(
+                index: StoreIndex("c", "k\(i)"),
+                object: ["rank": i % 3 == 0 ? .double(Double(i) / 2) : .int(Int64(i))]
+            )
+        }
+        try await StoreContract.load(
+            rows + [StoreRow(index: StoreIndex("c", "none"), object: ["other": 1])],
+            removing: [],
+            into: connection
+        )
+        let filter = ObjectFilter.where("rank", .between(10, 20)).and("rank", .notEquals(15)).take(4)
+        let query = StoreQuery(scope: .collection("c"), filter: filter)
+        let (isExact, hint) = try await connection.read { tx in
+            let (plan, hint) = try tx.plan(for: query)
+            return (plan.isExact, hint)
+        }
+        #expect(isExact)
+        #expect(hint.contains(DeclaredIndexes.Key(collection: "c", property: "rank").indexName))
+        let expected = ObjectMatcher.apply(filter, to: (rows.map(\.object) + [["other": 1]]))
+        #expect(try await connection.read { tx in try tx.rows(matching: query) }.map(\.object) == expected)
+        #expect(expected.count == 4)
+        // A string at rank: the comparison may match it (JavaScript converts "12" to 12).
+        try await StoreContract.load(
+            [StoreRow(index: StoreIndex("c", "s"), object: ["rank": "12"])],
+            removing: [],
+            into: connection
+        )
+        let (exactAfter, noHint) = try await connection.read { tx in
+            let (plan, hint) = try tx.plan(for: query)
+            return (plan.isExact, hint)
+        }
+        #expect(!exactAfter)
+        #expect(noHint.isEmpty)
+        let all = rows.map(\.object) + [["other": 1], ["rank": "12"]]
+        #expect(
+            try await connection.read { tx in try tx.rows(matching: query) }.map(\.object)
+                == ObjectMatcher.apply(filter, to: all)
+        )
     }
 
     /// The declared index is used: SQLite's plan for an ordered page walks it.
