@@ -225,6 +225,44 @@ func latencies<T>(_ repetitions: Int, _ body: () async throws -> T) async rethro
 
 // MARK: - Driver
 
+/// Times a pushed-down query against the in-memory scan with `scan` over `objects`, checks both
+/// return the same objects in the same order, and gives its p50 and p99 rows.
+func compareQuery(
+    _ name: String,
+    queries: Int,
+    scan: ObjectFilter,
+    over objects: [JSONValue],
+    pushed query: () async throws -> [String]
+) async throws -> (count: Int, rows: [BenchmarkRow]) {
+    let pushed = try await latencies(queries, query)
+    let scanned = await latencies(queries) { ObjectMatcher.apply(scan, to: objects) }
+    let scannedIds = scanned.result.compactMap { $0["objectId"]?.stringValue }
+    guard pushed.result == scannedIds, !scannedIds.isEmpty else {
+        throw BenchmarkError(
+            "\(name): SQL returned \(pushed.result.count) objects, the scan \(scannedIds.count), or others"
+        )
+    }
+    return (
+        scannedIds.count,
+        [
+            BenchmarkRow(
+                "Query p50 (ms): \(name)",
+                better: .lower,
+                ours: pushed.p50,
+                baseline: scanned.p50,
+                decimals: 3
+            ),
+            BenchmarkRow(
+                "Query p99 (ms): same query",
+                better: .lower,
+                ours: pushed.p99,
+                baseline: scanned.p99,
+                decimals: 3
+            ),
+        ]
+    )
+}
+
 func drive(_ options: BenchmarkOptions) async throws {
     let (count, runs, queries) = (options["--objects"], options["--runs"], options["--queries"])
     let directory = try temporaryDirectory()
@@ -252,32 +290,11 @@ func drive(_ options: BenchmarkOptions) async throws {
     var queryRows: [BenchmarkRow] = []
     var matches: JSONObject = [:]
     for (name, filter) in selectiveFilters {
-        let pushed = try await latencies(queries) { try await repository.fetch(FetchOptions(filter: filter)) }
-        let scanned = await latencies(queries) { ObjectMatcher.apply(filter, to: objects) }
-        let pushedIds = pushed.result.map(\.objectId.uuidString)
-        let scannedIds = scanned.result.compactMap { $0["objectId"]?.stringValue }
-        guard pushedIds == scannedIds, !pushedIds.isEmpty else {
-            throw BenchmarkError(
-                "\(name): SQL returned \(pushedIds.count) objects, the scan \(scannedIds.count), or others"
-            )
+        let found = try await compareQuery(name, queries: queries, scan: filter, over: objects) {
+            try await repository.fetch(FetchOptions(filter: filter)).map(\.objectId.uuidString)
         }
-        matches[name] = .int(Int64(pushedIds.count))
-        queryRows += [
-            BenchmarkRow(
-                "Query p50 (ms): \(name)",
-                better: .lower,
-                ours: pushed.p50,
-                baseline: scanned.p50,
-                decimals: 3
-            ),
-            BenchmarkRow(
-                "Query p99 (ms): same query",
-                better: .lower,
-                ours: pushed.p99,
-                baseline: scanned.p99,
-                decimals: 3
-            ),
-        ]
+        matches[name] = .int(Int64(found.count))
+        queryRows += found.rows
     }
 
     // Queries of one object type (as a recorder answers a Query with objectTypes), without and
@@ -304,32 +321,11 @@ func drive(_ options: BenchmarkOptions) async throws {
             try await database.createIndex(collection: sensor, property: "sequence")
         }
         for (name, filter, scanFilter) in typedFilters {
-            let pushed = try await latencies(queries) {
-                try await storage.objects(in: .collections([sensor]), filter: filter, joins: [])
-            }
-            let scanned = await latencies(queries) { ObjectMatcher.apply(scanFilter, to: objects) }
-            let pushedIds = pushed.result.compactMap { $0["objectId"]?.stringValue }
-            let scannedIds = scanned.result.compactMap { $0["objectId"]?.stringValue }
-            guard pushedIds == scannedIds, !pushedIds.isEmpty else {
-                throw BenchmarkError("\(name): SQL returned \(pushedIds.count) objects, the scan \(scannedIds.count)")
-            }
             let label = "one object type, \(indexed ? "indexed" : "no index"): \(name)"
-            queryRows += [
-                BenchmarkRow(
-                    "Query p50 (ms): \(label)",
-                    better: .lower,
-                    ours: pushed.p50,
-                    baseline: scanned.p50,
-                    decimals: 3
-                ),
-                BenchmarkRow(
-                    "Query p99 (ms): same query",
-                    better: .lower,
-                    ours: pushed.p99,
-                    baseline: scanned.p99,
-                    decimals: 3
-                ),
-            ]
+            queryRows += try await compareQuery(label, queries: queries, scan: scanFilter, over: objects) {
+                try await storage.objects(in: .collections([sensor]), filter: filter, joins: [])
+                    .compactMap { $0["objectId"]?.stringValue }
+            }.rows
         }
     }
 
