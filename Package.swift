@@ -254,6 +254,7 @@ let package = Package(
         .testTarget(
             name: "CoatyStoreTests",
             dependencies: ["CoatyStore", "CoatySQLite", "CoatyStoreTestSupport", "CoatyTesting"],
+            exclude: ["Fixtures"],  // read by path (#filePath), not bundled
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -9,7 +9,10 @@ over the passes, the ratio ours / theirs, and the load average at the start and 
             subscriber prints one line per event into a fast reader (this driver, 64 KiB reads):
             `coaty observe advertise --object-type T`, Coaty JS `agent.js bench-observe` (one
             JSON.stringify per event) and `mosquitto_sub`. msg/s from the first publish to the
-            subscriber's exit; CPU µs per event of the subscriber process (user + system).
+            subscriber's exit; CPU µs per event of the subscriber process (user + system). A live
+            burst is bounded by the publisher (one mosquitto_pub); a second table stops each
+            subscriber (SIGSTOP) while the burst is published and measures how fast it drains the
+            backlog after SIGCONT: the subscriber's own speed.
   discover  Discover by objectId, 2000 sequential round trips by a Coaty JS requester
             (`agent.js discover-loop`), answered by `coaty record` (1000 objects stored in
             SQLite), by Coaty JS `agent.js respond` holding the same objects, and by the C floor
@@ -26,7 +29,7 @@ Needs node and the Coaty JS peer (`../shared/coaty-js/install` once; COATY_JS_AG
 path of agent.js). Not a test: no assertion on time; a lost event or an unanswered request is
 reported as such.
 """
-import argparse, json, os, resource, shutil, socket, statistics, subprocess, sys, tempfile, time, uuid
+import argparse, json, os, resource, shutil, signal, socket, statistics, subprocess, sys, tempfile, time, uuid
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RELEASE = os.path.join(ROOT, ".build", "release")
@@ -101,7 +104,7 @@ def wait_rusage(process):
 
 # ---------------------------------------------------------------------------------------------- observe
 
-def observe_pass(who, broker, burst, n, work):
+def observe_pass(who, broker, burst, n, work, drain=False):
     topic_filter = f"coaty/3/-/ADV::{OBJECT_TYPE}/+"
     if who == "CoatyKit":
         cmd = [COATY, "observe", "advertise", "--object-type", OBJECT_TYPE, "--count", str(n), "--timeout", "300",
@@ -126,10 +129,19 @@ def observe_pass(who, broker, burst, n, work):
         lines += first.count(b"\n")
     else:
         time.sleep(1.5)
+    if drain:
+        # The subscriber is stopped while the burst is published, so the whole burst waits at the
+        # broker (max_queued_messages 0) and in the socket; then it drains as fast as it can read.
+        os.kill(sub.pid, signal.SIGSTOP)
     start = time.time()
     pub = subprocess.Popen(["mosquitto_pub", "-h", "127.0.0.1", "-p", str(broker.port), "-l", "-t",
                             f"coaty/3/-/ADV::{OBJECT_TYPE}/8d3b1e43-1c2b-4bd4-9a8b-2a3c7b2d9f10"],
                            stdin=open(burst, "rb"))
+    if drain:
+        pub.wait()
+        time.sleep(0.5)
+        start = time.time()
+        os.kill(sub.pid, signal.SIGCONT)
     while True:
         chunk = sub.stdout.read(65536)
         if not chunk:
@@ -150,20 +162,27 @@ def scenario_observe(args, broker, work, report):
         for o in make_objects(n, seed=1):
             f.write(json.dumps({"object": o}, separators=(",", ":")) + "\n")
     sides = ["CoatyKit", "Coaty JS", "mosquitto_sub"]
-    results = {s: [] for s in sides}
-    for p in range(args.passes):
-        for who in (sides if p % 2 == 0 else list(reversed(sides))):
-            results[who].append(observe_pass(who, broker, burst, n, work))
-    med = {s: {k: statistics.median(r[k] for r in results[s]) for k in ("perSecond", "cpuPerEvent")} for s in sides}
-    lost = {s: [r["delivered"] for r in results[s] if r["delivered"] != n] for s in sides}
-    report.table(f"observe: {n} Advertise events, one line each into a fast reader (medians of {args.passes} passes)",
-                 ["side", "msg/s", "CPU µs/event", "delivered"],
-                 [[s, f"{med[s]['perSecond']:,.0f}", f"{med[s]['cpuPerEvent']:.1f}",
-                   "all" if not lost[s] else f"LOST: {lost[s]}"] for s in sides])
-    k, j, c = med["CoatyKit"], med["Coaty JS"], med["mosquitto_sub"]
-    report.goal("observe throughput vs Coaty JS", k["perSecond"] / j["perSecond"], ">=", 1.3)
-    report.goal("observe throughput vs mosquitto_sub", k["perSecond"] / c["perSecond"], ">=", 0.9)
-    report.goal("observe CPU per event vs Coaty JS", k["cpuPerEvent"] / j["cpuPerEvent"], "<=", 1.0)
+    for drain in (False, True):
+        results = {s: [] for s in sides}
+        for p in range(args.passes):
+            for who in (sides if p % 2 == 0 else list(reversed(sides))):
+                results[who].append(observe_pass(who, broker, burst, n, work, drain=drain))
+        med = {s: {k: statistics.median(r[k] for r in results[s]) for k in ("perSecond", "cpuPerEvent")}
+               for s in sides}
+        lost = {s: [r["delivered"] for r in results[s] if r["delivered"] != n] for s in sides}
+        how = ("the burst queued at the broker while the subscriber was stopped, then drained"
+               if drain else "published at full speed while the subscriber reads")
+        report.table(f"observe: {n} Advertise events, {how}; one line each into a fast reader"
+                     f" (medians of {args.passes} passes)",
+                     ["side", "msg/s", "CPU µs/event", "delivered"],
+                     [[s, f"{med[s]['perSecond']:,.0f}", f"{med[s]['cpuPerEvent']:.1f}",
+                       "all" if not lost[s] else f"LOST: {lost[s]}"] for s in sides])
+        k, j, c = med["CoatyKit"], med["Coaty JS"], med["mosquitto_sub"]
+        label = "drained backlog" if drain else "live burst"
+        report.goal(f"observe throughput vs Coaty JS ({label})", k["perSecond"] / j["perSecond"], ">=", 1.3)
+        report.goal(f"observe throughput vs mosquitto_sub ({label})", k["perSecond"] / c["perSecond"], ">=", 0.9)
+        if not drain:
+            report.goal("observe CPU per event vs Coaty JS", k["cpuPerEvent"] / j["cpuPerEvent"], "<=", 1.0)
 
 
 # --------------------------------------------------------------------------------------- responders

@@ -181,6 +181,9 @@ public final class PostgresDatabase: DatabaseType, Service {
     }
 
     /// The statements of each migration, in order.
+    /// The statements of each migration as text (tests replay old schemas).
+    static var migrationTexts: [[String]] { migrations.map { $0.map(\.sql) } }
+
     static let migrations: [[PostgresQuery]] = [
         [
             """

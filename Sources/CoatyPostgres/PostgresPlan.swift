@@ -56,8 +56,12 @@ struct PostgresPlan {
     /// Whether the SQL selects exactly the query's rows (no re-filtering needed).
     var isExact: Bool
 
-    init(_ query: StoreQuery) {
-        var sql = PostgresSQL()
+    /// The plan of a query.
+    /// - Parameters:
+    ///   - query: the query.
+    ///   - bound: parameters already bound before the plan's own (theirs are `$1`…).
+    init(_ query: StoreQuery, continuing bound: PostgresSQL = PostgresSQL()) {
+        var sql = bound
         var clauses: [String] = []
         switch query.scope {
         case .collection(let name):

@@ -9,7 +9,7 @@ import Synchronization
 /// Its methods are synchronous: each statement is sent on the transaction's connection and the
 /// calling thread (one of NIO's blocking pool, never a Swift concurrency thread) waits for the
 /// result.
-public final class PostgresTransaction: WriteTransactionType, Sendable {
+public final class PostgresTransaction: WriteTransactionType, SQLReadTransaction, Sendable {
     let connection: PostgresConnection
     let logger: Logger
     let failures = Mutex<String?>(nil)
@@ -92,6 +92,34 @@ public final class PostgresTransaction: WriteTransactionType, Sendable {
         ).map(decode)
         guard !plan.isExact else { return rows }
         return ObjectMatcher.apply(query.filter, to: rows) { $0.object }
+    }
+
+    /// See ``CoatyStore/SQLReadTransaction/rows(in:whereSQL:arguments:orderBySQL:limit:)``: the
+    /// caller's placeholders are `$1`, `$2`, … in the order of `arguments`.
+    public func rows(
+        in scope: StoreScope,
+        whereSQL condition: String,
+        arguments: [JSONValue],
+        orderBySQL orderBy: String?,
+        limit: Int?
+    ) throws -> [StoreRow] {
+        var sql = PostgresSQL()
+        for argument in arguments {
+            switch argument {
+            case .null: sql.binds.appendNull()
+            case .bool(let flag): _ = sql.bind(flag)
+            case .int(let number): _ = sql.bind(number)
+            case .double(let number): _ = sql.bind(number)
+            case .string(let text): _ = sql.bind(text)
+            default: _ = sql.bind(argument.serializedString())
+            }
+        }
+        // The scope's own values come after the caller's, so the caller's placeholders are $1….
+        let scopePlan = PostgresPlan(StoreQuery(scope: scope), continuing: sql)
+        let text =
+            "SELECT \(Self.columns) FROM coaty_rows WHERE (\(scopePlan.whereClause)) AND (\(condition))"
+            + " ORDER BY \(orderBy.map { "\($0), id" } ?? "id")" + (limit.map { " LIMIT \($0)" } ?? "")
+        return try fetch(text, scopePlan.sql).map(decode)
     }
 
     /// How many rows a query selects; one `count(*)` when the whole filter translates.

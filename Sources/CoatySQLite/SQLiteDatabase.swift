@@ -235,7 +235,7 @@ public struct SQLiteConnection: ConnectionType, JSONPropertyIndexing {
 }
 
 /// A transaction of a ``SQLiteDatabase``; valid only inside its connection's closure.
-public final class SQLiteTransaction: WriteTransactionType {
+public final class SQLiteTransaction: WriteTransactionType, SQLReadTransaction {
     let db: Database
     let indexes: DeclaredIndexes
     /// What ``holdsOnlyNumbers(_:in:)`` found in this transaction, by collection and property.
@@ -316,6 +316,39 @@ public final class SQLiteTransaction: WriteTransactionType {
         ).map(decode)
         guard !plan.isExact else { return rows }
         return ObjectMatcher.apply(query.filter, to: rows) { $0.object }
+    }
+
+    /// See ``CoatyStore/SQLReadTransaction/rows(in:whereSQL:arguments:orderBySQL:limit:)``.
+    public func rows(
+        in scope: StoreScope,
+        whereSQL condition: String,
+        arguments: [JSONValue],
+        orderBySQL orderBy: String?,
+        limit: Int?
+    ) throws -> [StoreRow] {
+        let scopePlan = SQLPlan(StoreQuery(scope: scope))
+        let values: [DatabaseValue] =
+            arguments.map { value in
+                switch value {
+                case .null: .null
+                case .bool(let flag): (flag ? 1 : 0).databaseValue
+                case .int(let number): number.databaseValue
+                case .double(let number): number.databaseValue
+                case .string(let text): text.databaseValue
+                default: value.serializedString().databaseValue
+                }
+            }
+        let scopeValues = scopePlan.arguments.map { $0?.databaseValue ?? .null }
+        let sql =
+            "SELECT \(Self.columns) FROM coaty_rows WHERE (\(scopePlan.whereClause)) AND (\(condition))"
+            + " ORDER BY \(orderBy.map { "\($0), id" } ?? "id")" + (limit.map { " LIMIT \($0)" } ?? "")
+        do {
+            // Prepared afresh: the text is the caller's, not one of a bounded set.
+            return try Row.fetchAll(db.makeStatement(sql: sql), arguments: StatementArguments(scopeValues + values))
+                .map(decode)
+        } catch let error as DatabaseError {
+            throw CoatySQLiteError("SQLite refused the SQL read (\(error.message ?? "\(error.resultCode)")): \(sql)")
+        }
     }
 
     /// How many rows a query selects; one `COUNT(*)` when the whole filter translates.

@@ -115,6 +115,46 @@ extension ObjectFilter {
     }
 }
 
+/// A transaction that also reads rows with SQL written by the caller (the SQLite and PostgreSQL
+/// backends): the escape hatch for what an `ObjectFilter` cannot say — a computed expression, a
+/// function of the database, a comparison between two members.
+///
+/// The condition is SQL over the row table: `object` is the item's JSON (`TEXT` read with
+/// `json_extract(object, '$.a')` in SQLite, `jsonb` read with `object->>'a'` in PostgreSQL),
+/// `metadata` the metadata's, and `objectId`, `objectType`, `coreType`, `name`, `externalId`,
+/// `parentObjectId`, `locationId` are the promoted columns (quote them in PostgreSQL). Arguments
+/// are bound to the placeholders in order — `?` in SQLite, `$1`, `$2`, … in PostgreSQL — and are
+/// never spliced into the text. Rows outside the scope are never returned.
+///
+/// ```swift
+/// let dim = try await connection.read { tx in
+///     try Light.read(tx).matchingSQL(
+///         "json_extract(object, '$.luminance') < json_extract(object, '$.minimum') * ?",
+///         arguments: [1.5],
+///         orderBySQL: "name"
+///     )
+/// }
+/// ```
+public protocol SQLReadTransaction: ReadTransactionType {
+    /// The rows in `scope` satisfying `condition`.
+    /// - Parameters:
+    ///   - scope: the rows looked at.
+    ///   - condition: an SQL boolean expression; placeholders for `arguments`.
+    ///   - arguments: the values bound to the placeholders (strings, numbers, booleans, `null`;
+    ///     arrays and objects as their JSON text).
+    ///   - orderBy: an SQL ORDER BY list; insertion order when `nil`.
+    ///   - limit: the most rows, when set.
+    /// - Returns: the rows.
+    /// - Throws: a backend error, naming what the database refused.
+    func rows(
+        in scope: StoreScope,
+        whereSQL condition: String,
+        arguments: [JSONValue],
+        orderBySQL orderBy: String?,
+        limit: Int?
+    ) throws -> [StoreRow]
+}
+
 /// SQL text that stays within a database's limits, for backends that push filters into SQL.
 public enum SQLText {
     /// The most bound arguments a pushed-down filter may use: below SQLite's 32 766 and

@@ -96,6 +96,48 @@ public struct Reader<Item, Metadata: Codable & Sendable> {
     }
 }
 
+extension Reader {
+    /// The items satisfying an SQL condition, on a backend that reads SQL
+    /// (``SQLReadTransaction``: SQLite, PostgreSQL); see there for the table and placeholders.
+    /// - Parameters:
+    ///   - condition: an SQL boolean expression.
+    ///   - arguments: the values for its placeholders.
+    ///   - orderBy: an SQL ORDER BY list; insertion order when `nil`.
+    ///   - limit: the most items, when set.
+    /// - Returns: the items.
+    /// - Throws: ``SQLReadingUnsupported`` on a backend without SQL, a backend or decoding error.
+    public func matchingSQL(
+        _ condition: String,
+        arguments: [JSONValue] = [],
+        orderBySQL orderBy: String? = nil,
+        limit: Int? = nil
+    ) throws -> [Item] {
+        guard let sqlTransaction = transaction as? any SQLReadTransaction else {
+            throw SQLReadingUnsupported(backend: "\(type(of: transaction))")
+        }
+        let rows = try sqlTransaction.rows(
+            in: coding.scope,
+            whereSQL: condition,
+            arguments: arguments,
+            orderBySQL: orderBy,
+            limit: limit
+        )
+        return try rows.map { try coding.decode($0.object) }
+    }
+}
+
+/// ``Reader/matchingSQL(_:arguments:orderBySQL:limit:)`` on a backend that does not read SQL (the
+/// in-memory one).
+public struct SQLReadingUnsupported: Error, CustomStringConvertible {
+    /// The backend's transaction type.
+    public let backend: String
+
+    /// What went wrong.
+    public var description: String {
+        "\(backend) does not read SQL: matchingSQL needs the SQLite or PostgreSQL backend"
+    }
+}
+
 /// The reads of a ``Reader`` returning ``Stored`` items with their metadata.
 public struct MetadataReader<Item, Metadata: Codable & Sendable> {
     let reader: Reader<Item, Metadata>

@@ -72,6 +72,57 @@ struct PostgresBackendTests {
         }
     }
 
+    /// A database made with the first schema (version 1's statements replayed, rows inserted as
+    /// version 1 wrote them) is upgraded and keeps every row.
+    @Test func aDatabaseOfTheFirstSchemaIsUpgradedWithEveryRow() async throws {
+        let server = try #require(PostgresTestServer.current)
+        let url = try server.makeDatabase()
+        var statements = [
+            "CREATE TABLE coaty_schema_version (version integer PRIMARY KEY, name text NOT NULL,"
+                + " applied_at timestamptz NOT NULL DEFAULT now())"
+        ]
+        statements += PostgresDatabase.migrationTexts[0]
+        statements.append("INSERT INTO coaty_schema_version (version, name) VALUES (1, 'v1-rows')")
+        for i in 1...12 {
+            let id = SpecObjects.objectId(i)
+            let object =
+                #"{"objectType":"com.example.Fixture","coreType":"CoatyObject","objectId":"\#(id)","name":"Fixture \#(i)","rank":\#(i * 10)}"#
+            statements.append(
+                "INSERT INTO coaty_rows (collection, key, object, metadata, \"objectId\", \"objectType\", \"coreType\", name)"
+                    + " VALUES ('com.example.Fixture', '\(id)', '\(object)'::jsonb,"
+                    + " '{\"eventType\":\"Advertise\",\"topic\":\"coaty/3/-/ADV:CoatyObject/x\",\"receivedAt\":1793527200000}'::jsonb,"
+                    + " '\(id)', 'com.example.Fixture', 'CoatyObject', 'Fixture \(i)')"
+            )
+        }
+        try server.execute(statements.joined(separator: ";\n"), in: url)
+        try await PostgresDatabase.withDatabase(url: url) { database in
+            #expect(try await database.appliedMigrations() == ["v1-rows"])
+            let connection = try await database.makeConnection()  // brings the schema up to date
+            #expect(try await database.appliedMigrations() == PostgresDatabase.migrationNames)
+            let objects = try await connection.read { tx in try AnyCoatyObject.read(tx).all() }
+            #expect(objects.map(\.name) == (1...12).map { "Fixture \($0)" })
+            let ranked = try await ConnectionRecorderStorage(connection).objects(
+                in: .collections(["com.example.Fixture"]),
+                filter: ObjectFilter.where("rank", .greaterThan(90)),
+                joins: []
+            )
+            #expect(ranked.count == 3)
+            try await LocalStore(connection).set("upgraded", true)
+            #expect(try await LocalStore(connection).get("upgraded") == true)
+        }
+    }
+
+    @Test func sqlReadsReturnTypedItems() async throws {
+        try await withPostgres { _, connection in
+            try await StoreContract.sqlReadsReturnTypedItems(
+                connection,
+                condition: "(object->>'luminance')::float8 < (object->>'minimum')::float8 * $1",
+                orderBy: "(object->>'luminance')::float8 DESC",
+                nameIs: "object->>'name' = $1"
+            )
+        }
+    }
+
     @Test func migrationsAreRecordedOnceInOrder() async throws {
         try await withPostgres { database, _ in
             #expect(try await database.appliedMigrations() == PostgresDatabase.migrationNames)

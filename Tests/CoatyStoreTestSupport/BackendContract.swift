@@ -147,3 +147,66 @@ extension StoreContract {
         #expect(byKeys.count == 200)
     }
 }
+
+extension StoreContract {
+    /// The SQL escape hatch returns typed items: lights whose luminance is below a multiple of
+    /// their `minimum` (two members compared: an `ObjectFilter` cannot say it), in the order the
+    /// SQL says, only from the reader's scope, bound arguments never spliced; a refused statement
+    /// fails with the backend's error.
+    /// - Parameters:
+    ///   - connection: a connection to an empty database of the backend.
+    ///   - condition: in the backend's dialect: luminance < minimum × the one argument.
+    ///   - orderBy: in the backend's dialect: luminance descending.
+    ///   - nameIs: in the backend's dialect: the name equals the one argument.
+    public static func sqlReadsReturnTypedItems(
+        _ connection: some ConnectionType,
+        condition: String,
+        orderBy: String,
+        nameIs: String
+    ) async throws {
+        let registry = CoatyObjectRegistry([Light.self])
+        var lights: [AnyCoatyObject] = []
+        for (i, (luminance, minimum)) in [(0.2, 0.5), (0.9, 0.5), (0.4, 0.3), (0.1, 0.05), (0.5, 0.4)].enumerated() {
+            var json = try AnyCoatyObject(Light(name: "l\(i)", isOn: true, luminance: luminance)).json
+            json["minimum"] = .double(minimum)
+            lights.append(try registry.decode(json))
+        }
+        try await lights.write(to: connection)
+        // Another collection with the same members is out of the reader's scope.
+        var other = lights[0].json
+        other["objectType"] = "com.example.Other"
+        other["objectId"] = .string(CoatyUUID().uuidString)
+        try await [try registry.decode(other)].write(to: connection)
+        let dim = try await connection.read { tx in
+            try Light.read(tx).matchingSQL(
+                condition,
+                arguments: [1.5],
+                orderBySQL: orderBy
+            )
+        }
+        // luminance < 1.5 × minimum: l0 (0.2 < 0.75), l2 (0.4 < 0.45), l4 (0.5 < 0.6); not l1, l3.
+        #expect(dim.map(\.name) == ["l4", "l2", "l0"])
+        let limited = try await connection.read { tx in
+            try Light.read(tx).matchingSQL(
+                condition,
+                arguments: [1.5],
+                orderBySQL: orderBy,
+                limit: 1
+            )
+        }
+        #expect(limited.map(\.name) == ["l4"])
+        // An argument is bound, never spliced: a quote in it is just a string.
+        let none = try await connection.read { tx in
+            try Light.read(tx).matchingSQL(nameIs, arguments: ["l0' OR '1'='1"])
+        }
+        #expect(none.isEmpty)
+        let named = try await connection.read { tx in try Light.read(tx).matchingSQL(nameIs, arguments: ["l3"]) }
+        #expect(named.map(\.luminance) == [0.1])
+        #expect(try await connection.read { tx in try AnyCoatyObject.read(tx).all() }.count == 6)
+        await #expect(throws: (any Error).self) {
+            try await connection.read { tx in
+                try AnyCoatyObject.read(tx).matchingSQL("no_such_column > 1")
+            }
+        }
+    }
+}

@@ -101,6 +101,19 @@ public final class PostgresTestServer: Sendable {
         return "postgres://postgres@127.0.0.1:\(port)/\(name)?sslmode=disable"
     }
 
+    /// Runs SQL with `psql` in a database made by ``makeDatabase()`` (stops at the first error).
+    /// - Parameters:
+    ///   - sql: the statements.
+    ///   - url: the database's connection string.
+    /// - Throws: ``Failure`` when a statement fails.
+    public func execute(_ sql: String, in url: String) throws {
+        let name = url.split(separator: "/").last.map { String($0.split(separator: "?")[0]) } ?? ""
+        try tool(
+            "psql",
+            ["-h", directory, "-p", "\(port)", "-U", "postgres", "-d", name, "-v", "ON_ERROR_STOP=1", "-q", "-c", sql]
+        )
+    }
+
     /// Stops the server (immediately) and removes its directory.
     public func stop() {
         try? pgctl(["-D", dataDirectory, "-m", "immediate", "-w", "stop"])

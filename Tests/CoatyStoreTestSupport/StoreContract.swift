@@ -286,11 +286,14 @@ public enum StoreContract {
     }
 
     public static func scoped<C: ConnectionType>(_ connection: C) async throws {
-        let task = try CoatyObjectRegistry().decode([
-            "objectId": "5b5a5b39-4b3a-4c8b-9a4f-7a1d6f3f9e01", "name": "Task 1", "objectType": "com.example.Job",
-            "coreType": "Task", "creatorId": "5b5a5b39-4b3a-4c8b-9a4f-7a1d6f3f9e02", "creationTimestamp": 1_700_000_000_000,
-            "status": 0, "priority": 7,
-        ] as JSONValue)
+        let task = try CoatyObjectRegistry().decode(
+            [
+                "objectId": "5b5a5b39-4b3a-4c8b-9a4f-7a1d6f3f9e01", "name": "Task 1", "objectType": "com.example.Job",
+                "coreType": "Task", "creatorId": "5b5a5b39-4b3a-4c8b-9a4f-7a1d6f3f9e02",
+                "creationTimestamp": 1_700_000_000_000,
+                "status": 0, "priority": 7,
+            ] as JSONValue
+        )
         let lights = [Light(name: "a", isOn: true, luminance: 0.9), Light(name: "b", isOn: false, luminance: 0.1)]
         try await lights.write(to: connection)
         try await task.write(to: connection)
@@ -331,7 +334,9 @@ public enum StoreContract {
         }
         let count = try await connection.read { tx in try Note.read(tx).count() }
         #expect(count == 200)
-        let fromWriterThree = try await connection.read { tx in try Note.read(tx).matching(.where("text", .equals("w3"))) }
+        let fromWriterThree = try await connection.read { tx in
+            try Note.read(tx).matching(.where("text", .equals("w3")))
+        }
         #expect(fromWriterThree.map(\.id) == (300..<325).map { $0 })
     }
 }

@@ -143,7 +143,9 @@ public struct Light: CoatyObject, Hashable {
 public enum RandomValues {
     public static let strings: [JSONValue] = ["alpha", "beta", "Alpha", "", "10", "9", "1e3", "ä", "x y", "null"]
     public static let numbers: [JSONValue] = [0, 1, -1, 9, 10, 2.5, -0.5, 1000, .int(1 << 60), .double(1.5e16)]
-    public static let keys = ["name", "externalId", "objectType", "n", "s", "b", "missing", "tags", "nested", "coreType"]
+    public static let keys = [
+        "name", "externalId", "objectType", "n", "s", "b", "missing", "tags", "nested", "coreType",
+    ]
 
     public static func scalar(_ random: inout SplitMix64) -> JSONValue {
         switch Int.random(in: 0..<10, using: &random) {

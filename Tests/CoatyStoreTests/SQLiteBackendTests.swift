@@ -1,6 +1,7 @@
 import CoatyCore
 import CoatyStore
 import CoatyStoreTestSupport
+import Foundation
 import Testing
 
 @testable import CoatySQLite
@@ -19,6 +20,60 @@ struct SQLiteBackendTests {
         #expect(try await database.appliedMigrations() == SQLiteDatabase.migrationNames)
         // Opening again applies nothing twice.
         #expect(try await SQLiteDatabase(path: path).appliedMigrations() == SQLiteDatabase.migrationNames)
+    }
+
+    /// A file written by the first schema (`Fixtures/schema-v1.sqlite`: migration v1-rows only,
+    /// twelve Coaty objects with receipts and two rows of another collection, made with SQLite
+    /// exactly as v1 wrote them) opens, is upgraded, and every row reads back, by every path.
+    @Test func aFileOfTheFirstSchemaIsUpgradedWithEveryRow() async throws {
+        let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("Fixtures/schema-v1.sqlite").path
+        let path = TemporaryDirectory().file("upgraded.sqlite")
+        try FileManager.default.copyItem(atPath: fixture, toPath: path)
+        let database = try SQLiteDatabase(path: path)
+        #expect(try await database.appliedMigrations() == SQLiteDatabase.migrationNames)
+        let connection = database.makeConnection()
+        let stored = try await connection.read { tx in try AnyCoatyObject.read(tx).withMetadata.all() }
+        #expect(stored.map(\.item.name) == (1...12).map { "Fixture \($0)" })
+        #expect(stored[3].item.json["tags"] == ["a", 4])
+        #expect(stored.allSatisfy { $0.metadata?.eventType == "Advertise" })
+        let settings = try await connection.read { tx in try tx.keys(in: "settings") }
+        #expect(settings == ["volume", "theme"])
+        // Queries, lookups, indexes and the local store (v2, v3) work on the upgraded file.
+        let storage = ConnectionRecorderStorage(connection)
+        let ranked = try await storage.objects(
+            in: .collections(["com.example.Fixture"]),
+            filter: ObjectFilter.where("rank", .greaterThan(50)).orderBy("rank", .descending),
+            joins: []
+        )
+        #expect(ranked.compactMap { $0["rank"]?.intValue } == [120, 110, 100, 90, 80, 70, 60])
+        try await database.createIndex(collection: "com.example.Fixture", property: "rank")
+        let again = try await storage.objects(
+            in: .collections(["com.example.Fixture"]),
+            filter: ObjectFilter.where("rank", .greaterThan(50)).orderBy("rank", .descending),
+            joins: []
+        )
+        #expect(again == ranked)
+        let found = try await storage.objects(where: "externalId", equals: "fx-7")
+        #expect(found.first?["name"] == "Fixture 7")
+        try await LocalStore(connection).set("upgraded", true)
+        #expect(try await LocalStore(connection).get("upgraded") == true)
+        let removed = try await storage.apply([.remove(objectIds: [SpecObjects.objectId(1)])])
+        #expect(removed == [.removed((1...12).map { SpecObjects.objectId($0) })])
+    }
+
+    @Test func sqlReadsReturnTypedItems() async throws {
+        try await StoreContract.sqlReadsReturnTypedItems(
+            SQLiteDatabase(path: TemporaryDirectory().file("sql.sqlite")).makeConnection(),
+            condition: "json_extract(object, '$.luminance') < json_extract(object, '$.minimum') * ?",
+            orderBy: "json_extract(object, '$.luminance') DESC",
+            nameIs: "json_extract(object, '$.name') = ?"
+        )
+        // The in-memory backend reads no SQL, and says so.
+        let memory = InMemoryDatabase().makeConnection()
+        await #expect(throws: SQLReadingUnsupported.self) {
+            try await memory.read { tx in try AnyCoatyObject.read(tx).matchingSQL("1") }
+        }
     }
 
     @Test func openingADirectoryFailsWithAClearError() {
