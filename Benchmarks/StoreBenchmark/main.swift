@@ -412,9 +412,30 @@ func runAnswerCosts(_ args: [String]) async throws {
     }
 }
 
+/// `ingest-costs DIR [N]`: the recorder's writer alone (`ConnectionRecorderStorage.apply` of N
+/// decoded objects in batches of 4096, as the recorder commits them) against the raw GRDB
+/// insert of the same rows, and the decode of the N payloads: a profiling aid for the ingest row.
+func runIngestCosts(_ args: [String]) async throws {
+    let count = args.count > 1 ? Int(args[1])! : 100_000
+    let registry = CoatyObjectRegistry()
+    let texts = (0..<count).map { objectJSON($0) }
+    var start = monotonicNanoseconds()
+    let objects = try texts.map { try registry.decode(bytes: Array($0.utf8)) }
+    emit("decode \(count) payloads: \(Double(monotonicNanoseconds() - start) / Double(count) / 1000) µs each")
+    let receipt = ReceiptMetadata(sourceId: CoatyUUID(), eventType: "Advertise", topic: advertiseTopic)
+    let storage = ConnectionRecorderStorage(try SQLiteDatabase(path: args[0] + "/writer.sqlite").makeConnection())
+    start = monotonicNanoseconds()
+    for batch in stride(from: 0, to: count, by: 4096) {
+        _ = try await storage.apply(objects[batch..<min(batch + 4096, count)].map { .store($0, receipt) })
+    }
+    let ours = Double(count) / (Double(monotonicNanoseconds() - start) / 1e9)
+    let baseline = try await ingestBaseline(count: count, path: args[0] + "/raw.sqlite")
+    emit("writer alone: \(Int(ours)) objects/s; raw GRDB insert: \(Int(baseline)) rows/s; ratio \(ours / baseline)")
+}
+
 await benchmarkMain(
     "store-benchmark",
-    roles: ["publish": runPublisher, "answer-costs": runAnswerCosts],
+    roles: ["publish": runPublisher, "answer-costs": runAnswerCosts, "ingest-costs": runIngestCosts],
     defaults: ["--objects": 100_000, "--runs": 3, "--queries": 50],
     driver: drive
 )

@@ -50,7 +50,7 @@ public final class PostgresDatabase: DatabaseType, Service {
     let isMigrated = Mutex(false)
 
     /// The migrations, in order; version `n` is `migrationNames[n - 1]`.
-    public static let migrationNames = ["v1-rows", "v2-local-context"]
+    public static let migrationNames = ["v1-rows", "v2-local-context", "v3-named-local-stores"]
 
     /// A database for a client configuration (nothing connects before ``run()``).
     /// - Parameters:
@@ -214,6 +214,12 @@ public final class PostgresDatabase: DatabaseType, Service {
         ],
         [
             "CREATE TABLE coaty_local (key text PRIMARY KEY, value jsonb NOT NULL)"
+        ],
+        [
+            // The local values of version 2 move to the default store "".
+            "ALTER TABLE coaty_local ADD COLUMN store text NOT NULL DEFAULT ''",
+            "ALTER TABLE coaty_local DROP CONSTRAINT coaty_local_pkey",
+            "ALTER TABLE coaty_local ADD PRIMARY KEY (store, key)",
         ],
     ]
 

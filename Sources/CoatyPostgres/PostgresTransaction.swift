@@ -135,12 +135,14 @@ public final class PostgresTransaction: WriteTransactionType, SQLReadTransaction
     }
 
     /// A local value.
-    /// - Parameter key: the key.
+    /// - Parameters:
+    ///   - key: the key.
+    ///   - store: the store's name.
     /// - Returns: the value, or `nil`.
     /// - Throws: ``CoatyPostgresError``.
-    public func localValue(forKey key: String) throws -> JSONValue? {
+    public func localValue(forKey key: String, in store: String) throws -> JSONValue? {
         var sql = PostgresSQL()
-        let text = "SELECT value::text FROM coaty_local WHERE key = \(sql.bind(key))"
+        let text = "SELECT value::text FROM coaty_local WHERE store = \(sql.bind(store)) AND key = \(sql.bind(key))"
         guard let value = try fetch(text, sql).first?.decode(String.self) else { return nil }
         do {
             return try JSONValue(parsing: value)
@@ -149,11 +151,21 @@ public final class PostgresTransaction: WriteTransactionType, SQLReadTransaction
         }
     }
 
-    /// The local keys, sorted by their bytes.
+    /// The keys of a local store, sorted by their bytes.
+    /// - Parameter store: the store's name.
     /// - Returns: the keys.
     /// - Throws: ``CoatyPostgresError``.
-    public func localKeys() throws -> [String] {
-        try fetch("SELECT key FROM coaty_local ORDER BY key COLLATE \"C\"").map { try $0.decode(String.self) }
+    public func localKeys(in store: String) throws -> [String] {
+        var sql = PostgresSQL()
+        let text = "SELECT key FROM coaty_local WHERE store = \(sql.bind(store)) ORDER BY key COLLATE \"C\""
+        return try fetch(text, sql).map { try $0.decode(String.self) }
+    }
+
+    /// The names of the local stores that hold a value, sorted by their bytes.
+    /// - Returns: the names.
+    /// - Throws: ``CoatyPostgresError``.
+    public func localStores() throws -> [String] {
+        try fetch("SELECT DISTINCT store COLLATE \"C\" FROM coaty_local ORDER BY 1").map { try $0.decode(String.self) }
     }
 
     /// Writes a row (an upsert keeps the row's place in insertion order).
@@ -229,18 +241,21 @@ public final class PostgresTransaction: WriteTransactionType, SQLReadTransaction
     /// - Parameters:
     ///   - value: the value; `nil` removes it.
     ///   - key: the key.
+    ///   - store: the store's name.
     /// - Throws: ``CoatyPostgresError``.
-    public func setLocalValue(_ value: JSONValue?, forKey key: String) throws {
+    public func setLocalValue(_ value: JSONValue?, forKey key: String, in store: String) throws {
         var sql = PostgresSQL()
+        let storeParameter = sql.bind(store)
         let keyParameter = sql.bind(key)
         if let value {
             let valueParameter = sql.bindJSON(value)
             _ = try fetch(
-                "INSERT INTO coaty_local (key, value) VALUES (\(keyParameter), \(valueParameter)) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                "INSERT INTO coaty_local (store, key, value) VALUES (\(storeParameter), \(keyParameter), \(valueParameter))"
+                    + " ON CONFLICT (store, key) DO UPDATE SET value = excluded.value",
                 sql
             )
         } else {
-            _ = try fetch("DELETE FROM coaty_local WHERE key = \(keyParameter)", sql)
+            _ = try fetch("DELETE FROM coaty_local WHERE store = \(storeParameter) AND key = \(keyParameter)", sql)
         }
     }
 }

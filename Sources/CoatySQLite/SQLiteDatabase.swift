@@ -37,7 +37,7 @@ public final class SQLiteDatabase: DatabaseType, JSONPropertyIndexing {
     static let mmapSize = 1 << 30
 
     /// The migrations, in order; their names are recorded in the file's `grdb_migrations` table.
-    public static let migrationNames = ["v1-rows", "v2-local-context", "v3-json-indexes"]
+    public static let migrationNames = ["v1-rows", "v2-local-context", "v3-json-indexes", "v4-named-local-stores"]
 
     /// Opens (creating if needed) a database file and brings its schema up to date.
     /// - Parameter path: the file path.
@@ -187,6 +187,19 @@ public final class SQLiteDatabase: DatabaseType, JSONPropertyIndexing {
                     """
             )
         }
+        migrator.registerMigration("v4-named-local-stores") { db in
+            // The local values of v2 move to the default store "".
+            try db.execute(
+                sql: """
+                    CREATE TABLE coaty_local_stores (
+                        store TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (store, key)
+                    );
+                    INSERT INTO coaty_local_stores (store, key, value) SELECT '', key, value FROM coaty_local;
+                    DROP TABLE coaty_local;
+                    ALTER TABLE coaty_local_stores RENAME TO coaty_local;
+                    """
+            )
+        }
         return migrator
     }
 }
@@ -196,16 +209,26 @@ public struct SQLiteConnection: ConnectionType, JSONPropertyIndexing {
     let pool: DatabasePool
     let indexes: DeclaredIndexes
 
-    /// Runs `body` in a read transaction on a snapshot (WAL readers run beside the writer).
-    ///
-    /// The read runs on the calling thread. A WAL reader never waits for the writer, so a read is
-    /// work, not waiting; running it where the caller is saves the two thread switches of a hop
-    /// to a reader queue and back (about half the latency of a point lookup answering a
-    /// Discover). Only when every pooled reader is busy does it wait for one.
+    /// Runs `body` in a read transaction on a snapshot (WAL readers run beside the writer), on
+    /// one of GRDB's reader queues: a long read never holds a Swift concurrency thread.
     /// - Parameter body: the reads.
     /// - Returns: what `body` returns.
     /// - Throws: what `body` or SQLite throws.
     public func read<T: Sendable>(_ body: @escaping @Sendable (SQLiteTransaction) throws -> T) async throws -> T {
+        try await pool.read { db in try body(SQLiteTransaction(db, indexes: indexes)) }
+    }
+
+    /// Runs a brief read (a lookup by key or indexed column) on the calling thread: a WAL reader
+    /// never waits for the writer, so such a read is microseconds of work, and running it where
+    /// the caller is saves the two thread switches of a hop to a reader queue and back (about a
+    /// third of the time a recorder takes to answer a Discover). Only when every pooled reader
+    /// is busy does it wait for one. Never for scans: use ``read(_:)``.
+    /// - Parameter body: the reads.
+    /// - Returns: what `body` returns.
+    /// - Throws: what `body` or SQLite throws.
+    public func readBriefly<T: Sendable>(_ body: @escaping @Sendable (SQLiteTransaction) throws -> T) async throws
+        -> T
+    {
         try readHere(body)
     }
 
@@ -366,11 +389,18 @@ public final class SQLiteTransaction: WriteTransactionType, SQLReadTransaction {
     }
 
     /// A local value.
-    /// - Parameter key: the key.
+    /// - Parameters:
+    ///   - key: the key.
+    ///   - store: the store's name.
     /// - Returns: the value, or `nil`.
     /// - Throws: a database error, or ``CoatySQLiteError`` for invalid stored JSON.
-    public func localValue(forKey key: String) throws -> JSONValue? {
-        guard let text = try String.fetchOne(db, sql: "SELECT value FROM coaty_local WHERE key = ?", arguments: [key])
+    public func localValue(forKey key: String, in store: String) throws -> JSONValue? {
+        guard
+            let text = try String.fetchOne(
+                db,
+                sql: "SELECT value FROM coaty_local WHERE store = ? AND key = ?",
+                arguments: [store, key]
+            )
         else { return nil }
         do {
             return try JSONValue(parsing: text)
@@ -379,11 +409,19 @@ public final class SQLiteTransaction: WriteTransactionType, SQLReadTransaction {
         }
     }
 
-    /// The local keys, sorted.
+    /// The keys of a local store, sorted.
+    /// - Parameter store: the store's name.
     /// - Returns: the keys.
     /// - Throws: a database error.
-    public func localKeys() throws -> [String] {
-        try String.fetchAll(db, sql: "SELECT key FROM coaty_local ORDER BY key")
+    public func localKeys(in store: String) throws -> [String] {
+        try String.fetchAll(db, sql: "SELECT key FROM coaty_local WHERE store = ? ORDER BY key", arguments: [store])
+    }
+
+    /// The names of the local stores that hold a value, sorted.
+    /// - Returns: the names.
+    /// - Throws: a database error.
+    public func localStores() throws -> [String] {
+        try String.fetchAll(db, sql: "SELECT DISTINCT store FROM coaty_local ORDER BY store")
     }
 
     /// Writes a row (an upsert keeps the row's place in insertion order).
@@ -470,16 +508,19 @@ public final class SQLiteTransaction: WriteTransactionType, SQLReadTransaction {
     /// - Parameters:
     ///   - value: the value; `nil` removes it.
     ///   - key: the key.
+    ///   - store: the store's name.
     /// - Throws: a database error.
-    public func setLocalValue(_ value: JSONValue?, forKey key: String) throws {
+    public func setLocalValue(_ value: JSONValue?, forKey key: String, in store: String) throws {
         if let value {
             try db.execute(
-                sql:
-                    "INSERT INTO coaty_local (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                arguments: [key, value.serializedString()]
+                sql: """
+                    INSERT INTO coaty_local (store, key, value) VALUES (?, ?, ?)
+                    ON CONFLICT (store, key) DO UPDATE SET value = excluded.value
+                    """,
+                arguments: [store, key, value.serializedString()]
             )
         } else {
-            try db.execute(sql: "DELETE FROM coaty_local WHERE key = ?", arguments: [key])
+            try db.execute(sql: "DELETE FROM coaty_local WHERE store = ? AND key = ?", arguments: [store, key])
         }
     }
 }

@@ -11,7 +11,8 @@ struct InMemoryState: Sendable {
 
     var entries: [StoreIndex: Entry] = [:]
     var nextSequence = 0
-    var local: [String: JSONValue] = [:]
+    /// Local values by store name, then key.
+    var local: [String: [String: JSONValue]] = [:]
 
     /// The entries in scope and among `keys`, in insertion order.
     func entries(in scope: StoreScope, keys: [String]?) -> [Entry] {
@@ -95,7 +96,7 @@ public struct InMemoryConnection: ConnectionType {
 public final class InMemoryTransaction: WriteTransactionType {
     enum Undo {
         case entry(StoreIndex, InMemoryState.Entry?)
-        case local(String, JSONValue?)
+        case local(store: String, key: String, JSONValue?)
     }
 
     var state: InMemoryState
@@ -110,7 +111,7 @@ public final class InMemoryTransaction: WriteTransactionType {
         for undo in undoLog.reversed() {
             switch undo {
             case .entry(let index, let entry): state.entries[index] = entry
-            case .local(let key, let value): state.local[key] = value
+            case .local(let store, let key, let value): state.local[store, default: [:]][key] = value
             }
         }
         undoLog.removeAll()
@@ -134,13 +135,20 @@ public final class InMemoryTransaction: WriteTransactionType {
     public func rows(matching query: StoreQuery) -> [StoreRow] { state.rows(matching: query) }
 
     /// A local value.
-    /// - Parameter key: the key.
+    /// - Parameters:
+    ///   - key: the key.
+    ///   - store: the store's name.
     /// - Returns: the value, or `nil`.
-    public func localValue(forKey key: String) -> JSONValue? { state.local[key] }
+    public func localValue(forKey key: String, in store: String) -> JSONValue? { state.local[store]?[key] }
 
-    /// The local keys, sorted.
+    /// The keys of a local store, sorted.
+    /// - Parameter store: the store's name.
     /// - Returns: the keys.
-    public func localKeys() -> [String] { state.local.keys.sorted() }
+    public func localKeys(in store: String) -> [String] { (state.local[store] ?? [:]).keys.sorted() }
+
+    /// The names of the local stores that hold a value, sorted.
+    /// - Returns: the names.
+    public func localStores() -> [String] { state.local.filter { !$0.value.isEmpty }.keys.sorted() }
 
     /// Writes a row.
     /// - Parameters:
@@ -184,8 +192,9 @@ public final class InMemoryTransaction: WriteTransactionType {
     /// - Parameters:
     ///   - value: the value; `nil` removes it.
     ///   - key: the key.
-    public func setLocalValue(_ value: JSONValue?, forKey key: String) {
-        undoLog.append(.local(key, state.local[key]))
-        state.local[key] = value
+    ///   - store: the store's name.
+    public func setLocalValue(_ value: JSONValue?, forKey key: String, in store: String) {
+        undoLog.append(.local(store: store, key: key, state.local[store]?[key]))
+        state.local[store, default: [:]][key] = value
     }
 }

@@ -248,16 +248,37 @@ public protocol ReadTransactionType {
     /// - Throws: a backend error.
     func count(matching query: StoreQuery) throws -> Int
 
-    /// A value of the local key/value store.
+    /// A value of a local key/value store.
+    /// - Parameters:
+    ///   - key: the key.
+    ///   - store: the store's name (`""` is the default store).
+    /// - Returns: the value, or `nil`.
+    /// - Throws: a backend error.
+    func localValue(forKey key: String, in store: String) throws -> JSONValue?
+
+    /// The keys of a local key/value store, sorted.
+    /// - Parameter store: the store's name.
+    /// - Returns: the keys.
+    /// - Throws: a backend error.
+    func localKeys(in store: String) throws -> [String]
+
+    /// The names of the local stores that hold a value, sorted.
+    /// - Returns: the names.
+    /// - Throws: a backend error.
+    func localStores() throws -> [String]
+}
+
+extension ReadTransactionType {
+    /// A value of the default local store.
     /// - Parameter key: the key.
     /// - Returns: the value, or `nil`.
     /// - Throws: a backend error.
-    func localValue(forKey key: String) throws -> JSONValue?
+    public func localValue(forKey key: String) throws -> JSONValue? { try localValue(forKey: key, in: "") }
 
-    /// The keys of the local key/value store, sorted.
+    /// The keys of the default local store, sorted.
     /// - Returns: the keys.
     /// - Throws: a backend error.
-    func localKeys() throws -> [String]
+    public func localKeys() throws -> [String] { try localKeys(in: "") }
 }
 
 extension ReadTransactionType {
@@ -295,15 +316,25 @@ public protocol WriteTransactionType: ReadTransactionType {
     @discardableResult
     func removeRows(matching query: StoreQuery) throws -> [StoreIndex]
 
-    /// Sets or removes (`nil`) a value of the local key/value store.
+    /// Sets or removes (`nil`) a value of a local key/value store.
+    /// - Parameters:
+    ///   - value: the value; `nil` removes the key.
+    ///   - key: the key.
+    ///   - store: the store's name (`""` is the default store).
+    /// - Throws: a backend error.
+    func setLocalValue(_ value: JSONValue?, forKey key: String, in store: String) throws
+}
+
+extension WriteTransactionType {
+    /// Sets or removes (`nil`) a value of the default local store.
     /// - Parameters:
     ///   - value: the value; `nil` removes the key.
     ///   - key: the key.
     /// - Throws: a backend error.
-    func setLocalValue(_ value: JSONValue?, forKey key: String) throws
-}
+    public func setLocalValue(_ value: JSONValue?, forKey key: String) throws {
+        try setLocalValue(value, forKey: key, in: "")
+    }
 
-extension WriteTransactionType {
     /// Removes by reading the rows first; backends may override this.
     /// - Parameter query: the query.
     /// - Returns: the indexes of the removed rows.
@@ -341,6 +372,24 @@ public protocol ConnectionType: Sendable {
     /// - Returns: what `body` returns.
     /// - Throws: what `body` or the backend throws (after the rollback).
     func write<T: Sendable>(_ body: @escaping @Sendable (WriteTransaction) throws -> T) async throws -> T
+
+    /// Runs a brief read (a lookup by key or indexed column); see the default implementation.
+    /// - Parameter body: the reads.
+    /// - Returns: what `body` returns.
+    /// - Throws: what `body` or the backend throws.
+    func readBriefly<T: Sendable>(_ body: @escaping @Sendable (ReadTransaction) throws -> T) async throws -> T
+}
+
+extension ConnectionType {
+    /// Runs a brief read — a lookup by key or by an indexed column, microseconds of work — where a
+    /// backend can run it without a thread switch (SQLite: on the calling thread); by default a
+    /// ``read(_:)``. Never for scans or filters that may read many rows.
+    /// - Parameter body: the reads.
+    /// - Returns: what `body` returns.
+    /// - Throws: what `body` or the backend throws.
+    public func readBriefly<T: Sendable>(_ body: @escaping @Sendable (ReadTransaction) throws -> T) async throws -> T {
+        try await read(body)
+    }
 }
 
 /// A database that hands out connections.

@@ -72,8 +72,8 @@ struct PostgresBackendTests {
         }
     }
 
-    /// A database made with the first schema (version 1's statements replayed, rows inserted as
-    /// version 1 wrote them) is upgraded and keeps every row.
+    /// A database made with the first schemas (versions 1 and 2 replayed, rows and a local value
+    /// inserted as they wrote them) is upgraded and keeps every row and value.
     @Test func aDatabaseOfTheFirstSchemaIsUpgradedWithEveryRow() async throws {
         let server = try #require(PostgresTestServer.current)
         let url = try server.makeDatabase()
@@ -81,8 +81,10 @@ struct PostgresBackendTests {
             "CREATE TABLE coaty_schema_version (version integer PRIMARY KEY, name text NOT NULL,"
                 + " applied_at timestamptz NOT NULL DEFAULT now())"
         ]
-        statements += PostgresDatabase.migrationTexts[0]
+        statements += PostgresDatabase.migrationTexts[0] + PostgresDatabase.migrationTexts[1]
         statements.append("INSERT INTO coaty_schema_version (version, name) VALUES (1, 'v1-rows')")
+        statements.append("INSERT INTO coaty_schema_version (version, name) VALUES (2, 'v2-local-context')")
+        statements.append(#"INSERT INTO coaty_local (key, value) VALUES ('agent', '{"name":"recorder"}'::jsonb)"#)
         for i in 1...12 {
             let id = SpecObjects.objectId(i)
             let object =
@@ -96,7 +98,7 @@ struct PostgresBackendTests {
         }
         try server.execute(statements.joined(separator: ";\n"), in: url)
         try await PostgresDatabase.withDatabase(url: url) { database in
-            #expect(try await database.appliedMigrations() == ["v1-rows"])
+            #expect(try await database.appliedMigrations() == ["v1-rows", "v2-local-context"])
             let connection = try await database.makeConnection()  // brings the schema up to date
             #expect(try await database.appliedMigrations() == PostgresDatabase.migrationNames)
             let objects = try await connection.read { tx in try AnyCoatyObject.read(tx).all() }
@@ -107,8 +109,10 @@ struct PostgresBackendTests {
                 joins: []
             )
             #expect(ranked.count == 3)
-            try await LocalStore(connection).set("upgraded", true)
-            #expect(try await LocalStore(connection).get("upgraded") == true)
+            // Version 2's local values are in the default store.
+            #expect(try await LocalStore(connection).get("agent") == ["name": "recorder"])
+            try await LocalStore(connection, name: "other").set("agent", true)
+            #expect(try await LocalStore(connection).get("agent") == ["name": "recorder"])
         }
     }
 

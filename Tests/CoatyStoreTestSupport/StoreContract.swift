@@ -187,6 +187,13 @@ public enum StoreContract {
         #expect(try await LocalStore(connection).get("k") == nil)
     }
 
+    /// A typed value of a local store.
+    struct Room: Codable, Equatable {
+        var floor: Int
+        var name: String
+        var since: Date
+    }
+
     public static func local<C: ConnectionType>(_ connection: C) async throws {
         let local = LocalStore(connection)
         #expect(try await local.keys().isEmpty)
@@ -198,6 +205,24 @@ public enum StoreContract {
         #expect(try await local.keys() == ["a", "b"])
         try await local.remove("a")
         #expect(try await local.get("a") == nil)
+        #expect(try await local.keys() == ["b"])
+
+        // Named stores keep the same keys apart; typed values round-trip.
+        let settings = LocalStore(connection, name: "settings")
+        let room = Room(floor: 4, name: "B7-4.12", since: Date(timeIntervalSince1970: 1_700_000_000.25))
+        try await settings.set("room", value: room)
+        try await settings.set("b", "settings' own b")
+        #expect(try await settings.get("room", as: Room.self) == room)
+        #expect(try await settings.get("missing", as: Room.self) == nil)
+        #expect(try await settings.get("b") == "settings' own b")
+        #expect(try await local.get("b") == ["nested": [1, 2.5, "x", nil, true]])
+        #expect(try await settings.keys() == ["b", "room"])
+        #expect(try await settings.values()["b"] == "settings' own b")
+        #expect(try await LocalStore.names(in: connection) == ["", "settings"])
+        await #expect(throws: (any Error).self) { try await settings.get("b", as: Room.self) }
+        #expect(try await settings.clear() == 2)
+        #expect(try await settings.keys().isEmpty)
+        #expect(try await LocalStore.names(in: connection) == [""])
         #expect(try await local.keys() == ["b"])
     }
 

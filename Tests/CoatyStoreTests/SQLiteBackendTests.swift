@@ -2,6 +2,7 @@ import CoatyCore
 import CoatyStore
 import CoatyStoreTestSupport
 import Foundation
+import GRDB
 import Testing
 
 @testable import CoatySQLite
@@ -60,6 +61,21 @@ struct SQLiteBackendTests {
         #expect(try await LocalStore(connection).get("upgraded") == true)
         let removed = try await storage.apply([.remove(objectIds: [SpecObjects.objectId(1)])])
         #expect(removed == [.removed((1...12).map { SpecObjects.objectId($0) })])
+    }
+
+    /// Local values written by schema v2 (one unnamed store) are in the default store after v4.
+    @Test func localValuesOfTheSecondSchemaMoveToTheDefaultStore() async throws {
+        let path = TemporaryDirectory().file("v2.sqlite")
+        do {
+            let pool = try DatabasePool(path: path)
+            try SQLiteDatabase.migrator.migrate(pool, upTo: "v2-local-context")
+            try await pool.write { db in
+                try db.execute(sql: #"INSERT INTO coaty_local (key, value) VALUES ('agent', '{"name":"recorder"}')"#)
+            }
+        }
+        let connection = try SQLiteDatabase(path: path).makeConnection()
+        #expect(try await LocalStore(connection).get("agent") == ["name": "recorder"])
+        #expect(try await LocalStore.names(in: connection) == [""])
     }
 
     @Test func sqlReadsReturnTypedItems() async throws {

@@ -43,15 +43,17 @@ final class RecordingTransaction: WriteTransactionType {
         return queryResult.count
     }
 
-    func localValue(forKey key: String) -> JSONValue? {
+    func localValue(forKey key: String, in store: String) -> JSONValue? {
         calls.append(.localValue(key))
         return nil
     }
 
-    func localKeys() -> [String] {
+    func localKeys(in store: String) -> [String] {
         calls.append(.localKeys)
         return []
     }
+
+    func localStores() -> [String] { [] }
 
     func write(_ row: StoreRow, mode: StoreWriteMode) -> Bool {
         calls.append(.write(row, mode))
@@ -68,7 +70,7 @@ final class RecordingTransaction: WriteTransactionType {
         return queryResult.map(\.index)
     }
 
-    func setLocalValue(_ value: JSONValue?, forKey key: String) {
+    func setLocalValue(_ value: JSONValue?, forKey key: String, in store: String) {
         calls.append(.setLocal(key, value))
     }
 }

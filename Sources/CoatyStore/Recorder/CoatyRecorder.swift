@@ -276,8 +276,10 @@ public final class CoatyRecorder: Service, Sendable {
                 if configuration.acknowledgesAfterCommit {
                     group.addTask { await self.acknowledgeCommitted() }
                 }
-                // Answers run on the thread that routes received events (the transport's delivery
-                // executor): a request is answered without a switch to another thread.
+                // Requests are answered on the thread that routes received events (the transport's
+                // delivery executor): no switch to another thread between a request and its answer.
+                // A Discover's lookup is a brief read right there; a Query's read (SQL, filtering,
+                // ordering, however many rows) runs on the store's own threads.
                 let answering = self.manager.deliveryExecutor
                 if let queries { group.addTask(executorPreference: answering) { await self.answer(queries) } }
                 if let discovers { group.addTask(executorPreference: answering) { await self.answer(discovers) } }

@@ -150,7 +150,8 @@ public struct ConnectionRecorderStorage<Connection: ConnectionType>: RecorderSto
     /// See ``RecorderStorage/objects(where:equals:)``.
     public func objects(where property: String, equals value: String) async throws -> [JSONValue] {
         let filter = ObjectFilter.where(ObjectFilterProperty(path: [property]), .equals(.string(value)))
-        return try await connection.read { tx in
+        // objectId and externalId are promoted, indexed columns: a brief read.
+        return try await connection.readBriefly { tx in
             try tx.rows(matching: StoreQuery(scope: .coatyObjects, filter: filter, includesMetadata: false)).map(
                 \.object
             )
