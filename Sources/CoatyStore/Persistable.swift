@@ -165,6 +165,13 @@ public struct StoreCoding<Item, Metadata: Codable & Sendable>: Sendable {
         self.decode = decode
     }
 
+    /// The same coding with another metadata type (items are coded alike).
+    /// - Parameter type: the metadata type.
+    /// - Returns: the coding.
+    public func withMetadata<Other: Codable & Sendable>(_ type: Other.Type) -> StoreCoding<Item, Other> {
+        StoreCoding<Item, Other>(scope: scope, index: index, indexForKey: indexForKey, encode: encode, decode: decode)
+    }
+
     /// The metadata's JSON (`nil` for ``NoMetadata`` and for no metadata).
     func encodeMetadata(_ metadata: Metadata?) throws -> JSONValue? {
         guard let metadata, Metadata.self != NoMetadata.self else { return nil }

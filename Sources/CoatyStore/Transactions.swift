@@ -222,7 +222,7 @@ public enum StoreWriteMode: Sendable, Hashable {
 /// Implementations are the backends' transaction objects, and test doubles (a recording mock
 /// is enough to test the typed API without a database). A transaction is only valid inside the
 /// closure of ``ConnectionType/read(_:)`` or ``ConnectionType/write(_:)``.
-public protocol ReadTransactionType {
+public protocol ReadTransactionType: SendableMetatype {
     /// The row at an index.
     /// - Parameter index: the index.
     /// - Returns: the row, or `nil`.

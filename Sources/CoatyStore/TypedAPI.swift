@@ -72,11 +72,25 @@ public struct Reader<Item, Metadata: Codable & Sendable> {
         try withMetadata.matching(filter).map(\.item)
     }
 
-    /// The keys that have an item, in the order given.
+    /// The items that exist for these keys, and the keys that have none (as the seeds'
+    /// `let (items, missingKeys) = Item.read(transaction).filterExisting(keys)`), in the order given.
+    /// - Parameter keys: the keys.
+    /// - Returns: the items found and the missing keys.
+    /// - Throws: a backend or decoding error.
+    public func filterExisting(_ keys: some Sequence<String>) throws -> (items: [Item], missingKeys: [String]) {
+        var items: [Item] = []
+        var missing: [String] = []
+        for key in keys {
+            if let item = try byKey(key) { items.append(item) } else { missing.append(key) }
+        }
+        return (items, missing)
+    }
+
+    /// The keys that have an item, in the order given (one read of the collection's keys).
     /// - Parameter keys: the keys.
     /// - Returns: the keys that exist.
     /// - Throws: a backend error.
-    public func filterExisting(_ keys: some Sequence<String>) throws -> [String] {
+    public func existingKeys(_ keys: some Sequence<String>) throws -> [String] {
         let keys = Array(keys)
         let existing: Set<String>
         if case .collection(let collection) = coding.scope {
@@ -85,6 +99,14 @@ public struct Reader<Item, Metadata: Codable & Sendable> {
             existing = Set(try transaction.rows(matching: StoreQuery(scope: coding.scope, keys: keys)).map(\.index.key))
         }
         return keys.filter(existing.contains)
+    }
+
+    /// The same reads, returning each item with its metadata decoded as any `Codable` type (the
+    /// seeds decouple metadata from the item: one item type, many metadata types).
+    /// - Parameter type: the metadata type.
+    /// - Returns: the reader.
+    public func withMetadata<Other: Codable & Sendable>(_ type: Other.Type) -> MetadataReader<Item, Other> {
+        MetadataReader(reader: Reader<Item, Other>(transaction, coding: coding.withMetadata(Other.self)))
     }
 
     /// How many items there are.
@@ -208,6 +230,15 @@ public struct MetadataReader<Item, Metadata: Codable & Sendable> {
     /// - Throws: a backend or decoding error.
     public func matching(_ filter: ObjectFilter) throws -> [Stored<Item, Metadata>] {
         try reader.transaction.rows(matching: StoreQuery(scope: reader.coding.scope, filter: filter)).map(stored)
+    }
+}
+
+extension Writer {
+    /// The same writes, with metadata of any `Codable` type.
+    /// - Parameter type: the metadata type.
+    /// - Returns: the writer.
+    public func withMetadata<Other: Codable & Sendable>(_ type: Other.Type) -> Writer<Item, Other> {
+        Writer<Item, Other>(transaction, coding: coding.withMetadata(Other.self))
     }
 }
 

@@ -187,6 +187,9 @@ public enum StoreContract {
         #expect(try await LocalStore(connection).get("k") == nil)
     }
 
+    /// Metadata of another type than an item type's own.
+    struct Who: Codable, Sendable, Equatable { var changedBy: String }
+
     /// A typed value of a local store.
     struct Room: Codable, Equatable {
         var floor: Int
@@ -264,7 +267,8 @@ public enum StoreContract {
                 byKeys: try Light.read(tx).byKeys([
                     lights[2].objectId.uuidString, "missing", lights[0].objectId.uuidString,
                 ]),
-                existing: try Note.read(tx).filterExisting(["2", "3", "1"]),
+                existing: try Note.read(tx).existingKeys(["2", "3", "1"]),
+                filtered: try Note.read(tx).filterExisting(["2", "3", "1"]),
                 setting: try Setting.read(tx).withMetadata.byKey("volume"),
                 any: try AnyCoatyObject.read(tx).all().count,
                 atIndexes: try Note.read(tx).atIndexes([StoreIndex("notes", "2"), StoreIndex("lights", "2")]),
@@ -275,6 +279,8 @@ public enum StoreContract {
         #expect(result.bright.map(\.name) == ["c", "a"])
         #expect(result.byKeys.map(\.name) == ["c", "a"])
         #expect(result.existing == ["2", "1"])
+        #expect(result.filtered.items == [Note(id: 2, text: "two"), Note(id: 1, text: "one")])
+        #expect(result.filtered.missingKeys == ["3"])
         #expect(result.setting?.item == Setting(id: "volume", value: 3))
         #expect(result.setting?.metadata == Setting.Audit(changedBy: "alice"))
         #expect(result.any == 3)
@@ -291,6 +297,36 @@ public enum StoreContract {
         #expect(remaining == 2)
         #expect(try await connection.read { tx in try Light.read(tx).all() }.isEmpty)
         #expect(try await connection.read { tx in try Note.read(tx).count() } == 2)
+
+        // The seeds' API on a connection: each read its own transaction.
+        #expect(try await Note.read(connection).byKey("2") == Note(id: 2, text: "two"))
+        #expect(try await Note.read(connection).all().map(\.id) == [1, 2])
+        let (found, missing) = try await Note.read(connection).filterExisting(["2", "9"])
+        #expect(found == [Note(id: 2, text: "two")] && missing == ["9"])
+        #expect(try await Note.read(connection).count() == 2)
+        #expect(try await Note.read(connection).matching(.where("text", .equals("one"))).map(\.id) == [1])
+        #expect(try await Setting.read(connection).withMetadata.byKey("volume")?.metadata?.changedBy == "alice")
+        // Metadata of another type per call: the same rows read with any Codable metadata type.
+        #expect(
+            try await Setting.read(connection).withMetadata(Who.self).all().map(\.metadata) == [Who(changedBy: "alice")]
+        )
+        try await connection.write { tx in
+            _ = try Note.writer(tx).withMetadata(Who.self).write(
+                Note(id: 7, text: "audited"),
+                metadata: Who(changedBy: "bob")
+            )
+        }
+        let audited = try await connection.read { tx in try Note.read(tx).withMetadata(Who.self).byKey("7") }
+        #expect(audited?.metadata == Who(changedBy: "bob"))
+        // Curried steps, composed in one transaction.
+        try await connection.write(Note(id: 5, text: "five").write())
+        try await connection.write { tx in
+            try Note(id: 6, text: "six").write()(tx)
+            _ = try Note(id: 5, text: "five").remove()(tx)
+        }
+        #expect(try await connection.read(Note.readByKey("6")) == Note(id: 6, text: "six"))
+        #expect(try await connection.read(Note.readByKey("5")) == nil)
+        #expect(try await connection.read(Note.readAll()).map(\.id) == [1, 2, 7, 6])
     }
 
     public static func persistableRepository<C: ConnectionType>(_ connection: C) async throws {

@@ -158,7 +158,7 @@ struct TypedAPITransactionTests {
             index: StoreIndex("notes", "2"),
             object: ["id": 2, "text": "x"]
         )
-        #expect(try Note.read(tx).filterExisting(["1", "2", "3"]) == ["2"])
+        #expect(try Note.read(tx).existingKeys(["1", "2", "3"]) == ["2"])
         #expect(tx.calls == [.keys("notes")])
     }
 
