@@ -402,6 +402,17 @@ func runAnswerCosts(_ args: [String]) async throws {
             )
         }
     }
+    var readOnly = Configuration()
+    readOnly.readonly = true
+    let queue = try DatabaseQueue(path: args[0], configuration: readOnly)
+    try await time("GRDB read-only DatabaseQueue.inDatabase, cached statement, one String") {
+        _ = try queue.inDatabase { db in
+            try String.fetchOne(
+                db.cachedStatement(sql: "SELECT object FROM coaty_rows WHERE objectId = ?"),
+                arguments: [id]
+            )
+        }
+    }
     try await time("GRDB unsafeRead, cached statement, one String") {
         _ = try pool.unsafeRead { db in
             try String.fetchOne(

@@ -31,6 +31,10 @@ public final class SQLiteDatabase: DatabaseType, JSONPropertyIndexing {
     /// The file path.
     public let path: String
     let pool: DatabasePool
+    /// One read-only connection for brief reads (``SQLiteConnection/readBriefly(_:)``): a lookup
+    /// through it costs a third of one through the pool, whose reader checkout and isolation
+    /// machinery dominate a read of one row.
+    let briefReader: DatabaseQueue
     let indexes = DeclaredIndexes()
 
     /// The most bytes of the file SQLite maps into memory (1 GiB of address space, not memory).
@@ -64,6 +68,10 @@ public final class SQLiteDatabase: DatabaseType, JSONPropertyIndexing {
                     .map { DeclaredIndexes.Key(collection: $0[0], property: $0[1]) }
             }
             indexes.insert(declared)
+            var readOnly = Configuration()
+            readOnly.readonly = true
+            readOnly.prepareDatabase { db in try db.execute(sql: "PRAGMA mmap_size = \(Self.mmapSize)") }
+            briefReader = try DatabaseQueue(path: path, configuration: readOnly)
         } catch {
             throw CoatySQLiteError("Cannot open the SQLite database at \(path): \(error)")
         }
@@ -71,7 +79,9 @@ public final class SQLiteDatabase: DatabaseType, JSONPropertyIndexing {
 
     /// A connection (connections share the pool).
     /// - Returns: the connection.
-    public func makeConnection() -> SQLiteConnection { SQLiteConnection(pool: pool, indexes: indexes) }
+    public func makeConnection() -> SQLiteConnection {
+        SQLiteConnection(pool: pool, briefReader: briefReader, indexes: indexes)
+    }
 
     /// Creates (once; later calls do nothing) an index on a top-level JSON property of the items
     /// of one collection (for Coaty objects: one object type), so that Queries with a condition
@@ -207,6 +217,7 @@ public final class SQLiteDatabase: DatabaseType, JSONPropertyIndexing {
 /// A connection to a ``SQLiteDatabase``.
 public struct SQLiteConnection: ConnectionType, JSONPropertyIndexing {
     let pool: DatabasePool
+    let briefReader: DatabaseQueue
     let indexes: DeclaredIndexes
 
     /// Runs `body` in a read transaction on a snapshot (WAL readers run beside the writer), on
@@ -218,11 +229,11 @@ public struct SQLiteConnection: ConnectionType, JSONPropertyIndexing {
         try await pool.read { db in try body(SQLiteTransaction(db, indexes: indexes)) }
     }
 
-    /// Runs a brief read (a lookup by key or indexed column) on the calling thread: a WAL reader
-    /// never waits for the writer, so such a read is microseconds of work, and running it where
-    /// the caller is saves the two thread switches of a hop to a reader queue and back (about a
-    /// third of the time a recorder takes to answer a Discover). Only when every pooled reader
-    /// is busy does it wait for one. Never for scans: use ``read(_:)``.
+    /// Runs a brief read (a lookup by key or indexed column) on the calling thread, on the
+    /// database's one read-only connection for brief reads: a WAL reader never waits for the
+    /// writer, so such a read is microseconds of work, and running it where the caller is saves
+    /// the two thread switches of a hop to a reader queue and back, and the pool's reader
+    /// checkout. Brief reads are serialized on that connection. Never for scans: use ``read(_:)``.
     /// - Parameter body: the reads.
     /// - Returns: what `body` returns.
     /// - Throws: what `body` or SQLite throws.
@@ -242,9 +253,9 @@ public struct SQLiteConnection: ConnectionType, JSONPropertyIndexing {
         indexes.contains(collection: collection, property: property)
     }
 
-    /// GRDB's synchronous read (a synchronous context selects that overload).
+    /// GRDB's synchronous read on the brief reader (a synchronous context selects that overload).
     private func readHere<T>(_ body: (SQLiteTransaction) throws -> T) throws -> T {
-        try pool.read { db in try body(SQLiteTransaction(db, indexes: indexes)) }
+        try briefReader.read { db in try body(SQLiteTransaction(db, indexes: indexes)) }
     }
 
     /// Runs `body` in an immediate write transaction: commits when it returns, rolls back when it

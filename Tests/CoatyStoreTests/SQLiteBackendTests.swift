@@ -78,6 +78,28 @@ struct SQLiteBackendTests {
         #expect(try await LocalStore.names(in: connection) == [""])
     }
 
+    /// Brief reads (one read-only connection, on the calling thread) see every committed write,
+    /// also after the schema changed under them.
+    @Test func briefReadsSeeEveryCommit() async throws {
+        let database = try SQLiteDatabase(path: TemporaryDirectory().file("brief.sqlite"))
+        let connection = database.makeConnection()
+        func lookup(_ id: String) async throws -> [String] {
+            try await connection.readBriefly { tx in
+                try tx.rows(matching: StoreQuery(scope: .all, filter: .where("objectId", .equals(.string(id)))))
+                    .compactMap { $0.object["name"]?.stringValue }
+            }
+        }
+        let id = SpecObjects.objectId(1)
+        #expect(try await lookup(id).isEmpty)
+        let row = StoreRow(index: StoreIndex("c", id), object: ["objectId": .string(id), "name": "first"])
+        try await connection.write { tx in _ = try tx.write(row, mode: .upsert) }
+        #expect(try await lookup(id) == ["first"])
+        try await database.createIndex(collection: "c", property: "rank")
+        let renamed = StoreRow(index: row.index, object: ["objectId": .string(id), "name": "second", "rank": 1])
+        try await connection.write { tx in _ = try tx.write(renamed, mode: .upsert) }
+        #expect(try await lookup(id) == ["second"])
+    }
+
     @Test func sqlReadsReturnTypedItems() async throws {
         try await StoreContract.sqlReadsReturnTypedItems(
             SQLiteDatabase(path: TemporaryDirectory().file("sql.sqlite")).makeConnection(),
