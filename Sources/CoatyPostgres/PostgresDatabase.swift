@@ -42,15 +42,16 @@ public struct CoatyPostgresError: Error, Sendable, CustomStringConvertible {
 /// blocking thread pool (`NIOThreadPool.singleton`), never on a Swift concurrency thread, and waits
 /// there for its statements. Name the type `CoatyPostgres.PostgresDatabase` where `PostgresNIO`
 /// is imported too (it has a protocol of the same name).
-public final class PostgresDatabase: DatabaseType, Service {
+public final class PostgresDatabase: DatabaseType, Service, JSONPropertyIndexing {
     /// The client's configuration.
     public let configuration: PostgresClient.Configuration
     let client: PostgresClient
     let logger: Logger
     let isMigrated = Mutex(false)
+    let indexes = JSONIndexDeclarations()
 
     /// The migrations, in order; version `n` is `migrationNames[n - 1]`.
-    public static let migrationNames = ["v1-rows", "v2-local-context", "v3-named-local-stores"]
+    public static let migrationNames = ["v1-rows", "v2-local-context", "v3-named-local-stores", "v4-json-indexes"]
 
     /// A database for a client configuration (nothing connects before ``run()``).
     /// - Parameters:
@@ -157,9 +158,62 @@ public final class PostgresDatabase: DatabaseType, Service {
     public func makeConnection() async throws -> PostgresStoreConnection {
         if !isMigrated.withLock({ $0 }) {
             try await migrate()
+            let logger = logger
+            let declared = try await client.withConnection { connection in
+                try await connection.query("SELECT collection, property FROM coaty_json_indexes", logger: logger)
+                    .collect().map { row in
+                        let (collection, property) = try row.decode((String, String).self)
+                        return JSONIndexDeclarations.Key(collection: collection, property: property)
+                    }
+            }
+            indexes.insert(declared)
             isMigrated.withLock { $0 = true }
         }
         return PostgresStoreConnection(database: self)
+    }
+
+    /// Creates (once; later calls do nothing) an index on a top-level JSON property of the items
+    /// of one collection (for Coaty objects: one object type): a partial expression index on
+    /// `(object -> 'property')` (`jsonb`, missing values first), kept in the database. Queries of
+    /// that collection ordered by the property, or comparing it with numbers, then read only the
+    /// rows they answer with (see "Indexes and fast queries" in the CoatyStore docs).
+    /// - Parameters:
+    ///   - collection: the collection.
+    ///   - property: a top-level member named with letters, digits and `_`.
+    /// - Throws: ``CoatyPostgresError`` for another property name, or when PostgreSQL fails.
+    public func createIndex(collection: String, property: String) async throws {
+        guard JSONIndexDeclarations.isIndexable(property) else {
+            throw CoatyPostgresError(
+                "Cannot index the property \"\(property)\": only top-level properties named with letters, digits and _"
+            )
+        }
+        _ = try await makeConnection()  // the schema is up to date
+        let key = JSONIndexDeclarations.Key(collection: collection, property: property)
+        let logger = logger
+        try await client.withConnection { connection in
+            try await connection.query(
+                PostgresQuery(
+                    unsafeSQL: "CREATE INDEX IF NOT EXISTS \(key.indexName) ON coaty_rows"
+                        + " ((object -> \(PostgresPlan.quoted(property))) NULLS FIRST)"
+                        + " WHERE collection = \(PostgresPlan.quoted(collection))"
+                ),
+                logger: logger
+            )
+            try await connection.query(
+                "INSERT INTO coaty_json_indexes (collection, property, name) VALUES (\(collection), \(property), \(key.indexName)) ON CONFLICT DO NOTHING",
+                logger: logger
+            )
+        }
+        indexes.insert([key])
+    }
+
+    /// Whether ``createIndex(collection:property:)`` created that index.
+    /// - Parameters:
+    ///   - collection: the collection.
+    ///   - property: the property.
+    /// - Returns: `true` when declared.
+    public func hasIndex(collection: String, property: String) -> Bool {
+        indexes.contains(collection: collection, property: property)
     }
 
     /// The names of the migrations applied to the database, in order.
@@ -221,6 +275,14 @@ public final class PostgresDatabase: DatabaseType, Service {
             "ALTER TABLE coaty_local DROP CONSTRAINT coaty_local_pkey",
             "ALTER TABLE coaty_local ADD PRIMARY KEY (store, key)",
         ],
+        [
+            """
+            CREATE TABLE coaty_json_indexes (
+                collection text NOT NULL, property text NOT NULL, name text NOT NULL,
+                PRIMARY KEY (collection, property)
+            )
+            """
+        ],
     ]
 
     /// Applies the missing migrations in one transaction, under an advisory lock so that
@@ -275,13 +337,14 @@ public final class PostgresDatabase: DatabaseType, Service {
         _ body: @escaping @Sendable (PostgresTransaction) throws -> T
     ) async throws -> T {
         let logger = logger
+        let declared = indexes
         return try await client.withConnection { connection in
             let begin: PostgresQuery = readOnly ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" : "BEGIN"
             try await connection.query(begin, logger: logger)
             let result: T
             do {
                 result = try await NIOThreadPool.singleton.runIfActive {
-                    let transaction = PostgresTransaction(connection: connection, logger: logger)
+                    let transaction = PostgresTransaction(connection: connection, logger: logger, indexes: declared)
                     let result = try body(transaction)
                     if let failure = transaction.failure {
                         throw CoatyPostgresError(
@@ -305,8 +368,18 @@ public final class PostgresDatabase: DatabaseType, Service {
 }
 
 /// A connection to a ``PostgresDatabase``: each transaction leases a pooled connection.
-public struct PostgresStoreConnection: ConnectionType {
+public struct PostgresStoreConnection: ConnectionType, JSONPropertyIndexing {
     let database: PostgresDatabase
+
+    /// See ``PostgresDatabase/createIndex(collection:property:)``.
+    public func createIndex(collection: String, property: String) async throws {
+        try await database.createIndex(collection: collection, property: property)
+    }
+
+    /// See ``PostgresDatabase/hasIndex(collection:property:)``.
+    public func hasIndex(collection: String, property: String) -> Bool {
+        database.hasIndex(collection: collection, property: property)
+    }
 
     /// Runs `body` in a read-only repeatable-read transaction (one snapshot).
     /// - Parameter body: the reads.

@@ -55,17 +55,30 @@ struct PostgresPlan {
     var limitClause = ""
     /// Whether the SQL selects exactly the query's rows (no re-filtering needed).
     var isExact: Bool
+    /// Whether the WHERE clause selects exactly the rows matching the conditions (ordering and
+    /// paging aside).
+    var conditionsAreExact = true
 
     /// The plan of a query.
     /// - Parameters:
     ///   - query: the query.
     ///   - bound: parameters already bound before the plan's own (theirs are `$1`…).
-    init(_ query: StoreQuery, continuing bound: PostgresSQL = PostgresSQL()) {
+    ///   - numericProperties: top-level properties known to hold only numbers below 2^53 (or
+    ///     nothing) in every row of the query's one collection: comparisons of them with numbers
+    ///     are exact and written so that an index on `(object -> 'property')` serves them.
+    init(
+        _ query: StoreQuery,
+        continuing bound: PostgresSQL = PostgresSQL(),
+        numericProperties: Set<String> = []
+    ) {
         var sql = bound
         var clauses: [String] = []
         switch query.scope {
         case .collection(let name):
-            clauses.append("collection = \(sql.bind(name))")
+            // A literal: the planner then matches a partial index (`WHERE collection = '…'`).
+            clauses.append("collection = \(Self.quoted(name))")
+        case .collections(let names) where names.count == 1:
+            clauses.append("collection = \(Self.quoted(names[0]))")
         case .collections(let names):
             clauses.append(names.isEmpty ? "false" : "collection = ANY(\(sql.bind(names)))")
         case .coreTypes(let types):
@@ -81,7 +94,7 @@ struct PostgresPlan {
         var isExact = true
         if let conditions = query.filter?.conditions {
             var scratch = sql
-            let translated = Self.translate(conditions, &scratch)
+            let translated = Self.translate(conditions, &scratch, numeric: numericProperties)
             if let text = translated.text, scratch.binds.count <= SQLText.maximumArguments {
                 clauses.append(text)
                 sql = scratch
@@ -94,6 +107,7 @@ struct PostgresPlan {
         self.whereClause = clauses.isEmpty ? "true" : clauses.map { "(\($0))" }.joined(separator: " AND ")
         self.sql = sql
         self.isExact = isExact
+        self.conditionsAreExact = isExact
         if isExact, let filter = query.filter {
             if let paging = filter.exactSQLPaging {
                 if let take = paging.take { limitClause += " LIMIT \(take)" }
@@ -114,12 +128,16 @@ struct PostgresPlan {
         static func necessary(_ text: String) -> Translation { Translation(text: text, isExact: false) }
     }
 
-    static func translate(_ conditions: ObjectFilterConditions, _ sql: inout PostgresSQL) -> Translation {
+    static func translate(
+        _ conditions: ObjectFilterConditions,
+        _ sql: inout PostgresSQL,
+        numeric: Set<String> = []
+    ) -> Translation {
         switch conditions {
         case .condition(let condition):
-            return translate(condition, &sql)
+            return translate(condition, &sql, numeric: numeric)
         case .and(let list):
-            let parts = list.map { translate($0, &sql) }
+            let parts = list.map { translate($0, &sql, numeric: numeric) }
             let texts = parts.compactMap(\.text)
             return Translation(
                 text: texts.isEmpty ? nil : SQLText.balanced(texts.map { "(\($0))" }, " AND "),
@@ -129,7 +147,7 @@ struct PostgresPlan {
             if list.isEmpty { return .exact("false") }
             // Translate into a scratch copy: an unrestricted part drops the whole disjunction.
             var scratch = sql
-            let parts = list.map { translate($0, &scratch) }
+            let parts = list.map { translate($0, &scratch, numeric: numeric) }
             guard parts.allSatisfy({ $0.text != nil }) else { return .unrestricted }
             sql = scratch
             return Translation(
@@ -160,11 +178,69 @@ struct PostgresPlan {
     }
 
     /// Translates one condition; parameters are bound only when it restricts the rows.
-    static func translate(_ condition: ObjectFilterCondition, _ sql: inout PostgresSQL) -> Translation {
+    static func translate(
+        _ condition: ObjectFilterCondition,
+        _ sql: inout PostgresSQL,
+        numeric: Set<String> = []
+    ) -> Translation {
         var local = sql
-        let translation = translateBinding(condition, &local)
+        let path = condition.property.path
+        let translation =
+            path.count == 1 && numeric.contains(path[0])
+            ? numericComparison(condition.expression, key: path[0], &local) ?? translateBinding(condition, &local)
+            : translateBinding(condition, &local)
         if translation.text != nil { sql = local }
         return translation
+    }
+
+    /// A comparison with numbers of a property that holds only numbers below 2^53 or nothing:
+    /// exact (`jsonb` compares numbers numerically; a missing member satisfies none, as Coaty's
+    /// operators are false on undefined), two-valued, and served by an index on
+    /// `(object -> 'key')`. `nil` for other operators or operands.
+    static func numericComparison(_ expression: ObjectFilterExpression, key: String, _ sql: inout PostgresSQL)
+        -> Translation?
+    {
+        let value = "(object -> \(quoted(key)))"
+        func number(_ operand: JSONValue?) -> JSONValue? {
+            guard let operand, operand.isExactSQLNumber else { return nil }
+            return operand
+        }
+        switch expression.operator {
+        case .lessThan, .lessThanOrEqual, .greaterThan, .greaterThanOrEqual:
+            guard let operand = number(expression.operand1), let op = expression.operator.sqlComparison else {
+                return nil
+            }
+            return .exact("\(value) \(op) \(sql.bindJSON(operand)) AND \(value) IS NOT NULL")
+        case .between, .notBetween:
+            guard let a = number(expression.operand1), let b = number(expression.operand2),
+                let x = a.doubleValue, let y = b.doubleValue
+            else { return nil }
+            let (low, high) = x <= y ? (a, b) : (b, a)
+            let negation = expression.operator == .notBetween ? "NOT " : ""
+            return .exact(
+                "\(value) \(negation)BETWEEN \(sql.bindJSON(low)) AND \(sql.bindJSON(high)) AND \(value) IS NOT NULL"
+            )
+        case .equals, .notEquals:
+            guard let operand = number(expression.operand1) else { return nil }
+            let op = expression.operator == .equals ? "=" : "<>"
+            return .exact("\(value) \(op) \(sql.bindJSON(operand)) AND \(value) IS NOT NULL")
+        default:
+            return nil
+        }
+    }
+
+    /// The top-level properties a filter compares with numbers (candidates for
+    /// ``numericComparison(_:key:_:)``).
+    static func numericallyCompared(_ conditions: ObjectFilterConditions?) -> Set<String> {
+        SQLText.properties(of: conditions) { expression in
+            var scratch = PostgresSQL()
+            return numericComparison(expression, key: "x", &scratch) != nil
+        }
+    }
+
+    /// A string as an SQL literal (standard_conforming_strings: only `'` is doubled).
+    static func quoted(_ text: String) -> String {
+        "'" + text.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "''") + "'"
     }
 
     static func translateBinding(_ condition: ObjectFilterCondition, _ sql: inout PostgresSQL) -> Translation {

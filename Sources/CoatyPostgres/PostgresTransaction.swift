@@ -12,11 +12,15 @@ import Synchronization
 public final class PostgresTransaction: WriteTransactionType, SQLReadTransaction, Sendable {
     let connection: PostgresConnection
     let logger: Logger
+    let indexes: JSONIndexDeclarations
     let failures = Mutex<String?>(nil)
+    /// What ``holdsOnlyNumbers(_:in:)`` found in this transaction.
+    private let numericProperties = Mutex<[JSONIndexDeclarations.Key: Bool]>([:])
 
-    init(connection: PostgresConnection, logger: Logger) {
+    init(connection: PostgresConnection, logger: Logger, indexes: JSONIndexDeclarations) {
         self.connection = connection
         self.logger = logger
+        self.indexes = indexes
     }
 
     /// The first statement failure, if any (PostgreSQL then refuses every further statement and
@@ -42,10 +46,17 @@ public final class PostgresTransaction: WriteTransactionType, SQLReadTransaction
         try fetch(PostgresQuery(unsafeSQL: text, binds: sql.binds))
     }
 
-    private static let columns = "collection, key, object::text, metadata::text"
+    static let columns = "collection, key, object::text, metadata::text"
 
-    private func decode(_ row: PostgresRow) throws -> StoreRow {
+    func decode(_ row: PostgresRow) throws -> StoreRow {
         let (collection, key, objectText, metadataText) = try row.decode((String, String, String, String?).self)
+        return try Self.storeRow(collection, key, objectText, metadataText)
+    }
+
+    /// A row from its columns' text.
+    static func storeRow(_ collection: String, _ key: String, _ objectText: String, _ metadataText: String?) throws
+        -> StoreRow
+    {
         let index = StoreIndex(collection, key)
         do {
             return StoreRow(
@@ -85,7 +96,8 @@ public final class PostgresTransaction: WriteTransactionType, SQLReadTransaction
     /// - Returns: the rows.
     /// - Throws: ``CoatyPostgresError``.
     public func rows(matching query: StoreQuery) throws -> [StoreRow] {
-        let plan = PostgresPlan(query)
+        let plan = try plan(for: query)
+        if let rows = try orderedRows(query, plan) { return rows }
         let rows = try fetch(
             "SELECT \(Self.columns) FROM coaty_rows WHERE \(plan.whereClause) ORDER BY id\(plan.limitClause)",
             plan.sql
@@ -127,7 +139,7 @@ public final class PostgresTransaction: WriteTransactionType, SQLReadTransaction
     /// - Returns: the count.
     /// - Throws: ``CoatyPostgresError``.
     public func count(matching query: StoreQuery) throws -> Int {
-        let plan = PostgresPlan(query)
+        let plan = try plan(for: query)
         guard plan.isExact, plan.limitClause.isEmpty else { return try rows(matching: query).count }
         return try fetch("SELECT count(*) FROM coaty_rows WHERE \(plan.whereClause)", plan.sql).first?.decode(
             Int.self
@@ -257,5 +269,98 @@ public final class PostgresTransaction: WriteTransactionType, SQLReadTransaction
         } else {
             _ = try fetch("DELETE FROM coaty_local WHERE store = \(storeParameter) AND key = \(keyParameter)", sql)
         }
+    }
+}
+
+// MARK: - Indexed queries
+
+extension PostgresTransaction {
+    /// Whether every row of the scope's one collection holds a number below 2^53 in magnitude,
+    /// or nothing, at `property`, proven by two range lookups in the property's declared index:
+    /// in `jsonb`'s order `null` and strings sort below every number, booleans, arrays and objects
+    /// above. `nil` without such an index. Found once per transaction.
+    func holdsOnlyNumbers(_ property: String, in scope: StoreScope) throws -> Bool? {
+        guard let collection = scope.singleCollection, indexes.contains(collection: collection, property: property)
+        else { return nil }
+        let key = JSONIndexDeclarations.Key(collection: collection, property: property)
+        if let known = numericProperties.withLock({ $0[key] }) { return known }
+        let value = "(object -> \(PostgresPlan.quoted(property)))"
+        let scope = "collection = \(PostgresPlan.quoted(collection))"
+        let text =
+            "SELECT EXISTS (SELECT 1 FROM coaty_rows WHERE \(scope) AND \(value) <= '-9007199254740992'::jsonb)"
+            + " OR EXISTS (SELECT 1 FROM coaty_rows WHERE \(scope) AND \(value) >= '9007199254740992'::jsonb)"
+        let numeric = try fetch(text).first?.decode(Bool.self) == false
+        numericProperties.withLock { $0[key] = numeric }
+        return numeric
+    }
+
+    /// The plan of a query, with numeric comparisons of indexed properties that hold only numbers
+    /// made exact and sargable.
+    func plan(for query: StoreQuery) throws -> PostgresPlan {
+        guard query.scope.singleCollection != nil, let conditions = query.filter?.conditions else {
+            return PostgresPlan(query)
+        }
+        var numeric: Set<String> = []
+        for property in PostgresPlan.numericallyCompared(conditions)
+        where try holdsOnlyNumbers(property, in: query.scope) == true {
+            numeric.insert(property)
+        }
+        return PostgresPlan(query, numericProperties: numeric)
+    }
+
+    /// The rows of a query ordered by top-level properties, the first of them indexed, ordered
+    /// and paged by SQL, or `nil` without such an index or when SQL's order might not be Coaty's
+    /// (see the SQLite backend's twin: the same rules, in `jsonb`).
+    func orderedRows(_ query: StoreQuery, _ plan: PostgresPlan) throws -> [StoreRow]? {
+        guard let filter = query.filter, let ordering = filter.orderByProperties, !ordering.isEmpty,
+            let first = ordering.first?.property.path, first.count == 1,
+            try holdsOnlyNumbers(first[0], in: query.scope) == true
+        else { return nil }
+        var keys: [(key: String, descending: Bool)] = []
+        for level in ordering {
+            let path = level.property.path
+            guard path.count == 1, try holdsOnlyNumbers(path[0], in: query.scope) == true else { return nil }
+            keys.append((path[0], level.order == .descending))
+        }
+        let take = filter.take ?? 0
+        if take < 0 { return [] }
+        let skip = max(filter.skip ?? 0, 0)
+        // Missing values first ascending, last descending, as Coaty orders undefined.
+        let order =
+            keys.map {
+                "(object -> \(PostgresPlan.quoted($0.key))) \($0.descending ? "DESC NULLS LAST" : "ASC NULLS FIRST")"
+            }
+            .joined(separator: ", ") + ", id"
+        if plan.conditionsAreExact {
+            var limit = take > 0 ? " LIMIT \(take)" : ""
+            if skip > 0 { limit += " OFFSET \(skip)" }
+            let ids = try fetch(
+                "SELECT id FROM coaty_rows WHERE \(plan.whereClause) ORDER BY \(order)\(limit)",
+                plan.sql
+            ).map { try $0.decode(Int64.self) }
+            if ids.isEmpty { return [] }
+            var sql = PostgresSQL()
+            let rows = try fetch(
+                "SELECT \(Self.columns), id FROM coaty_rows WHERE id = ANY(\(sql.bind(ids)))",
+                sql
+            )
+            var byId: [Int64: StoreRow] = [:]
+            for row in rows {
+                let (collection, key, object, metadata, id) = try row.decode(
+                    (String, String, String, String?, Int64).self
+                )
+                byId[id] = try Self.storeRow(collection, key, object, metadata)
+            }
+            return ids.compactMap { byId[$0] }
+        }
+        let candidates = try fetch(
+            "SELECT \(Self.columns) FROM coaty_rows WHERE \(plan.whereClause) ORDER BY \(order)",
+            plan.sql
+        ).map(decode)
+        let matcher = CompiledObjectFilter(ObjectFilter(conditions: filter.conditions))
+        let matching = candidates.filter { matcher.matches($0.object) }
+        let start = min(skip, matching.count)
+        let end = take > 0 ? min(matching.count, start + take) : matching.count
+        return Array(matching[start..<end])
     }
 }

@@ -271,18 +271,7 @@ struct SQLPlan {
 
     /// The top-level properties a filter compares with numbers (candidates for ``numericComparison``).
     static func numericallyCompared(_ conditions: ObjectFilterConditions?) -> Set<String> {
-        var keys: Set<String> = []
-        func visit(_ condition: ObjectFilterCondition) {
-            let path = condition.property.path
-            guard path.count == 1, isSimpleKey(path[0]) else { return }
-            if numericComparison(condition.expression, "x") != nil { keys.insert(path[0]) }
-        }
-        switch conditions {
-        case .condition(let condition)?: visit(condition)
-        case .and(let list)?, .or(let list)?: list.forEach(visit)
-        case nil: break
-        }
-        return keys
+        SQLText.properties(of: conditions) { numericComparison($0, "x") != nil }
     }
 
     /// `json_extract(object, '$.key')` for a simple key (literal, as an expression index says it).

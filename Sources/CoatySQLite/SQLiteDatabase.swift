@@ -35,7 +35,7 @@ public final class SQLiteDatabase: DatabaseType, JSONPropertyIndexing {
     /// through it costs a third of one through the pool, whose reader checkout and isolation
     /// machinery dominate a read of one row.
     let briefReader: DatabaseQueue
-    let indexes = DeclaredIndexes()
+    let indexes = JSONIndexDeclarations()
 
     /// The most bytes of the file SQLite maps into memory (1 GiB of address space, not memory).
     static let mmapSize = 1 << 30
@@ -65,7 +65,7 @@ public final class SQLiteDatabase: DatabaseType, JSONPropertyIndexing {
             try Self.migrator.migrate(pool)
             let declared = try pool.read { db in
                 try Row.fetchAll(db, sql: "SELECT collection, property FROM coaty_json_indexes")
-                    .map { DeclaredIndexes.Key(collection: $0[0], property: $0[1]) }
+                    .map { JSONIndexDeclarations.Key(collection: $0[0], property: $0[1]) }
             }
             indexes.insert(declared)
             var readOnly = Configuration()
@@ -107,14 +107,14 @@ public final class SQLiteDatabase: DatabaseType, JSONPropertyIndexing {
         collection: String,
         property: String,
         pool: DatabasePool,
-        indexes: DeclaredIndexes
+        indexes: JSONIndexDeclarations
     ) async throws {
         guard SQLPlan.isSimpleKey(property) else {
             throw CoatySQLiteError(
                 "Cannot index the property \"\(property)\": only top-level properties named with letters, digits and _"
             )
         }
-        let key = DeclaredIndexes.Key(collection: collection, property: property)
+        let key = JSONIndexDeclarations.Key(collection: collection, property: property)
         try await pool.write { db in
             try db.execute(
                 sql: """
@@ -218,7 +218,7 @@ public final class SQLiteDatabase: DatabaseType, JSONPropertyIndexing {
 public struct SQLiteConnection: ConnectionType, JSONPropertyIndexing {
     let pool: DatabasePool
     let briefReader: DatabaseQueue
-    let indexes: DeclaredIndexes
+    let indexes: JSONIndexDeclarations
 
     /// Runs `body` in a read transaction on a snapshot (WAL readers run beside the writer), on
     /// one of GRDB's reader queues: a long read never holds a Swift concurrency thread.
@@ -271,11 +271,11 @@ public struct SQLiteConnection: ConnectionType, JSONPropertyIndexing {
 /// A transaction of a ``SQLiteDatabase``; valid only inside its connection's closure.
 public final class SQLiteTransaction: WriteTransactionType, SQLReadTransaction {
     let db: Database
-    let indexes: DeclaredIndexes
+    let indexes: JSONIndexDeclarations
     /// What ``holdsOnlyNumbers(_:in:)`` found in this transaction, by collection and property.
-    private var numericProperties: [DeclaredIndexes.Key: Bool] = [:]
+    private var numericProperties: [JSONIndexDeclarations.Key: Bool] = [:]
 
-    init(_ db: Database, indexes: DeclaredIndexes) {
+    init(_ db: Database, indexes: JSONIndexDeclarations) {
         self.db = db
         self.indexes = indexes
     }
@@ -648,7 +648,7 @@ extension SQLiteTransaction {
     func holdsOnlyNumbers(_ property: String, in scope: StoreScope) throws -> Bool? {
         guard let collection = scope.singleCollection, indexes.contains(collection: collection, property: property)
         else { return nil }
-        let key = DeclaredIndexes.Key(collection: collection, property: property)
+        let key = JSONIndexDeclarations.Key(collection: collection, property: property)
         if let known = numericProperties[key] { return known }
         let (value, type, limit) = (
             SQLPlan.valueExpression(property), SQLPlan.typeExpression(property), SQLPlan.exactLimit
@@ -704,7 +704,7 @@ extension SQLiteTransaction {
     private func indexClause(_ scope: StoreScope, _ property: String) -> String {
         guard let collection = scope.singleCollection, indexes.contains(collection: collection, property: property)
         else { return "" }
-        return " INDEXED BY " + DeclaredIndexes.Key(collection: collection, property: property).indexName
+        return " INDEXED BY " + JSONIndexDeclarations.Key(collection: collection, property: property).indexName
     }
 }
 
@@ -732,42 +732,4 @@ enum StatementCacheBudget {
             return overflow
         }
     }
-}
-
-extension StoreScope {
-    /// The one collection this scope names, if it names exactly one.
-    var singleCollection: String? {
-        switch self {
-        case .collection(let name): name
-        case .collections(let names) where names.count == 1: names[0]
-        default: nil
-        }
-    }
-}
-
-/// The JSON-property indexes declared on a database file, shared by its connections.
-final class DeclaredIndexes: Sendable {
-    struct Key: Hashable, Sendable {
-        var collection: String
-        var property: String
-
-        /// The index's name: `coaty_json_` and a hash of collection and property.
-        var indexName: String {
-            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-            for byte in (collection + "\u{0}" + property).utf8 {
-                hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
-            }
-            return "coaty_json_" + String(hash, radix: 16)
-        }
-    }
-
-    private let keys = Mutex<Set<Key>>([])
-
-    func insert(_ new: [Key]) { keys.withLock { $0.formUnion(new) } }
-
-    func contains(collection: String, property: String) -> Bool {
-        keys.withLock { $0.contains(Key(collection: collection, property: property)) }
-    }
-
-    var all: [Key] { keys.withLock { Array($0) } }
 }

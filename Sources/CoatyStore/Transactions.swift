@@ -1,4 +1,5 @@
 public import CoatyCore
+import Synchronization
 
 /// Where a stored item lives: a key inside a collection.
 ///
@@ -115,6 +116,82 @@ extension ObjectFilter {
     }
 }
 
+extension StoreScope {
+    /// The one collection this scope names, if it names exactly one.
+    public var singleCollection: String? {
+        switch self {
+        case .collection(let name): name
+        case .collections(let names) where names.count == 1: names[0]
+        default: nil
+        }
+    }
+}
+
+/// The JSON-property indexes declared on a database (``JSONPropertyIndexing``), shared by its
+/// connections; the SQL backends keep the declarations in their own table and load them here.
+public final class JSONIndexDeclarations: Sendable {
+    /// A declared index: a top-level property of the items of one collection.
+    public struct Key: Hashable, Sendable {
+        /// The collection.
+        public var collection: String
+        /// The property.
+        public var property: String
+
+        /// A declaration.
+        /// - Parameters:
+        ///   - collection: the collection.
+        ///   - property: the property.
+        public init(collection: String, property: String) {
+            self.collection = collection
+            self.property = property
+        }
+
+        /// The index's name in the database: `coaty_json_` and a hash of collection and property.
+        public var indexName: String {
+            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+            for byte in (collection + "\u{0}" + property).utf8 {
+                hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
+            }
+            return "coaty_json_" + String(hash, radix: 16)
+        }
+    }
+
+    private let keys = Mutex<Set<Key>>([])
+
+    /// No declarations yet.
+    public init() {}
+
+    /// Records declarations.
+    /// - Parameter new: the declarations.
+    public func insert(_ new: [Key]) { keys.withLock { $0.formUnion(new) } }
+
+    /// Whether an index is declared on `property` of `collection`.
+    /// - Parameters:
+    ///   - collection: the collection.
+    ///   - property: the property.
+    /// - Returns: `true` when declared.
+    public func contains(collection: String, property: String) -> Bool {
+        keys.withLock { $0.contains(Key(collection: collection, property: property)) }
+    }
+
+    /// Every declaration.
+    public var all: [Key] { keys.withLock { Array($0) } }
+
+    /// Whether `property` can be indexed: a top-level member named with ASCII letters, digits and
+    /// `_`, not starting with a digit (it is written into SQL as a JSON path).
+    /// - Parameter property: the property.
+    /// - Returns: `true` when it can.
+    public static func isIndexable(_ property: String) -> Bool {
+        guard let first = property.utf8.first, !(UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first) else {
+            return false
+        }
+        return property.utf8.allSatisfy { c in
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(c) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(c)
+                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(c) || c == UInt8(ascii: "_")
+        }
+    }
+}
+
 /// A transaction that also reads rows with SQL written by the caller (the SQLite and PostgreSQL
 /// backends): the escape hatch for what an `ObjectFilter` cannot say — a computed expression, a
 /// function of the database, a comparison between two members.
@@ -161,6 +238,33 @@ public enum SQLText {
     /// PostgreSQL's 65 535 with room for the scope's own. A filter that needs more is evaluated by
     /// ``CoatyCore/ObjectMatcher`` instead (every row in scope is a candidate).
     public static let maximumArguments = 30_000
+
+    /// The indexable top-level properties (``JSONIndexDeclarations/isIndexable(_:)``) whose
+    /// conditions satisfy `test` (a backend: "I can compare this exactly when the property holds
+    /// only numbers").
+    /// - Parameters:
+    ///   - conditions: a filter's conditions.
+    ///   - test: whether a condition's expression qualifies.
+    /// - Returns: the properties.
+    public static func properties(
+        of conditions: ObjectFilterConditions?,
+        where test: (ObjectFilterExpression) -> Bool
+    ) -> Set<String> {
+        let list: [ObjectFilterCondition]
+        switch conditions {
+        case .condition(let condition)?: list = [condition]
+        case .and(let conditions)?, .or(let conditions)?: list = conditions
+        case nil: list = []
+        }
+        var keys: Set<String> = []
+        for condition in list {
+            let path = condition.property.path
+            if path.count == 1, JSONIndexDeclarations.isIndexable(path[0]), test(condition.expression) {
+                keys.insert(path[0])
+            }
+        }
+        return keys
+    }
 
     /// `parts` joined by `separator` (` AND `, ` OR `) as a balanced tree of parentheses: a Query
     /// with thousands of conditions then has an expression depth of about log₂ of their number

@@ -25,7 +25,7 @@ struct Record: AsyncParsableCommand {
             deadvertises its identity and exits 0. With --verbose, stdout has one JSON line per \
             stored, removed or answered object.
 
-            On SQLite, a Query of one object type ordered by a top-level property walks an index \
+            A Query of one object type ordered by a top-level property walks an index \
             on that property (--index declares one; --auto-index creates one on the first such \
             Query) and reads only the rows of its page.
 
@@ -71,7 +71,7 @@ struct Record: AsyncParsableCommand {
     @Option(
         name: .customLong("index"),
         help: ArgumentHelp(
-            "Index a top-level property of one object type (repeatable), e.g. com.example.Light:luminance. Queries with a condition on it or ordered by it then read only the rows they answer with. SQLite only; kept in the file.",
+            "Index a top-level property of one object type (repeatable), e.g. com.example.Light:luminance. Queries with a condition on it or ordered by it then read only the rows they answer with. Kept in the database.",
             valueName: "objectType:property"
         )
     )
@@ -80,7 +80,7 @@ struct Record: AsyncParsableCommand {
     @Option(
         name: .customLong("auto-index"),
         help: ArgumentHelp(
-            "The most indexes created automatically per object type: a Query of one object type ordered by a top-level property not yet indexed creates that index first (logged), so paged Queries read only the rows they answer with. 0 turns it off. SQLite only.",
+            "The most indexes created automatically per object type: a Query of one object type ordered by a top-level property not yet indexed creates that index first (logged), so paged Queries read only the rows they answer with. 0 turns it off.",
             valueName: "count"
         )
     )
@@ -104,7 +104,6 @@ struct Record: AsyncParsableCommand {
                 "--index \(index) is not objectType:property (a property named with letters, digits and _)."
             )
         }
-        if !indexes.isEmpty && usesPostgres { throw ValidationError("--index is available with a SQLite --db only.") }
     }
 
     /// `objectType:property` split at its last colon, when the property is a simple name.
@@ -150,7 +149,17 @@ struct Record: AsyncParsableCommand {
                 let connection = try await interruptible(by: signals) {
                     try await openPostgres(database, timeout: timeout)
                 }
-                try await record(agent, storage: ConnectionRecorderStorage(connection), configuration, signals)
+                for index in indexes {
+                    guard let (objectType, property) = Self.parseIndex(index) else { continue }
+                    try await database.createIndex(collection: objectType, property: property)
+                }
+                try await record(
+                    agent,
+                    storage: ConnectionRecorderStorage(connection),
+                    indexing: database,
+                    configuration,
+                    signals
+                )
             }
         } else {
             let database: SQLiteDatabase

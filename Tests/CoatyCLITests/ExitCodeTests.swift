@@ -87,7 +87,6 @@ struct ExitCodeTests {
         ["advertise", object, "--no-such-option"],
         ["record", "--index", "com.example.Light"],
         ["record", "--index", "com.example.Light:a.b"],
-        ["record", "--index", "com.example.Light:luminance", "--db", "postgres://u@127.0.0.1/d"],
     ]
 
     @Test("usage errors exit 2 and say what is wrong on stderr", arguments: usageErrors)

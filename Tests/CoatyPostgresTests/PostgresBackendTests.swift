@@ -116,6 +116,29 @@ struct PostgresBackendTests {
         }
     }
 
+    /// Ordering, paging and numeric comparisons pushed into SQL over a declared `jsonb` index
+    /// agree with the matcher (with and without the index); an indexed numeric property makes the
+    /// comparison exact, a string among its values does not.
+    @Test(arguments: [false, true])
+    func orderedQueriesAgreeWithTheMatcher(indexed: Bool) async throws {
+        try await withPostgres { database, connection in
+            try await StoreContract.orderedQueriesAgreeWithTheMatcher(
+                connection,
+                indexing: indexed ? database : nil,
+                seed: indexed ? 5 : 6
+            )
+            let between = StoreQuery(scope: .collection("c1"), filter: .where("rank", .between(-3, 3)))
+            let exact = try await connection.read { tx in try tx.plan(for: between).isExact }
+            #expect(exact == indexed)
+            let strings = StoreQuery(scope: .collection("c2"), filter: .where("rank", .between(-3, 3)))
+            #expect(try await connection.read { tx in try tx.plan(for: strings).isExact } == false)
+            #expect(database.hasIndex(collection: "c1", property: "rank") == indexed)
+            let page = StoreQuery(scope: .collection("c1"), filter: ObjectFilter().orderBy("rank", .descending).take(5))
+            let pushed = try await connection.read { tx in try tx.orderedRows(page, tx.plan(for: page)) != nil }
+            #expect(pushed == indexed)
+        }
+    }
+
     @Test func sqlReadsReturnTypedItems() async throws {
         try await withPostgres { _, connection in
             try await StoreContract.sqlReadsReturnTypedItems(

@@ -9,54 +9,6 @@ import Testing
 /// Ordering and paging pushed into SQLite, declared JSON indexes, and the bounded statement cache.
 @Suite("SQLite ordered queries and JSON indexes")
 struct SQLiteOrderedQueryTests {
-    /// Rows of collection `c1` whose `rank` is a number (ints, doubles, duplicates) or missing,
-    /// with a `value` to filter on; a few rows of `c2` have strings at `rank`.
-    static func rows(_ random: inout SplitMix64, count: Int = 400) -> [StoreRow] {
-        (0..<count).map { i in
-            var object: JSONObject = ["i": .int(Int64(i)), "value": .int(Int64.random(in: 0..<100, using: &random))]
-            switch Int.random(in: 0..<10, using: &random) {
-            case 0: break  // missing
-            case 1..<4: object["rank"] = .double(Double(Int.random(in: -50..<50, using: &random)) / 4)
-            default: object["rank"] = .int(Int64.random(in: -20..<20, using: &random))
-            }
-            if Bool.random(using: &random) { object["value"] = .string("v\(i % 7)") }
-            let collection = i % 5 == 4 ? "c2" : "c1"
-            if collection == "c2" { object["rank"] = .string("r\(i % 13)") }
-            return StoreRow(index: StoreIndex(collection, "k\(i)"), object: .object(object))
-        }
-    }
-
-    static func randomOrderedFilter(_ random: inout SplitMix64) -> ObjectFilter {
-        var filter = ObjectFilter()
-        let bound = JSONValue.int(Int64.random(in: -20..<20, using: &random))
-        switch Int.random(in: 0..<8, using: &random) {
-        case 4: filter.conditions = .condition(ObjectFilterCondition("rank", .lessThan(bound)))
-        case 5: filter.conditions = .condition(ObjectFilterCondition("rank", .between(bound, .double(2.5))))
-        case 6:
-            filter.conditions = .and([
-                ObjectFilterCondition("rank", .notEquals(bound)), ObjectFilterCondition("value", .greaterThan(30)),
-            ])
-        case 7:
-            filter.conditions = .or([
-                ObjectFilterCondition("rank", .equals(bound)), ObjectFilterCondition("i", .lessThan(9)),
-            ])
-        case 0:
-            filter.conditions = .condition(
-                ObjectFilterCondition("value", .lessThan(.int(Int64.random(in: 0..<100, using: &random))))
-            )
-        case 1: filter.conditions = .condition(ObjectFilterCondition("value", .like("v%")))
-        case 2: filter.conditions = .condition(ObjectFilterCondition("rank", .exists))
-        default: break
-        }
-        filter.orderByProperties = [
-            ObjectFilterOrdering("rank", Bool.random(using: &random) ? .descending : .ascending)
-        ]
-        if Bool.random(using: &random) { filter.orderByProperties!.append(ObjectFilterOrdering("i", .descending)) }
-        if Int.random(in: 0..<3, using: &random) > 0 { filter.take = Int.random(in: -1..<15, using: &random) }
-        if Bool.random(using: &random) { filter.skip = Int.random(in: -1..<30, using: &random) }
-        return filter
-    }
-
     /// With and without an index on `rank`, SQLite's ordered, paged rows equal the in-memory
     /// backend's (``ObjectMatcher`` only), numbers and missing values mixed, ties kept in
     /// insertion order; on `c2` (strings) and on `all` it falls back and still agrees.
@@ -70,14 +22,14 @@ struct SQLiteOrderedQueryTests {
         }
         let sqlite = database.makeConnection()
         let memory = InMemoryDatabase().makeConnection()
-        let rows = Self.rows(&random)
+        let rows = OrderedQueryFixtures.rows(&random)
         try await StoreContract.load(rows, removing: [StoreIndex("c1", "k3")], into: memory)
         try await StoreContract.load(rows, removing: [StoreIndex("c1", "k3")], into: sqlite)
         var notPushedInC1 = 0
         var pushedWithStrings = 0
         for round in 0..<300 {
             let scope = [StoreScope.collection("c1"), .collections(["c1"]), .collection("c2"), .all][round % 4]
-            let query = StoreQuery(scope: scope, filter: Self.randomOrderedFilter(&random))
+            let query = StoreQuery(scope: scope, filter: OrderedQueryFixtures.randomOrderedFilter(&random))
             let expected = try await memory.read { tx in tx.rows(matching: query) }
             let actual = try await sqlite.read { tx in try tx.rows(matching: query) }
             #expect(actual.map(\.index) == expected.map(\.index), "\(query)")
@@ -135,7 +87,7 @@ struct SQLiteOrderedQueryTests {
             return (plan.isExact, hint)
         }
         #expect(isExact)
-        #expect(hint.contains(DeclaredIndexes.Key(collection: "c", property: "rank").indexName))
+        #expect(hint.contains(JSONIndexDeclarations.Key(collection: "c", property: "rank").indexName))
         let expected = ObjectMatcher.apply(filter, to: (rows.map(\.object) + [["other": 1]]))
         #expect(try await connection.read { tx in try tx.rows(matching: query) }.map(\.object) == expected)
         #expect(expected.count == 4)
@@ -164,7 +116,7 @@ struct SQLiteOrderedQueryTests {
         let database = try SQLiteDatabase(path: path)
         try await database.createIndex(collection: "com.example.Light", property: "luminance")
         try await database.createIndex(collection: "com.example.Light", property: "luminance")  // once
-        let name = DeclaredIndexes.Key(collection: "com.example.Light", property: "luminance").indexName
+        let name = JSONIndexDeclarations.Key(collection: "com.example.Light", property: "luminance").indexName
         #expect(database.declaredIndexes().map(\.property) == ["luminance"])
         let query = StoreQuery(
             scope: .collection("com.example.Light"),
