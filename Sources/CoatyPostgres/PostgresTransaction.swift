@@ -46,6 +46,11 @@ public final class PostgresTransaction: WriteTransactionType, SQLReadTransaction
         try fetch(PostgresQuery(unsafeSQL: text, binds: sql.binds))
     }
 
+    /// The plan PostgreSQL chooses for a statement (`EXPLAIN`), one line per node.
+    func explain(_ text: String, _ sql: PostgresSQL = PostgresSQL()) throws -> String {
+        try fetch("EXPLAIN " + text, sql).map { try $0.decode(String.self) }.joined(separator: "\n")
+    }
+
     static let columns = "collection, key, object::text, metadata::text"
 
     func decode(_ row: PostgresRow) throws -> StoreRow {

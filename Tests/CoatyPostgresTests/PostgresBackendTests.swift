@@ -139,6 +139,38 @@ struct PostgresBackendTests {
         }
     }
 
+    /// EXPLAIN shows the declared index serving an ordered page and a numeric range (sequential
+    /// scans off: on a test-sized table the planner would rather read it all).
+    @Test func declaredIndexIsUsed() async throws {
+        try await withPostgres { database, connection in
+            try await database.createIndex(collection: "com.example.Light", property: "luminance")
+            let name = JSONIndexDeclarations.Key(collection: "com.example.Light", property: "luminance").indexName
+            let plans = try await connection.read { tx in
+                _ = try tx.fetch("SET LOCAL enable_seqscan = off")
+                let page = StoreQuery(
+                    scope: .collection("com.example.Light"),
+                    filter: ObjectFilter().orderBy("luminance", .descending).take(10)
+                )
+                let pagePlan = try tx.plan(for: page)
+                let ordered = try tx.explain(
+                    "SELECT id FROM coaty_rows WHERE \(pagePlan.whereClause)"
+                        + " ORDER BY (object -> 'luminance') DESC NULLS LAST, id LIMIT 10",
+                    pagePlan.sql
+                )
+                let range = StoreQuery(
+                    scope: .collection("com.example.Light"),
+                    filter: .where("luminance", .greaterThan(0.5))
+                )
+                let rangePlan = try tx.plan(for: range)
+                let ranged = try tx.explain("SELECT id FROM coaty_rows WHERE \(rangePlan.whereClause)", rangePlan.sql)
+                return (ordered, ranged, rangePlan.isExact)
+            }
+            #expect(plans.0.contains(name), "\(plans.0)")
+            #expect(plans.1.contains(name), "\(plans.1)")
+            #expect(plans.2, "an empty collection holds only numbers: the comparison is exact")
+        }
+    }
+
     @Test func sqlReadsReturnTypedItems() async throws {
         try await withPostgres { _, connection in
             try await StoreContract.sqlReadsReturnTypedItems(
