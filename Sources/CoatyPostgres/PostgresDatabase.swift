@@ -194,8 +194,8 @@ public final class PostgresDatabase: DatabaseType, Service, JSONPropertyIndexing
             try await connection.query(
                 PostgresQuery(
                     unsafeSQL: "CREATE INDEX IF NOT EXISTS \(key.indexName) ON coaty_rows"
-                        + " ((object -> \(PostgresPlan.quoted(property))) NULLS FIRST)"
-                        + " WHERE collection = \(PostgresPlan.quoted(collection))"
+                        + " ((object -> \(SQLText.literal(property))) NULLS FIRST)"
+                        + " WHERE collection = \(SQLText.literal(collection))"
                 ),
                 logger: logger
             )

@@ -76,9 +76,9 @@ struct PostgresPlan {
         switch query.scope {
         case .collection(let name):
             // A literal: the planner then matches a partial index (`WHERE collection = '…'`).
-            clauses.append("collection = \(Self.quoted(name))")
+            clauses.append("collection = \(SQLText.literal(name))")
         case .collections(let names) where names.count == 1:
-            clauses.append("collection = \(Self.quoted(names[0]))")
+            clauses.append("collection = \(SQLText.literal(names[0]))")
         case .collections(let names):
             clauses.append(names.isEmpty ? "false" : "collection = ANY(\(sql.bind(names)))")
         case .coreTypes(let types):
@@ -200,7 +200,7 @@ struct PostgresPlan {
     static func numericComparison(_ expression: ObjectFilterExpression, key: String, _ sql: inout PostgresSQL)
         -> Translation?
     {
-        let value = "(object -> \(quoted(key)))"
+        let value = "(object -> \(SQLText.literal(key)))"
         func number(_ operand: JSONValue?) -> JSONValue? {
             guard let operand, operand.isExactSQLNumber else { return nil }
             return operand
@@ -236,11 +236,6 @@ struct PostgresPlan {
             var scratch = PostgresSQL()
             return numericComparison(expression, key: "x", &scratch) != nil
         }
-    }
-
-    /// A string as an SQL literal (standard_conforming_strings: only `'` is doubled).
-    static func quoted(_ text: String) -> String {
-        "'" + text.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "''") + "'"
     }
 
     static func translateBinding(_ condition: ObjectFilterCondition, _ sql: inout PostgresSQL) -> Translation {

@@ -289,8 +289,8 @@ extension PostgresTransaction {
         else { return nil }
         let key = JSONIndexDeclarations.Key(collection: collection, property: property)
         if let known = numericProperties.withLock({ $0[key] }) { return known }
-        let value = "(object -> \(PostgresPlan.quoted(property)))"
-        let scope = "collection = \(PostgresPlan.quoted(collection))"
+        let value = "(object -> \(SQLText.literal(property)))"
+        let scope = "collection = \(SQLText.literal(collection))"
         let text =
             "SELECT EXISTS (SELECT 1 FROM coaty_rows WHERE \(scope) AND \(value) <= '-9007199254740992'::jsonb)"
             + " OR EXISTS (SELECT 1 FROM coaty_rows WHERE \(scope) AND \(value) >= '9007199254740992'::jsonb)"
@@ -333,7 +333,7 @@ extension PostgresTransaction {
         // Missing values first ascending, last descending, as Coaty orders undefined.
         let order =
             keys.map {
-                "(object -> \(PostgresPlan.quoted($0.key))) \($0.descending ? "DESC NULLS LAST" : "ASC NULLS FIRST")"
+                "(object -> \(SQLText.literal($0.key))) \($0.descending ? "DESC NULLS LAST" : "ASC NULLS FIRST")"
             }
             .joined(separator: ", ") + ", id"
         if plan.conditionsAreExact {

@@ -45,9 +45,9 @@ struct SQLPlan {
         case .collection(let name):
             // A literal: SQLite uses a partial index (`WHERE collection = '…'`) only when the
             // query's own WHERE says the same literal.
-            clauses.append("collection = \(Self.quoted(name))")
+            clauses.append("collection = \(SQLText.literal(name))")
         case .collections(let names) where names.count == 1:
-            clauses.append("collection = \(Self.quoted(names[0]))")
+            clauses.append("collection = \(SQLText.literal(names[0]))")
         case .collections(let names):
             clauses.append(names.isEmpty ? "0" : "collection IN (\(Self.placeholders(names.count)))")
             arguments += names.map { $0 }
@@ -134,15 +134,6 @@ struct SQLPlan {
         }
     }
 
-    /// Whether a key can be written in a JSON path `$.key` and as nothing else.
-    static func isSimpleKey(_ key: String) -> Bool {
-        guard let first = key.utf8.first, !(UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first) else { return false }
-        return key.utf8.allSatisfy { c in
-            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(c) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(c)
-                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(c) || c == UInt8(ascii: "_")
-        }
-    }
-
     /// 2^53: numbers at or beyond it are left to the matcher (JavaScript compares them as doubles).
     static let exactLimit = JSONValue.exactSQLNumberLimit
 
@@ -159,7 +150,7 @@ struct SQLPlan {
 
     static func translate(_ condition: ObjectFilterCondition, numeric: Set<String> = []) -> Translation {
         let path = condition.property.path
-        guard path.count == 1, isSimpleKey(path[0]) else { return .unrestricted }
+        guard path.count == 1, JSONIndexDeclarations.isIndexable(path[0]) else { return .unrestricted }
         let key = path[0]
         if numeric.contains(key), let exact = numericComparison(condition.expression, valueExpression(key)) {
             return exact
@@ -279,11 +270,6 @@ struct SQLPlan {
 
     /// `json_type(object, '$.key')` for a simple key.
     static func typeExpression(_ key: String) -> String { "json_type(object, '$.\(key)')" }
-
-    /// A string as an SQL literal.
-    static func quoted(_ text: String) -> String {
-        "'" + text.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "''") + "'"
-    }
 
     static func placeholders(_ count: Int) -> String {
         Array(repeating: "?", count: count).joined(separator: ", ")

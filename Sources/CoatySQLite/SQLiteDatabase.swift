@@ -109,7 +109,7 @@ public final class SQLiteDatabase: DatabaseType, JSONPropertyIndexing {
         pool: DatabasePool,
         indexes: JSONIndexDeclarations
     ) async throws {
-        guard SQLPlan.isSimpleKey(property) else {
+        guard JSONIndexDeclarations.isIndexable(property) else {
             throw CoatySQLiteError(
                 "Cannot index the property \"\(property)\": only top-level properties named with letters, digits and _"
             )
@@ -119,7 +119,7 @@ public final class SQLiteDatabase: DatabaseType, JSONPropertyIndexing {
             try db.execute(
                 sql: """
                     CREATE INDEX IF NOT EXISTS \(key.indexName) ON coaty_rows (\(SQLPlan.valueExpression(property)))
-                    WHERE collection = \(SQLPlan.quoted(collection))
+                    WHERE collection = \(SQLText.literal(collection))
                     """
             )
             try db.execute(
@@ -556,7 +556,9 @@ extension SQLiteTransaction {
         guard let filter = query.filter, let ordering = filter.orderByProperties, !ordering.isEmpty else { return nil }
         var keys: [(key: String, descending: Bool)] = []
         for level in ordering {
-            guard level.property.path.count == 1, SQLPlan.isSimpleKey(level.property.path[0]) else { return nil }
+            guard level.property.path.count == 1, JSONIndexDeclarations.isIndexable(level.property.path[0]) else {
+                return nil
+            }
             keys.append((level.property.path[0], level.order == .descending))
         }
         // Without an index on the first property SQLite evaluates `json_extract` for every
@@ -661,7 +663,7 @@ extension SQLiteTransaction {
             "SELECT "
             + probes.map {
                 "EXISTS (SELECT 1 FROM coaty_rows INDEXED BY \(key.indexName) WHERE collection = "
-                    + "\(SQLPlan.quoted(collection)) AND \($0))"
+                    + "\(SQLText.literal(collection)) AND \($0))"
             }
             .joined(separator: " OR ")
         let numeric = try Bool.fetchOne(statement(sql)) == false
@@ -683,19 +685,14 @@ extension SQLiteTransaction {
             numeric.insert(property)
         }
         guard !numeric.isEmpty else { return (SQLPlan(query), "") }
-        var hint = ""
+        let conjuncts: [ObjectFilterCondition]
         switch conditions {
-        case .condition(let condition):
-            if condition.property.path.count == 1, numeric.contains(condition.property.path[0]) {
-                hint = indexClause(query.scope, condition.property.path[0])
-            }
-        case .and(let list):
-            if let first = list.first(where: { $0.property.path.count == 1 && numeric.contains($0.property.path[0]) }) {
-                hint = indexClause(query.scope, first.property.path[0])
-            }
-        case .or:
-            break
+        case .condition(let condition): conjuncts = [condition]
+        case .and(let list): conjuncts = list
+        case .or: conjuncts = []
         }
+        let indexed = conjuncts.first { $0.property.path.count == 1 && numeric.contains($0.property.path[0]) }
+        let hint = indexed.map { indexClause(query.scope, $0.property.path[0]) } ?? ""
         return (SQLPlan(query, numericProperties: numeric), hint)
     }
 

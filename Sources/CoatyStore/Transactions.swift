@@ -266,6 +266,15 @@ public enum SQLText {
         return keys
     }
 
+    /// A string as an SQL string literal: in single quotes, each `'` doubled (standard SQL, as
+    /// SQLite and PostgreSQL with `standard_conforming_strings` read it). For names the SQL must
+    /// hold literally, such as the collection a partial index is defined on.
+    /// - Parameter text: the string.
+    /// - Returns: the literal.
+    public static func literal(_ text: String) -> String {
+        "'" + text.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "''") + "'"
+    }
+
     /// `parts` joined by `separator` (` AND `, ` OR `) as a balanced tree of parentheses: a Query
     /// with thousands of conditions then has an expression depth of about log₂ of their number
     /// (SQLite refuses depths beyond 1000; a flat chain of n terms has depth n).

@@ -106,16 +106,20 @@ struct Record: AsyncParsableCommand {
         }
     }
 
+    /// Creates the indexes of `--index` (once; each is kept in the database).
+    private func declareIndexes(on store: some JSONPropertyIndexing) async throws {
+        for index in indexes {
+            guard let (objectType, property) = Self.parseIndex(index) else { continue }
+            try await store.createIndex(collection: objectType, property: property)
+        }
+    }
+
     /// `objectType:property` split at its last colon, when the property is a simple name.
     static func parseIndex(_ text: String) -> (objectType: String, property: String)? {
         guard let colon = text.lastIndex(of: ":") else { return nil }
         let objectType = String(text[..<colon])
         let property = String(text[text.index(after: colon)...])
-        guard !objectType.isEmpty, let first = property.unicodeScalars.first, !("0"..."9").contains(first),
-            property.unicodeScalars.allSatisfy({
-                $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_")
-            })
-        else { return nil }
+        guard !objectType.isEmpty, JSONIndexDeclarations.isIndexable(property) else { return nil }
         return (objectType, property)
     }
 
@@ -149,10 +153,7 @@ struct Record: AsyncParsableCommand {
                 let connection = try await interruptible(by: signals) {
                     try await openPostgres(database, timeout: timeout)
                 }
-                for index in indexes {
-                    guard let (objectType, property) = Self.parseIndex(index) else { continue }
-                    try await database.createIndex(collection: objectType, property: property)
-                }
+                try await declareIndexes(on: database)
                 try await record(
                     agent,
                     storage: ConnectionRecorderStorage(connection),
@@ -165,10 +166,7 @@ struct Record: AsyncParsableCommand {
             let database: SQLiteDatabase
             do {
                 database = try SQLiteDatabase(path: db)
-                for index in indexes {
-                    guard let (objectType, property) = Self.parseIndex(index) else { continue }
-                    try await database.createIndex(collection: objectType, property: property)
-                }
+                try await declareIndexes(on: database)
             } catch {
                 throw CLIError("Cannot open the SQLite database at \(db): \(error)")
             }

@@ -640,11 +640,7 @@ public final class CoatyRecorder: Service, Sendable {
             let path = data.objectFilter?.orderByProperties?.first?.property.path, path.count == 1
         else { return }
         let (objectType, property) = (objectTypes[0], path[0])
-        guard
-            property.utf8.allSatisfy({
-                $0 == UInt8(ascii: "_") || (48...57).contains($0) || (65...90).contains($0)
-                    || (97...122).contains($0)
-            }), let first = property.utf8.first, !(48...57).contains(first),
+        guard JSONIndexDeclarations.isIndexable(property),
             !indexing.hasIndex(collection: objectType, property: property)
         else { return }
         let admitted = automaticIndexes.withLock { indexes -> Bool in
