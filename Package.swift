@@ -78,7 +78,11 @@ let package = Package(
         ),
         .target(
             name: "CoatySQLite",
-            dependencies: ["CoatyStore", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [
+                "CoatyStore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            ],
             swiftSettings: swiftSettings
         ),
         .target(

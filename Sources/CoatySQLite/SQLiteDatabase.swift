@@ -1,6 +1,7 @@
 public import CoatyCore
 public import CoatyStore
 import GRDB
+import GRDBSQLite
 import Synchronization
 
 /// An error of the SQLite backend, saying what to check.
@@ -43,6 +44,9 @@ public final class SQLiteDatabase: DatabaseType, JSONPropertyIndexing {
     /// The migrations, in order; their names are recorded in the file's `grdb_migrations` table.
     public static let migrationNames = ["v1-rows", "v2-local-context", "v3-json-indexes", "v4-named-local-stores"]
 
+    /// The WAL size, in pages, at which a commit checkpoints it.
+    static let walAutocheckpointPages = 10_000
+
     /// Opens (creating if needed) a database file and brings its schema up to date.
     /// - Parameter path: the file path.
     /// - Throws: ``CoatySQLiteError`` when the file cannot be opened or migrated (check the path
@@ -60,6 +64,11 @@ public final class SQLiteDatabase: DatabaseType, JSONPropertyIndexing {
                 // crash of the process loses nothing committed; a power loss may lose the last
                 // transactions, never the database's consistency (SQLite's recommendation for WAL).
                 try db.execute(sql: "PRAGMA synchronous = NORMAL")
+                // Checkpoint the WAL every 10 000 pages (40 MB), not SQLite's 1000: a recorder's
+                // inserts land on random pages of the objectId and key indexes, so consecutive
+                // commits rewrite mostly the same pages, and each checkpoint copies a page once
+                // however often it was rewritten (8 % more objects/s ingested, measured).
+                try db.execute(sql: "PRAGMA wal_autocheckpoint = \(Self.walAutocheckpointPages)")
             }
             pool = try DatabasePool(path: path, configuration: configuration)
             try Self.migrator.migrate(pool)
@@ -274,6 +283,10 @@ public final class SQLiteTransaction: WriteTransactionType, SQLReadTransaction {
     let indexes: JSONIndexDeclarations
     /// What ``holdsOnlyNumbers(_:in:)`` found in this transaction, by collection and property.
     private var numericProperties: [JSONIndexDeclarations.Key: Bool] = [:]
+    /// The statements of ``write(_:mode:)`` used in this transaction, by mode (a batch of writes
+    /// looks its statement up once, not once per row by hashing its text). Kept as GRDB's
+    /// `Statement`s: a statement cache emptied meanwhile does not finalize them.
+    private var writeStatements: [StoreWriteMode: Statement] = [:]
 
     init(_ db: Database, indexes: JSONIndexDeclarations) {
         self.db = db
@@ -443,24 +456,84 @@ public final class SQLiteTransaction: WriteTransactionType, SQLReadTransaction {
     /// - Throws: a database error.
     @discardableResult
     public func write(_ row: StoreRow, mode: StoreWriteMode) throws -> Bool {
-        let columns = PromotedColumns(row.object)
-        let index = [row.index.collection.databaseValue, row.index.key.databaseValue]
-        // Plain `DatabaseValue`s (no boxed existentials), in the order of `writtenColumns`.
-        var values: [DatabaseValue] = []
-        values.reserveCapacity(Self.writtenColumns.count)
-        if mode != .update { values += index }
-        values.append(row.object.serializedString().databaseValue)
-        values.append(row.metadata?.serializedString().databaseValue ?? .null)
-        for name in PromotedColumns.names { values.append(columns[name]?.databaseValue ?? .null) }
-        if mode == .update { values += index }
         let sql =
             switch mode {
             case .upsert: Self.upsertSQL
             case .insert: Self.insertSQL
             case .update: Self.updateSQL
             }
-        try db.cachedStatement(sql: sql).execute(arguments: StatementArguments(values))
-        return db.changesCount > 0
+        // The recorder's hot path (every received object): the values are bound straight into
+        // the cached statement with SQLite's C API, without building `StatementArguments`
+        // (an array of existentials, then a copy per value: as much as SQLite's own insert took).
+        // The statement is reset and its bindings cleared before it returns to GRDB's cache.
+        let prepared: Statement
+        if let cached = writeStatements[mode] {
+            prepared = cached
+        } else {
+            prepared = try db.cachedStatement(sql: sql)
+            writeStatements[mode] = prepared
+        }
+        let statement = prepared.sqliteStatement
+        defer {
+            sqlite3_reset(statement)
+            sqlite3_clear_bindings(statement)
+        }
+        var position: Int32 = 1
+        func bind(_ text: String?) {
+            if let text {
+                var text = text
+                text.withUTF8 { utf8 in
+                    _ = sqlite3_bind_text(statement, position, utf8.baseAddress, Int32(utf8.count), sqliteTransient)
+                }
+            } else {
+                sqlite3_bind_null(statement, position)
+            }
+            position += 1
+        }
+        func bind(_ json: JSONValue?, text: [UInt8]? = nil) {
+            if let json {
+                var bytes: [UInt8] = []
+                if let text {
+                    bytes = text
+                } else {
+                    bytes.reserveCapacity(512)
+                    json.serialize(into: &bytes)
+                }
+                bytes.withUnsafeBufferPointer { utf8 in
+                    _ = sqlite3_bind_text(
+                        statement,
+                        position,
+                        UnsafeRawPointer(utf8.baseAddress)?.assumingMemoryBound(to: CChar.self),
+                        Int32(utf8.count),
+                        sqliteTransient
+                    )
+                }
+            } else {
+                sqlite3_bind_null(statement, position)
+            }
+            position += 1
+        }
+        if mode != .update {
+            bind(row.index.collection)
+            bind(row.index.key)
+        }
+        bind(row.object, text: row.objectText)
+        bind(row.metadata)
+        let columns = PromotedColumns(row.object)
+        for name in PromotedColumns.names { bind(columns[name]) }
+        if mode == .update {
+            bind(row.index.collection)
+            bind(row.index.key)
+        }
+        let code = sqlite3_step(statement)
+        guard code == SQLITE_DONE else {
+            throw DatabaseError(
+                resultCode: ResultCode(rawValue: code),
+                message: String(cString: sqlite3_errmsg(db.sqliteConnection)),
+                sql: sql
+            )
+        }
+        return sqlite3_changes(db.sqliteConnection) > 0
     }
 
     /// The columns a row writes, in the order ``write(_:mode:)`` passes their values.
@@ -730,3 +803,7 @@ enum StatementCacheBudget {
         }
     }
 }
+
+/// SQLite's `SQLITE_TRANSIENT`: SQLite copies a bound value before the bind call returns (the C
+/// macro, `(sqlite3_destructor_type)-1`, is not imported into Swift).
+private let sqliteTransient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)

@@ -31,6 +31,11 @@ public struct StoreRow: Sendable, Hashable {
     public var object: JSONValue
     /// The metadata's JSON, stored beside the item; `nil` when the item has none.
     public var metadata: JSONValue?
+    /// The item's JSON text (UTF-8) when the writer has it already, e.g. a received object's
+    /// text (``CoatyCore/AnyCoatyObject/receivedText``): a backend that stores text stores these
+    /// bytes instead of serializing ``object`` again. When set, it must be a JSON text of
+    /// ``object``. Not part of equality or hashing.
+    public var objectText: [UInt8]?
 
     /// A row.
     /// - Parameters:
@@ -41,6 +46,18 @@ public struct StoreRow: Sendable, Hashable {
         self.index = index
         self.object = object
         self.metadata = metadata
+    }
+
+    /// Equal when index, object and metadata are equal.
+    public static func == (lhs: StoreRow, rhs: StoreRow) -> Bool {
+        lhs.index == rhs.index && lhs.object == rhs.object && lhs.metadata == rhs.metadata
+    }
+
+    /// Hashes index, object and metadata.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(index)
+        hasher.combine(object)
+        hasher.combine(metadata)
     }
 }
 

@@ -267,11 +267,12 @@ public struct Writer<Item, Metadata: Codable & Sendable> {
     /// - Throws: a backend or encoding error.
     @discardableResult
     public func write(_ item: Item, metadata: Metadata? = nil, mode: StoreWriteMode = .upsert) throws -> Bool {
-        let row = StoreRow(
+        var row = StoreRow(
             index: coding.index(item),
             object: try coding.encode(item),
             metadata: try coding.encodeMetadata(metadata)
         )
+        if let received = item as? AnyCoatyObject { row.objectText = received.receivedText }
         return try transaction.write(row, mode: mode)
     }
 

@@ -189,11 +189,24 @@ struct ReceivedObjectDecodingTests {
             #"{"objectType":"com.example.Other","coreType":"CoatyObject","objectId":"\#(id)","name":"o","#
             + #""extra":{"deep":[1,2.5,"x"]},"flag":false,"n":12345678901234567890}"#
         let read = try expectSameReading(payload(text))
-        #expect(!read.object.isReceivedText, "a core type's struct reads every member: parsed once, as a tree")
+        #expect(read.object.isReceivedText, "parsed once, member by member, and its text kept")
+        #expect(read.object.receivedText == Array(text.utf8), "the text as received")
         let base = try #require(read.object.as(BaseObject.self))
         #expect(base.custom["flag"] == false)
         #expect(base.custom["extra"] == ["deep": [1, 2.5, "x"]])
         #expect(base.custom["objectType"] == nil, "the header is not a custom field")
+    }
+
+    @Test("an object's text as received (whitespace and member order kept); none for a built object")
+    func jsonText() throws {
+        let id = CoatyUUID()
+        let text =
+            #"{ "name" : "spaced", "objectType":"com.example.Other","coreType":"CoatyObject","objectId":"\#(id)" }"#
+        let read = try expectSameReading(payload(text))
+        #expect(read.object.receivedText == Array(text.utf8))
+        #expect(read.object.json["name"] == "spaced")
+        let built = try AnyCoatyObject(BaseObject(objectType: "com.example.Other", name: "built"))
+        #expect(built.receivedText == nil)
     }
 
     @Test("whitespace everywhere, escapes in values and numbers in every form")

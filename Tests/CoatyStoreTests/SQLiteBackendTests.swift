@@ -1,10 +1,10 @@
-import CoatyCore
 import CoatyStore
 import CoatyStoreTestSupport
 import Foundation
 import GRDB
 import Testing
 
+@testable import CoatyCore
 @testable import CoatySQLite
 
 @Suite("SQLite backend")
@@ -13,6 +13,35 @@ struct SQLiteBackendTests {
         let path = TemporaryDirectory().file("reopen.sqlite")
         try await StoreContract.writeDataToReopen(SQLiteDatabase(path: path).makeConnection())
         try await StoreContract.expectReopenedData(SQLiteDatabase(path: path).makeConnection())
+    }
+
+    /// A received object is stored as its text arrived (no second serialization); every column
+    /// and every read agrees with that text, and a row without text is serialized as before.
+    @Test func aReceivedObjectIsStoredAsItsText() async throws {
+        let path = TemporaryDirectory().file("text.sqlite")
+        let connection = try SQLiteDatabase(path: path).makeConnection()
+        let id = CoatyUUID()
+        let text =
+            #"{ "name" : "as sent", "objectType":"com.example.Text","coreType":"CoatyObject","#
+            + #""objectId":"\#(id)", "externalId":"ext-1", "n" : 1.50 }"#
+        let payload = Array(#"{"object":\#(text)}"#.utf8)
+        let event = try AdvertiseEventData(receivedBytes: payload, registry: CoatyObjectRegistry())
+        #expect(event.object.receivedText == Array(text.utf8))
+        let receipt = ReceiptMetadata(sourceId: nil, eventType: "Advertise", topic: "t")
+        let built = try AnyCoatyObject(BaseObject(objectType: "com.example.Text", name: "built"))
+        try await connection.write { tx in
+            try AnyCoatyObject.writer(tx).write(event.object, metadata: receipt)
+            try AnyCoatyObject.writer(tx).write(built, metadata: receipt)
+        }
+        let rows = try DatabaseQueue(path: path).read { db in
+            try Row.fetchAll(db, sql: "SELECT object, externalId, name FROM coaty_rows ORDER BY id")
+        }
+        #expect(rows.map { $0["object"] as String } == [text, built.json.description])
+        #expect(rows.first?["externalId"] == "ext-1")
+        #expect(rows.first?["name"] == "as sent")
+        let read = try await connection.read { tx in try AnyCoatyObject.read(tx).byKey(id.uuidString) }
+        #expect(read?.json == event.object.json)
+        #expect(read?.json["n"] == 1.5)
     }
 
     @Test func migrationsAreRecordedInOrder() async throws {

@@ -39,6 +39,14 @@ public struct AnyCoatyObject: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// The object's JSON text as received (UTF-8; compact or not, members in the sender's order),
+    /// or `nil` for an object built in this process. A store that keeps text writes these bytes
+    /// instead of serializing ``json`` again.
+    public var receivedText: [UInt8]? {
+        guard case .received(let received) = source else { return nil }
+        return received.withText { Array($0) }
+    }
+
     /// Whether the JSON is still the received text (for tests).
     var isReceivedText: Bool {
         if case .received = source { return true }
@@ -155,6 +163,16 @@ final class ReceivedJSON: Sendable {
     init(payload: [UInt8], range: Range<Int>) {
         self.payload = payload
         self.range = range
+    }
+
+    /// Sets the parsed object when the receiver parsed it already (it must be the text's).
+    func setParsed(_ object: JSONObject) {
+        parsed.withLock { $0 = object }
+    }
+
+    /// Calls `body` with the object's UTF-8 text as received.
+    func withText<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try payload.withUnsafeBytes { raw in try body(UnsafeRawBufferPointer(rebasing: raw[range])) }
     }
 
     /// The parsed object.

@@ -135,9 +135,22 @@ public final class CoatyObjectRegistry: Sendable {
         let type = swiftType(objectType: objectType, coreType: coreType)
         // A type that keeps unknown fields (the core types' structs) reads every member anyway,
         // and whoever receives such objects generically (a recorder, say) reads their JSON too:
-        // parsing the object once, as a tree, is cheaper for them than reading it from the text
-        // and parsing it again for its JSON. Decided before the rest of the header is read.
-        if type is any CustomFieldsCarrying.Type { return nil }
+        // parse the object once, as a tree, member by member, decode that tree, and keep both
+        // the tree and the text (a store writes the text as received instead of serializing
+        // the tree again). Decided before the rest of the header is read.
+        if type is any CustomFieldsCarrying.Type {
+            var json = JSONObject()
+            json.reserveCapacity(bytes.members.count)
+            for i in bytes.members.indices { json.appendUnchecked(bytes.key(at: i), bytes.value(at: i)) }
+            guard !bytes.unsupported, let decoded = try? decode(json) else { return nil }
+            received.setParsed(json)
+            return AnyCoatyObject(
+                received: received,
+                value: decoded.value,
+                objectType: decoded.objectType,
+                coreType: decoded.coreType
+            )
+        }
         guard type.coreType == coreType,
             let idIndex = bytes.index(of: "objectId"),
             let nameIndex = bytes.index(of: "name"), bytes.firstByte(at: nameIndex) == UInt8(ascii: "\"")
