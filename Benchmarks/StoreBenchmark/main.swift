@@ -349,7 +349,8 @@ func drive(_ options: BenchmarkOptions) async throws {
                 + " both returned the same objects in the same order (checked).",
             "one object type: ours = the recorder's Query path (ConnectionRecorderStorage.objects in the type's"
                 + " collection, JSON); indexed = SQLiteDatabase.createIndex on value and sequence of that type"
-                + " (coaty record --index, or --auto-index for ordered Queries); baseline = the scan with"
+                + " (coaty record --index; coaty record's defaults create it on the first such Query, so a recorder"
+                + " answers from the indexed row after that; no index = --auto-index 0); baseline = the scan with"
                 + " objectType = Sensor3 added, over all \(count) objects in memory (scan-then-sort for the ordered one).",
         ]
     ).print(json: options.json)

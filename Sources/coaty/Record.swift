@@ -25,9 +25,9 @@ struct Record: AsyncParsableCommand {
             deadvertises its identity and exits 0. With --verbose, stdout has one JSON line per \
             stored, removed or answered object.
 
-            A Query of one object type ordered by a top-level property walks an index \
-            on that property (--index declares one; --auto-index creates one on the first such \
-            Query) and reads only the rows of its page.
+            A Query of one object type ordered by a top-level property, or searching one \
+            (a numeric range, equality), walks an index on that property (--index declares one; \
+            --auto-index creates one on the first such Query) and reads only the rows it answers with.
 
             Examples:
               coaty record
@@ -80,7 +80,7 @@ struct Record: AsyncParsableCommand {
     @Option(
         name: .customLong("auto-index"),
         help: ArgumentHelp(
-            "The most indexes created automatically per object type: a Query of one object type ordered by a top-level property not yet indexed creates that index first (logged), so paged Queries read only the rows they answer with. 0 turns it off.",
+            "The most indexes created automatically per object type: a Query of one object type ordered by, or searching, a top-level property not yet indexed creates that index first (logged), so such Queries read only the rows they answer with. 0 turns it off.",
             valueName: "count"
         )
     )

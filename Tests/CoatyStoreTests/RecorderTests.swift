@@ -1,9 +1,10 @@
 import CoatyCore
 import CoatySQLite
-import CoatyStore
 import CoatyTesting
 import Foundation
 import Testing
+
+@testable import CoatyStore
 
 // MARK: - Fixtures
 
@@ -328,6 +329,37 @@ struct RecorderTests {
         #expect(!indexing.hasIndex(collection: RecorderFixtures.objectType, property: "externalId"))
         #expect(!indexing.hasIndex(collection: "coaty.CoatyObject", property: "name"))
         try await harness.stop()
+    }
+
+    @Test(
+        "A Query searching a property creates its index; promoted columns, mixed or-ed lists and other operators do not"
+    )
+    func automaticIndexesForConditions() async throws {
+        let harness = try await RecorderHarness.start(.sqlite)
+        let objects = try RecorderFixtures.objects(30)
+        for object in objects { try await harness.client.publishAdvertise(object) }
+        let indexing = try #require(harness.indexing)
+        let filters = [
+            ObjectFilter.where("rank", .between(5, 12)).take(5),
+            ObjectFilter.where("externalId", .equals("ext-4")),
+            ObjectFilter(conditions: .or([.init("label", .equals("x")), .init("rank", .equals(3))])),
+            ObjectFilter.where("label", .contains("x")),
+        ]
+        for filter in filters {
+            let query = QueryEventData(objectTypes: [RecorderFixtures.objectType], objectFilter: filter)
+            let retrieve = try #require(try await harness.client.publishQuery(query).first(timeout: .seconds(30)))
+            #expect(retrieve.data.objects.map(\.jsonValue) == expectedResult(filter, joins: [], over: objects))
+        }
+        #expect(indexing.hasIndex(collection: RecorderFixtures.objectType, property: "rank"))
+        #expect(!indexing.hasIndex(collection: RecorderFixtures.objectType, property: "externalId"))
+        #expect(!indexing.hasIndex(collection: RecorderFixtures.objectType, property: "label"))
+        try await harness.stop()
+        #expect(
+            CoatyRecorder.indexedSearchProperties(
+                of: .or([.init("tag", .in(["a", "b"])), .init("tag", .equals("c"))])
+            ) == ["tag"]
+        )
+        #expect(CoatyRecorder.indexedSearchProperties(of: .condition(.init("n", .notEquals(1)))).isEmpty)
     }
 
     @Test("A Query of 1000 or-ed conditions is answered like any other", arguments: RecorderBackend.allCases)

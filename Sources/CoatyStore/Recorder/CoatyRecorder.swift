@@ -60,12 +60,13 @@ public final class CoatyRecorder: Service, Sendable {
         /// redelivers what a crashed recorder had not committed. Default `false`.
         public var acknowledgesAfterCommit: Bool
         /// Automatic indexes: the most JSON-property indexes the recorder creates per object type
-        /// for ordered Queries, when its store can index (``JSONPropertyIndexing``, the SQLite
-        /// backend). A Query of one object type, ordered by a top-level property not yet indexed,
-        /// creates the index before it is answered (once; logged at info), so that this and every
-        /// later such Query walks the index and reads only the rows it answers with — paged
-        /// Queries then cost about the same over a thousand or a million objects. `0` turns it
-        /// off. Default 4.
+        /// for Queries, when its store can index (``JSONPropertyIndexing``: SQLite, PostgreSQL).
+        /// A Query of one object type ordered by a top-level property, or searching one (a
+        /// numeric comparison or range, equality with a number or strings), creates that index
+        /// before it is answered (once; logged at info), so that this and every later such Query
+        /// walks the index and reads only the rows it answers with — such Queries then cost about
+        /// the same over a thousand or a million objects. Without it a search reads every row of
+        /// the type. `0` turns it off. Default 4.
         public var automaticIndexesPerObjectType: Int
 
         /// A configuration.
@@ -613,7 +614,7 @@ public final class CoatyRecorder: Service, Sendable {
             } else {
                 scope = .coreTypes((query.data.coreTypes ?? []).map(\.rawValue))
             }
-            await indexIfOrdered(query.data)
+            await indexIfUseful(query.data)
             do {
                 let json = try await storage.objects(
                     in: scope,
@@ -632,36 +633,69 @@ public final class CoatyRecorder: Service, Sendable {
         }
     }
 
-    /// Creates the automatic index a Query of one object type ordered by a top-level property
-    /// calls for (``Configuration/automaticIndexesPerObjectType``).
-    private func indexIfOrdered(_ data: QueryEventData) async {
+    /// Creates the automatic indexes a Query of one object type calls for
+    /// (``Configuration/automaticIndexesPerObjectType``): on its first ordering property, and on
+    /// the properties its conditions search (``indexedSearchProperties(of:)``).
+    private func indexIfUseful(_ data: QueryEventData) async {
         guard let indexing, configuration.automaticIndexesPerObjectType > 0,
-            let objectTypes = data.objectTypes, objectTypes.count == 1,
-            let path = data.objectFilter?.orderByProperties?.first?.property.path, path.count == 1
+            let objectTypes = data.objectTypes, objectTypes.count == 1
         else { return }
-        let (objectType, property) = (objectTypes[0], path[0])
-        guard JSONIndexDeclarations.isIndexable(property),
-            !indexing.hasIndex(collection: objectType, property: property)
-        else { return }
-        let admitted = automaticIndexes.withLock { indexes -> Bool in
-            guard indexes[objectType, default: []].count < configuration.automaticIndexesPerObjectType else {
+        let objectType = objectTypes[0]
+        var properties: [String] = []
+        if let path = data.objectFilter?.orderByProperties?.first?.property.path, path.count == 1 {
+            properties.append(path[0])
+        }
+        properties += Self.indexedSearchProperties(of: data.objectFilter?.conditions).sorted()
+        for property in properties {
+            guard JSONIndexDeclarations.isIndexable(property), !PromotedColumns.names.contains(property),
+                !indexing.hasIndex(collection: objectType, property: property)
+            else { continue }
+            let admitted = automaticIndexes.withLock { indexes -> Bool in
+                guard indexes[objectType, default: []].count < configuration.automaticIndexesPerObjectType else {
+                    return false
+                }
+                return indexes[objectType, default: []].insert(property).inserted
+            }
+            guard admitted else { continue }
+            do {
+                try await indexing.createIndex(collection: objectType, property: property)
+                logger.info(
+                    "Created an index for Queries on a property",
+                    metadata: ["objectType": "\(objectType)", "property": "\(property)"]
+                )
+            } catch {
+                logger.warning(
+                    "Could not create an index",
+                    metadata: ["objectType": "\(objectType)", "property": "\(property)", "error": "\(error)"]
+                )
+            }
+        }
+    }
+
+    /// The top-level properties whose conditions an index can search: compared with a number
+    /// (`LessThan` … `GreaterThanOrEqual`, `Between`, `Equals`) or equal to strings (`Equals`,
+    /// `In`). Of an and-ed list every such property; of an or-ed list only a property that every
+    /// condition searches (otherwise each branch but one still reads every row).
+    static func indexedSearchProperties(of conditions: ObjectFilterConditions?) -> Set<String> {
+        func searches(_ expression: ObjectFilterExpression) -> Bool {
+            switch expression.operator {
+            case .lessThan, .lessThanOrEqual, .greaterThan, .greaterThanOrEqual:
+                return expression.operand1?.doubleValue != nil
+            case .between:
+                return expression.operand1?.doubleValue != nil && expression.operand2?.doubleValue != nil
+            case .equals:
+                return expression.operand1?.doubleValue != nil || expression.operand1?.stringValue != nil
+            case .in:
+                guard case .array(let values)? = expression.operand1 else { return false }
+                return !values.isEmpty && values.allSatisfy { $0.stringValue != nil }
+            default:
                 return false
             }
-            return indexes[objectType, default: []].insert(property).inserted
         }
-        guard admitted else { return }
-        do {
-            try await indexing.createIndex(collection: objectType, property: property)
-            logger.info(
-                "Created an index for Queries ordered by a property",
-                metadata: ["objectType": "\(objectType)", "property": "\(property)"]
-            )
-        } catch {
-            logger.warning(
-                "Could not create an index",
-                metadata: ["objectType": "\(objectType)", "property": "\(property)", "error": "\(error)"]
-            )
-        }
+        let searched = SQLText.properties(of: conditions, where: searches)
+        guard case .or(let list)? = conditions else { return searched }
+        let all = Set(list.map { $0.property.path.joined(separator: ".") })
+        return all.count == 1 ? searched : []
     }
 
     private func answer(_ discovers: EventObservation<DiscoverEvent>) async {
