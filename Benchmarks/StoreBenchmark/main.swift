@@ -329,6 +329,27 @@ func drive(_ options: BenchmarkOptions) async throws {
         }
     }
 
+    // The in-memory backend with a property index on value, over the same objects.
+    let memory = InMemoryDatabase()
+    let memoryConnection = memory.makeConnection()
+    try await memory.createIndex(collection: sensor, property: "value")
+    try await memoryConnection.write { tx in
+        for object in objects {
+            let index = StoreIndex(object["objectType"]?.stringValue ?? "", object["objectId"]?.stringValue ?? "")
+            tx.write(StoreRow(index: index, object: object), mode: .upsert)
+        }
+    }
+    let memoryStorage = ConnectionRecorderStorage(memoryConnection)
+    queryRows += try await compareQuery(
+        "in-memory backend, one object type, indexed: \(typedFilters[0].name)",
+        queries: queries,
+        scan: typedFilters[0].scan,
+        over: objects
+    ) {
+        try await memoryStorage.objects(in: .collections([sensor]), filter: typedFilters[0].filter, joins: [])
+            .compactMap { $0["objectId"]?.stringValue }
+    }.rows
+
     BenchmarkReport(
         title:
             "CoatyStore + CoatySQLite vs raw baselines (\(count) objects; ingest median of \(runs) runs; query p50/p99 of \(queries) runs)",

@@ -13,10 +13,18 @@ struct InMemoryState: Sendable {
     var nextSequence = 0
     /// Local values by store name, then key.
     var local: [String: [String: JSONValue]] = [:]
+    /// The property indexes (``InMemoryDatabase/createIndex(collection:property:)``).
+    var indexes: [JSONIndexDeclarations.Key: InMemoryPropertyIndex] = [:]
+    /// The indexed properties by collection.
+    var indexedProperties: [String: [String]] = [:]
 
     /// The entries in scope and among `keys`, in insertion order.
     func entries(in scope: StoreScope, keys: [String]?) -> [Entry] {
-        let keySet = keys.map(Set.init)
+        entries(in: scope, keySet: keys.map(Set.init))
+    }
+
+    /// The entries in scope and among `keySet`, in insertion order.
+    func entries(in scope: StoreScope, keySet: Set<String>?) -> [Entry] {
         var selected: [Entry] = []
         if case .collection(let collection) = scope, let keySet {
             for key in keySet {
@@ -32,8 +40,20 @@ struct InMemoryState: Sendable {
         return selected
     }
 
+    /// The rows a query selects: those of its keys and of the candidates its indexes give
+    /// (``indexedCandidates(_:)``), filtered and ordered by ``CoatyCore/ObjectMatcher``.
     func rows(matching query: StoreQuery) -> [StoreRow] {
-        let rows = entries(in: query.scope, keys: query.keys).map(\.row)
+        var keys = query.keys.map(Set.init)
+        if let candidates = indexedCandidates(query) {
+            keys = keys.map { $0.intersection(candidates) } ?? candidates
+        }
+        let scope: StoreScope
+        if keys != nil, case .collections(let names) = query.scope, names.count == 1 {
+            scope = .collection(names[0])
+        } else {
+            scope = query.scope
+        }
+        let rows = entries(in: scope, keySet: keys).map(\.row)
         return ObjectMatcher.apply(query.filter, to: rows) { $0.object }
     }
 }
@@ -43,8 +63,11 @@ struct InMemoryState: Sendable {
 /// Reads see a snapshot taken under the lock; a write transaction holds the lock for its body
 /// (writes are serialized) and keeps an undo log, so a throwing body leaves the state unchanged
 /// at the cost of its own changes only. Queries scan the rows in scope and evaluate the filter
-/// with ``CoatyCore/ObjectMatcher`` — this backend is for tests and small agents.
-public final class InMemoryDatabase: DatabaseType {
+/// with ``CoatyCore/ObjectMatcher`` — this backend is for tests and small agents. A property
+/// index (``createIndex(collection:property:)``) narrows the rows a query of that collection
+/// examines to those whose value can satisfy its conditions (string equality, `In` of strings,
+/// numeric comparisons and ranges); the matcher still decides, so answers stay the same.
+public final class InMemoryDatabase: DatabaseType, JSONPropertyIndexing {
     let state = Mutex(InMemoryState())
 
     /// An empty database.
@@ -53,11 +76,52 @@ public final class InMemoryDatabase: DatabaseType {
     /// A connection to this database.
     /// - Returns: the connection.
     public func makeConnection() -> InMemoryConnection { InMemoryConnection(database: self) }
+
+    /// Indexes a top-level property of the rows of a collection, from the rows stored now on
+    /// (once; later calls do nothing). Writes keep it current.
+    /// - Parameters:
+    ///   - collection: the collection (a Coaty object's collection is its object type).
+    ///   - property: a top-level property named with letters, digits and `_`.
+    /// - Throws: ``InMemoryIndexError`` for another property name.
+    public func createIndex(collection: String, property: String) async throws {
+        guard JSONIndexDeclarations.isIndexable(property) else { throw InMemoryIndexError(property: property) }
+        state.withLock { $0.createIndex(collection: collection, property: property) }
+    }
+
+    /// Whether a property of a collection is indexed.
+    /// - Parameters:
+    ///   - collection: the collection.
+    ///   - property: the property.
+    /// - Returns: `true` when indexed.
+    public func hasIndex(collection: String, property: String) -> Bool {
+        state.withLock { $0.indexes[JSONIndexDeclarations.Key(collection: collection, property: property)] != nil }
+    }
+}
+
+/// A property the in-memory backend cannot index.
+public struct InMemoryIndexError: Error, Sendable, CustomStringConvertible {
+    /// The property.
+    public let property: String
+
+    /// What to change.
+    public var description: String {
+        "Cannot index \"\(property)\": an index is on a top-level property named with letters, digits and _"
+    }
 }
 
 /// A connection to an ``InMemoryDatabase``.
-public struct InMemoryConnection: ConnectionType {
+public struct InMemoryConnection: ConnectionType, JSONPropertyIndexing {
     let database: InMemoryDatabase
+
+    /// See ``InMemoryDatabase/createIndex(collection:property:)``.
+    public func createIndex(collection: String, property: String) async throws {
+        try await database.createIndex(collection: collection, property: property)
+    }
+
+    /// See ``InMemoryDatabase/hasIndex(collection:property:)``.
+    public func hasIndex(collection: String, property: String) -> Bool {
+        database.hasIndex(collection: collection, property: property)
+    }
 
     /// Runs `body` on a snapshot.
     /// - Parameter body: the reads.
@@ -110,7 +174,9 @@ public final class InMemoryTransaction: WriteTransactionType {
     func rollBack() {
         for undo in undoLog.reversed() {
             switch undo {
-            case .entry(let index, let entry): state.entries[index] = entry
+            case .entry(let index, let entry):
+                state.reindex(index, old: state.entries[index]?.row, new: entry?.row)
+                state.entries[index] = entry
             case .local(let store, let key, let value): state.local[store, default: [:]][key] = value
             }
         }
@@ -170,6 +236,7 @@ public final class InMemoryTransaction: WriteTransactionType {
             sequence = state.nextSequence
             state.nextSequence += 1
         }
+        state.reindex(row.index, old: existing?.row, new: row)
         state.entries[row.index] = InMemoryState.Entry(
             sequence: sequence,
             row: row,
@@ -184,6 +251,7 @@ public final class InMemoryTransaction: WriteTransactionType {
     @discardableResult
     public func removeRow(at index: StoreIndex) -> Bool {
         guard let removed = state.entries.removeValue(forKey: index) else { return false }
+        state.reindex(index, old: removed.row, new: nil)
         undoLog.append(.entry(index, removed))
         return true
     }

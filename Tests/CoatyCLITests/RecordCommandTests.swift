@@ -182,9 +182,13 @@ struct RecordCommandTests {
                     let result = await recorder.finish(timeout: 30)
                     #expect(result.status == 0, "stderr: \(result.stderr)")
                     let indexes = try await DatabaseQueue(path: path).read { db in
-                        try String.fetchAll(db, sql: "SELECT collection || ':' || property FROM coaty_json_indexes")
+                        try String.fetchAll(
+                            db,
+                            sql: "SELECT collection || ':' || property FROM coaty_json_indexes ORDER BY property"
+                        )
                     }
-                    #expect(indexes == ["com.example.Bench:seq"])
+                    // Declared on seq; created automatically on value, which the Query searches.
+                    #expect(indexes == ["com.example.Bench:seq", "com.example.Bench:value"])
                 }
             }
         }
