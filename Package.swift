@@ -116,6 +116,20 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // MARK: Fuzzing (Fuzz/run builds coaty-fuzz with libFuzzer; the tests replay the corpora)
+        .target(
+            name: "CoatyFuzzTargets",
+            dependencies: ["CoatyCore"],
+            path: "Fuzz/Targets",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "coaty-fuzz",
+            dependencies: ["CoatyFuzzTargets"],
+            path: "Fuzz/Driver",
+            swiftSettings: swiftSettings
+        ),
+
         // MARK: Benchmarks (run with Benchmarks/run; never part of the tests)
         .executableTarget(
             name: "mqtt-baseline",
@@ -227,7 +241,7 @@ let package = Package(
         .testTarget(
             name: "CoatyCoreTests",
             dependencies: [
-                "CoatyCore",
+                "CoatyCore", "CoatyFuzzTargets",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ],
             swiftSettings: swiftSettings
