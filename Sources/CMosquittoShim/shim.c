@@ -21,17 +21,30 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 #include <time.h>
 #include <stddef.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+
+// Linux-only speed-ups (an eventfd to wake the loop, a seccomp filter that spares libmosquitto's wake-up socket
+// pair) behind SHIM_LINUX; elsewhere, or built with -DCOATY_SHIM_PORTABLE (CI builds and tests that fallback on
+// Linux), the loop is woken through a pipe and the handle keeps its pair. Same behaviour, a few system calls more.
+#if defined(__linux__) && !defined(COATY_SHIM_PORTABLE)
+#define SHIM_LINUX 1
+#include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#endif
+
+// Writes on the dup'd socket must not raise SIGPIPE: MSG_NOSIGNAL per call where it exists, SO_NOSIGPIPE on the
+// socket elsewhere (see directFd).
+#ifndef MSG_NOSIGNAL
+#define MSG_NOSIGNAL 0
+#endif
 
 #define SHIM_TIMEOUT_CODE (-1000)
 #define SHIM_LOOP_TIMEOUT_MS 100
@@ -87,8 +100,10 @@ struct CMosquittoShim_Client {
     bool answerDue;           // a QoS > 0 message arrived, which libmosquitto answers (PUBACK / PUBREC)
 
     // The network loop's own wait (see loopOnce): other threads that queue a packet count it in `packetsQueued` and,
-    // while the loop thread polls, wake it through the eventfd `wakeFd` (at most one write per wait).
+    // while the loop thread polls, wake it through `wakeFd` (at most one write per wait): an eventfd on Linux, where
+    // `wakeWriteFd` is the same descriptor; elsewhere the read end of a pipe whose write end is `wakeWriteFd`.
     int wakeFd;
+    int wakeWriteFd;
     atomic_uint_fast64_t packetsQueued;
     uint64_t packetsSeen;     // loop thread only
     atomic_bool loopPolling;
@@ -208,6 +223,25 @@ static int64_t nowNs(void) {
 }
 
 static char *copyString(const char *s) { return s ? strdup(s) : NULL; }
+
+/// Opens the loop's wake-up channel (see wakeFd); both descriptors stay -1 when that fails.
+static void openWakeChannel(CMosquittoShim_Client *c) {
+#ifdef SHIM_LINUX
+    c->wakeFd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    c->wakeWriteFd = c->wakeFd;
+#else
+    int ends[2];
+    c->wakeFd = -1;
+    c->wakeWriteFd = -1;
+    if (pipe(ends) != 0) return;
+    for (int i = 0; i < 2; i++) {
+        (void)fcntl(ends[i], F_SETFL, fcntl(ends[i], F_GETFL) | O_NONBLOCK);
+        (void)fcntl(ends[i], F_SETFD, FD_CLOEXEC);
+    }
+    c->wakeFd = ends[0];
+    c->wakeWriteFd = ends[1];
+#endif
+}
 
 static void wantDispatch(CMosquittoShim_Client *c);
 static void wakeLoopIfPolling(CMosquittoShim_Client *c);
@@ -443,6 +477,7 @@ static void destroyClient(CMosquittoShim_Client *c) {
     pthread_mutex_destroy(&c->writeLock);
     if (c->directFd >= 0) close(c->directFd);
     dropOurs(c);
+    if (c->wakeWriteFd >= 0 && c->wakeWriteFd != c->wakeFd) close(c->wakeWriteFd);
     if (c->wakeFd >= 0) close(c->wakeFd);
     free(c->ring);
     free(c->host);
@@ -468,9 +503,9 @@ static int failCreate(CMosquittoShim_Client *c, int rc, const char *what, int *e
 // denies socketpair() alone. The filter applies to that one thread only (no TSYNC) and ends with it; where seccomp
 // is unavailable, the handle is created as usual, with the pair.
 
-#if defined(__x86_64__)
+#if defined(SHIM_LINUX) && defined(__x86_64__)
 #define SHIM_AUDIT_ARCH AUDIT_ARCH_X86_64
-#elif defined(__aarch64__)
+#elif defined(SHIM_LINUX) && defined(__aarch64__)
 #define SHIM_AUDIT_ARCH AUDIT_ARCH_AARCH64
 #endif
 
@@ -485,7 +520,7 @@ struct NewMosquittoCall {
 
 /// Denies socketpair() (EMFILE) to the calling thread; false where seccomp cannot be used.
 static bool denySocketPairToThisThread(void) {
-#if defined(SHIM_AUDIT_ARCH) && defined(__NR_socketpair) && defined(SECCOMP_SET_MODE_FILTER)
+#if defined(SHIM_LINUX) && defined(SHIM_AUDIT_ARCH) && defined(__NR_socketpair) && defined(SECCOMP_SET_MODE_FILTER)
     struct sock_filter filter[] = {
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SHIM_AUDIT_ARCH, 1, 0),
@@ -567,7 +602,7 @@ CMosquittoShim_Client *CMosquittoShim_Client_create(const CMosquittoShim_Options
     atomic_init(&c->packetsQueued, 0);
     atomic_init(&c->loopPolling, false);
     atomic_init(&c->wakePending, false);
-    c->wakeFd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    openWakeChannel(c);
     c->capacity = o->messageCapacity > 0 ? (size_t)o->messageCapacity : 1;
     c->allocated = c->capacity;
     c->ring = calloc(c->allocated, sizeof(CMosquittoShim_Message *));
@@ -593,7 +628,7 @@ CMosquittoShim_Client *CMosquittoShim_Client_create(const CMosquittoShim_Options
         return NULL;
     }
     if (c->wakeFd < 0) {
-        failCreate(c, MOSQ_ERR_ERRNO, "creating the loop's eventfd", errorCode, errorText, errorTextSize);
+        failCreate(c, MOSQ_ERR_ERRNO, "creating the loop's wake-up channel", errorCode, errorText, errorTextSize);
         return NULL;
     }
 
@@ -778,8 +813,24 @@ static int renewQuickAck(CMosquittoShim_Client *c, int64_t now, int timeoutMs) {
 
 /// Ends the network loop's current (or next) poll.
 static void signalLoop(CMosquittoShim_Client *c) {
+#ifdef SHIM_LINUX
     uint64_t one = 1;
-    (void)!write(c->wakeFd, &one, sizeof(one));
+    (void)!write(c->wakeWriteFd, &one, sizeof(one));
+#else
+    char one = 1;
+    (void)!write(c->wakeWriteFd, &one, 1);
+#endif
+}
+
+/// Empties the wake-up channel after a poll saw it readable.
+static void drainWakeChannel(CMosquittoShim_Client *c) {
+#ifdef SHIM_LINUX
+    uint64_t value;
+    (void)!read(c->wakeFd, &value, sizeof(value));
+#else
+    char bytes[64];
+    (void)!read(c->wakeFd, bytes, sizeof(bytes));  // more than one byte waiting only wakes the next poll early
+#endif
 }
 
 /// Ends the loop thread's poll if it is in one (at most one eventfd write per wait). Callers first publish what the
@@ -825,6 +876,12 @@ static void openDirect(CMosquittoShim_Client *c) {
     if (sock < 0) return;
     pthread_mutex_lock(&c->writeLock);
     c->directFd = fcntl(sock, F_DUPFD_CLOEXEC, 0);
+#ifdef SO_NOSIGPIPE
+    if (c->directFd >= 0) {
+        int one = 1;
+        (void)setsockopt(c->directFd, SOL_SOCKET, SO_NOSIGPIPE, &one, sizeof(one));
+    }
+#endif
     atomic_store(&c->directReady, c->directFd >= 0);
     pthread_mutex_unlock(&c->writeLock);
 }
@@ -1105,8 +1162,7 @@ static int loopOnce(CMosquittoShim_Client *c, int timeoutMs) {
     if (fds[1].revents & POLLIN) {
         // Read first, then clear: a waker that sets wakePending after the clear writes after this read, so its
         // write is seen by the next poll (clearing first could consume that write and leave wakePending set).
-        uint64_t value;
-        (void)!read(c->wakeFd, &value, sizeof(value));
+        drainWakeChannel(c);
         atomic_store(&c->wakePending, false);
         woken = true;
     }
@@ -1501,6 +1557,14 @@ uint64_t CMosquittoShim_Client_droppedCount(CMosquittoShim_Client *c) { return a
 uint64_t CMosquittoShim_Client_unsentCount(CMosquittoShim_Client *c) { return atomic_load(&c->unsent); }
 
 bool CMosquittoShim_Client_withoutWakePair(CMosquittoShim_Client *c) { return c->withoutWakePair; }
+
+bool CMosquittoShim_hasLinuxSpeedUps(void) {
+#ifdef SHIM_LINUX
+    return true;
+#else
+    return false;
+#endif
+}
 
 uint64_t CMosquittoShim_Client_outstandingPublishes(CMosquittoShim_Client *c) {
     pthread_mutex_lock(&c->publishLock);

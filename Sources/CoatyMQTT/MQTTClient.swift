@@ -250,6 +250,10 @@ public final class MQTTClient: Sendable {
         return handle.withoutWakePair
     }
 
+    /// Whether the C shim was built with its Linux-only speed-ups; false on other systems and in the portable
+    /// build (`-DCOATY_SHIM_PORTABLE`, `Scripts/portable-test`).
+    static var shimHasLinuxSpeedUps: Bool { CMosquittoShim_hasLinuxSpeedUps() }
+
     /// The topic filters that are remembered and re-subscribed after a reconnect.
     public var subscriptions: [String: MQTTQoS] { core.state.withLock { $0.subscriptions } }
 }

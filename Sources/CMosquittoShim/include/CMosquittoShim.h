@@ -223,6 +223,10 @@ uint64_t CMosquittoShim_Client_unsentCount(CMosquittoShim_Client *client);
 /// thread-local seccomp filter; false where seccomp is unavailable).
 bool CMosquittoShim_Client_withoutWakePair(CMosquittoShim_Client *client);
 
+/// Whether the shim was built with its Linux-only speed-ups (an eventfd, the seccomp filter that spares libmosquitto's
+/// wake-up pair); false on other systems and when built with -DCOATY_SHIM_PORTABLE.
+bool CMosquittoShim_hasLinuxSpeedUps(void);
+
 /// QoS 0 publishes queued in libmosquitto whose PUBLISH packet is not written yet (for back-pressure).
 uint64_t CMosquittoShim_Client_outstandingPublishes(CMosquittoShim_Client *client);
 
