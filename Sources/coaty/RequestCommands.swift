@@ -158,7 +158,10 @@ struct Query: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let filter = try self.filter.map { try JSONInput.decode(ObjectFilter.self, $0, what: "--filter") }
+        // Without --filter an empty filter (`{}`: every object of the types) is sent, not none:
+        // Coaty JS 2.4.1 responders read `objectFilter` unconditionally and drop a Query without it.
+        let filter =
+            try self.filter.map { try JSONInput.decode(ObjectFilter.self, $0, what: "--filter") } ?? ObjectFilter()
         let join = try self.join.map { try JSONInput.decode(ObjectJoinConditionList.self, $0, what: "--join") }
         let data: QueryEventData
         if let coreTypes {

@@ -144,6 +144,34 @@ struct RequestCommandTests {
         }
     }
 
+    @Test("query without --filter sends an empty objectFilter, as Coaty JS 2.4.1 responders require")
+    func queryWithoutFilterSendsEmptyFilter() async throws {
+        try await withBroker { broker in
+            try await withAgent(on: broker) { agent in
+                let queries = try agent.observeQuery()
+                await queries.subscribed()
+                let result = try await withResponder({
+                    for await query in queries {
+                        try? await query.retrieve(objects: [], privateData: ["query": .object(query.data.json)])
+                    }
+                }) {
+                    try await runCoaty(
+                        [
+                            "query", "--object-types", "com.example.Lamp", "--count", "1", "--timeout", "30",
+                            "--broker", broker.url,
+                        ]
+                    )
+                }
+                #expect(result.status == 0, "stderr: \(result.stderr)")
+                let lines = try result.jsonLines()
+                try #require(lines.count == 1, "stdout: \(result.stdout)")
+                let data = checkEventLine(lines[0], event: "Retrieve", twoWay: true)
+                #expect(data?.at("privateData.query.objectFilter") == [:])
+                #expect(data?.at("privateData.query.objectTypes") == ["com.example.Lamp"])
+            }
+        }
+    }
+
     @Test("update is answered with Complete by a responder")
     func updateAnswered() async throws {
         try await withBroker { broker in
@@ -282,7 +310,7 @@ struct RequestCommandTests {
             observe: ["observe", "query"],
             request: ["query", "--object-types", "com.example.Light,com.example.Fan"],
             event: "Query",
-            check: { $0 == ["objectTypes": ["com.example.Light", "com.example.Fan"]] }
+            check: { $0 == ["objectTypes": ["com.example.Light", "com.example.Fan"], "objectFilter": [:]] }
         ),
         ObservedRequest(
             observe: ["observe", "call", "dim"],
