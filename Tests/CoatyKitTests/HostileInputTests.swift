@@ -12,7 +12,7 @@ import Testing
 )
 struct HostileInputTests {
     @Test(
-        "Deep nesting, invalid UTF-8, NaN and Infinity, truncated and non-object payloads are counted; valid events around them arrive"
+        "Deep nesting, invalid UTF-8, NaN and Infinity, truncated, non-object and oversized payloads are counted; valid events around them arrive"
     )
     func hostilePayloadsAreDroppedAndCounted() async throws {
         let broker = try await MosquittoBroker.start()
@@ -61,6 +61,11 @@ struct HostileInputTests {
             ("not an object", Array("[1,2,3]".utf8)),
             ("object member not an object", Array(#"{"object":"lamp"}"#.utf8)),
             ("empty", []),
+            (
+                "50 MB, over the default size limit",
+                Array((#"{"object":"# + openLamp + #","blob":""#).utf8)
+                    + Array(repeating: UInt8(ascii: "x"), count: 50_000_000) + Array(#""}}"#.utf8)
+            ),
             (
                 "a million-element array",
                 Array(#"{"object":["#.utf8)

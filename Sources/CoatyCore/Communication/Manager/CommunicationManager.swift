@@ -152,6 +152,15 @@ public final class CommunicationManager: Sendable {
         /// copies so every observer sees a message once. Set it to `false` for a broker that
         /// delivers a single copy, or identical consecutive messages would be taken for copies.
         public var brokerDeliversCopyPerSubscription: Bool
+        /// The largest payload of a Coaty event (JSON) that is read, in bytes; a larger one is
+        /// dropped before it is parsed, counted in ``CommunicationStatistics/invalidPayloads`` and
+        /// logged at warning. Default 16 MiB (``defaultMaximumPayloadSize``): far above any Coaty
+        /// object, and a bound on the memory one message can make the agent allocate while
+        /// parsing. IO values and Raw messages are not limited (their data is not parsed here).
+        public var maximumPayloadSize: Int
+
+        /// The default ``maximumPayloadSize``: 16 MiB.
+        public static let defaultMaximumPayloadSize = 16 << 20
 
         /// Creates options.
         /// - Parameters:
@@ -166,6 +175,7 @@ public final class CommunicationManager: Sendable {
         ///   - stallPolicy: what happens to a stalled observer.
         ///   - dropLogInterval: the shortest interval between two drop warnings of an observation.
         ///   - qos: the least QoS of every publication and subscription (default QoS 0).
+        ///   - maximumPayloadSize: the largest Coaty event payload read, in bytes (default 16 MiB).
         public init(
             namespace: String = CoatyTopic.defaultNamespace,
             crossNamespacing: Bool = false,
@@ -176,8 +186,10 @@ public final class CommunicationManager: Sendable {
             stallTimeout: Duration = .seconds(10),
             stallPolicy: StallPolicy = .keepBackPressure,
             dropLogInterval: Duration = .seconds(5),
-            qos: TransportQoS = .atMostOnce
+            qos: TransportQoS = .atMostOnce,
+            maximumPayloadSize: Int = Options.defaultMaximumPayloadSize
         ) {
+            self.maximumPayloadSize = maximumPayloadSize
             self.qos = qos
             self.requestHeadroom = requestHeadroom
             self.stallTimeout = stallTimeout
@@ -881,6 +893,16 @@ public final class CommunicationManager: Sendable {
     }
 
     private func decode(_ bytes: [UInt8], topic: CoatyTopic) -> IncomingEvent.Payload? {
+        if bytes.count > options.maximumPayloadSize, topic.eventType != .ioValue, topic.eventType != .raw {
+            counters.invalidPayload()
+            logger.warning(
+                "Dropped an event whose payload exceeds the size limit (Options.maximumPayloadSize)",
+                metadata: [
+                    "topic": "\(topic.name)", "bytes": "\(bytes.count)", "limit": "\(options.maximumPayloadSize)",
+                ]
+            )
+            return nil
+        }
         do throws(CommunicationEventDataError) {
             switch topic.eventType {
             case .advertise: return .advertise(try AdvertiseEventData(receivedBytes: bytes, registry: registry))
