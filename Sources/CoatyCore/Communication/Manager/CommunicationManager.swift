@@ -81,6 +81,50 @@ struct IncomingEvent: Sendable {
     let payload: Payload
 }
 
+extension IncomingEvent.Payload {
+    /// Reads a received payload of `eventType` (objects straight from the text where the event
+    /// carries one); `nil` for Raw messages, which carry no Coaty payload.
+    init?(received bytes: [UInt8], eventType: CommunicationEventType, registry: CoatyObjectRegistry)
+        throws(CommunicationEventDataError)
+    {
+        switch eventType {
+        case .advertise: self = .advertise(try AdvertiseEventData(receivedBytes: bytes, registry: registry))
+        case .deadvertise: self = .deadvertise(try DeadvertiseEventData(bytes: bytes, registry: registry))
+        case .channel: self = .channel(try ChannelEventData(receivedBytes: bytes, registry: registry))
+        case .discover: self = .discover(try DiscoverEventData(bytes: bytes, registry: registry))
+        case .resolve: self = .resolve(try ResolveEventData(receivedBytes: bytes, registry: registry))
+        case .query: self = .query(try QueryEventData(bytes: bytes, registry: registry))
+        case .retrieve: self = .retrieve(try RetrieveEventData(bytes: bytes, registry: registry))
+        case .update: self = .update(try UpdateEventData(receivedBytes: bytes, registry: registry))
+        case .complete: self = .complete(try CompleteEventData(receivedBytes: bytes, registry: registry))
+        case .call: self = .call(try CallEventData(bytes: bytes, registry: registry))
+        case .return: self = .return(try ReturnEventData(bytes: bytes, registry: registry))
+        case .associate: self = .associate(try AssociateEventData(bytes: bytes, registry: registry))
+        case .ioValue: self = .ioValue(bytes)
+        case .raw: return nil
+        }
+    }
+
+    /// The event's data; `nil` for an IO value (its bytes are not a Coaty payload).
+    var data: (any CommunicationEventData)? {
+        switch self {
+        case .advertise(let data): data
+        case .deadvertise(let data): data
+        case .channel(let data): data
+        case .discover(let data): data
+        case .resolve(let data): data
+        case .query(let data): data
+        case .retrieve(let data): data
+        case .update(let data): data
+        case .complete(let data): data
+        case .call(let data): data
+        case .return(let data): data
+        case .associate(let data): data
+        case .ioValue: nil
+        }
+    }
+}
+
 typealias EventSink = @Sendable (IncomingEvent) -> Void
 typealias RawSink = @Sendable (RawEvent) -> Void
 
@@ -904,22 +948,7 @@ public final class CommunicationManager: Sendable {
             return nil
         }
         do throws(CommunicationEventDataError) {
-            switch topic.eventType {
-            case .advertise: return .advertise(try AdvertiseEventData(receivedBytes: bytes, registry: registry))
-            case .deadvertise: return .deadvertise(try DeadvertiseEventData(bytes: bytes, registry: registry))
-            case .channel: return .channel(try ChannelEventData(receivedBytes: bytes, registry: registry))
-            case .discover: return .discover(try DiscoverEventData(bytes: bytes, registry: registry))
-            case .resolve: return .resolve(try ResolveEventData(receivedBytes: bytes, registry: registry))
-            case .query: return .query(try QueryEventData(bytes: bytes, registry: registry))
-            case .retrieve: return .retrieve(try RetrieveEventData(bytes: bytes, registry: registry))
-            case .update: return .update(try UpdateEventData(receivedBytes: bytes, registry: registry))
-            case .complete: return .complete(try CompleteEventData(receivedBytes: bytes, registry: registry))
-            case .call: return .call(try CallEventData(bytes: bytes, registry: registry))
-            case .return: return .return(try ReturnEventData(bytes: bytes, registry: registry))
-            case .associate: return .associate(try AssociateEventData(bytes: bytes, registry: registry))
-            case .ioValue: return .ioValue(bytes)
-            case .raw: return nil
-            }
+            return try IncomingEvent.Payload(received: bytes, eventType: topic.eventType, registry: registry)
         } catch {
             counters.invalidPayload()
             logger.debug(
