@@ -37,6 +37,8 @@ public final class SQLiteDatabase: DatabaseType, JSONPropertyIndexing {
     /// machinery dominate a read of one row.
     let briefReader: DatabaseQueue
     let indexes = JSONIndexDeclarations()
+    /// What range lookups proved about indexed properties, shared by the connections.
+    let numericKnowledge = NumericKnowledge()
 
     /// The most bytes of the file SQLite maps into memory (1 GiB of address space, not memory).
     static let mmapSize = 1 << 30
@@ -89,7 +91,7 @@ public final class SQLiteDatabase: DatabaseType, JSONPropertyIndexing {
     /// A connection (connections share the pool).
     /// - Returns: the connection.
     public func makeConnection() -> SQLiteConnection {
-        SQLiteConnection(pool: pool, briefReader: briefReader, indexes: indexes)
+        SQLiteConnection(pool: pool, briefReader: briefReader, indexes: indexes, numericKnowledge: numericKnowledge)
     }
 
     /// Creates (once; later calls do nothing) an index on a top-level JSON property of the items
@@ -228,6 +230,7 @@ public struct SQLiteConnection: ConnectionType, JSONPropertyIndexing {
     let pool: DatabasePool
     let briefReader: DatabaseQueue
     let indexes: JSONIndexDeclarations
+    let numericKnowledge: NumericKnowledge
 
     /// Runs `body` in a read transaction on a snapshot (WAL readers run beside the writer), on
     /// one of GRDB's reader queues: a long read never holds a Swift concurrency thread.
@@ -235,7 +238,9 @@ public struct SQLiteConnection: ConnectionType, JSONPropertyIndexing {
     /// - Returns: what `body` returns.
     /// - Throws: what `body` or SQLite throws.
     public func read<T: Sendable>(_ body: @escaping @Sendable (SQLiteTransaction) throws -> T) async throws -> T {
-        try await pool.read { db in try body(SQLiteTransaction(db, indexes: indexes)) }
+        try await pool.read { db in
+            try body(SQLiteTransaction(db, indexes: indexes, numericKnowledge: numericKnowledge))
+        }
     }
 
     /// Runs a brief read (a lookup by key or indexed column) on the calling thread, on the
@@ -252,6 +257,38 @@ public struct SQLiteConnection: ConnectionType, JSONPropertyIndexing {
         try readHere(body)
     }
 
+    /// Runs a probably brief read on the calling thread, on the brief-read connection, and stops
+    /// it (SQLite's progress handler, checked every 1000 virtual-machine steps) once it has run
+    /// for ``CoatyStore/briefReadBudget``: `nil` then, so the caller runs it with ``read(_:)``.
+    /// - Parameter body: the reads.
+    /// - Returns: what `body` returns, or `nil` when it was stopped.
+    /// - Throws: what `body` or SQLite throws (but not the stop).
+    public func readIfBrief<T: Sendable>(_ body: @escaping @Sendable (SQLiteTransaction) throws -> T) async throws
+        -> T?
+    {
+        try briefReader.inDatabase { db in
+            let budget = BriefReadBudget(deadline: ContinuousClock.now + briefReadBudget)
+            let connection = db.sqliteConnection
+            sqlite3_progress_handler(
+                connection,
+                1000,
+                { context in
+                    guard let context else { return 0 }
+                    return Unmanaged<BriefReadBudget>.fromOpaque(context).takeUnretainedValue().check() ? 1 : 0
+                },
+                Unmanaged.passUnretained(budget).toOpaque()
+            )
+            defer { withExtendedLifetime(budget) { sqlite3_progress_handler(connection, 0, nil, nil) } }
+            do {
+                let result = try inBriefTransaction(db, body)
+                // A body that caught SQLite's interruption must not return what it read so far.
+                return budget.exceeded ? nil : result
+            } catch  where budget.exceeded {
+                return nil
+            }
+        }
+    }
+
     /// See ``SQLiteDatabase/createIndex(collection:property:)``.
     public func createIndex(collection: String, property: String) async throws {
         try await SQLiteDatabase.createIndex(collection: collection, property: property, pool: pool, indexes: indexes)
@@ -262,9 +299,18 @@ public struct SQLiteConnection: ConnectionType, JSONPropertyIndexing {
         indexes.contains(collection: collection, property: property)
     }
 
-    /// GRDB's synchronous read on the brief reader (a synchronous context selects that overload).
+    /// A read transaction on the brief reader, begun and committed with cached statements (GRDB's
+    /// `read` prepares `BEGIN` and `COMMIT` afresh each time, a third of a lookup's cost).
     private func readHere<T>(_ body: (SQLiteTransaction) throws -> T) throws -> T {
-        try briefReader.read { db in try body(SQLiteTransaction(db, indexes: indexes)) }
+        try briefReader.inDatabase { db in try inBriefTransaction(db, body) }
+    }
+
+    private func inBriefTransaction<T>(_ db: Database, _ body: (SQLiteTransaction) throws -> T) throws -> T {
+        try db.cachedStatement(sql: "BEGIN DEFERRED TRANSACTION").execute()
+        // A read transaction's commit only releases the snapshot; it cannot fail for a reason
+        // the read's result would depend on.
+        defer { try? db.cachedStatement(sql: "COMMIT TRANSACTION").execute() }
+        return try body(SQLiteTransaction(db, indexes: indexes, numericKnowledge: numericKnowledge))
     }
 
     /// Runs `body` in an immediate write transaction: commits when it returns, rolls back when it
@@ -273,7 +319,9 @@ public struct SQLiteConnection: ConnectionType, JSONPropertyIndexing {
     /// - Returns: what `body` returns.
     /// - Throws: what `body` or SQLite throws.
     public func write<T: Sendable>(_ body: @escaping @Sendable (SQLiteTransaction) throws -> T) async throws -> T {
-        try await pool.write { db in try body(SQLiteTransaction(db, indexes: indexes)) }
+        try await pool.write { db in
+            try body(SQLiteTransaction(db, indexes: indexes, numericKnowledge: numericKnowledge))
+        }
     }
 }
 
@@ -281,16 +329,17 @@ public struct SQLiteConnection: ConnectionType, JSONPropertyIndexing {
 public final class SQLiteTransaction: WriteTransactionType, SQLReadTransaction {
     let db: Database
     let indexes: JSONIndexDeclarations
-    /// What ``holdsOnlyNumbers(_:in:)`` found in this transaction, by collection and property.
-    private var numericProperties: [JSONIndexDeclarations.Key: Bool] = [:]
     /// The statements of ``write(_:mode:)`` used in this transaction, by mode (a batch of writes
     /// looks its statement up once, not once per row by hashing its text). Kept as GRDB's
     /// `Statement`s: a statement cache emptied meanwhile does not finalize them.
     private var writeStatements: [StoreWriteMode: Statement] = [:]
 
-    init(_ db: Database, indexes: JSONIndexDeclarations) {
+    let numericKnowledge: NumericKnowledge
+
+    init(_ db: Database, indexes: JSONIndexDeclarations, numericKnowledge: NumericKnowledge) {
         self.db = db
         self.indexes = indexes
+        self.numericKnowledge = numericKnowledge
     }
 
     static let columns = "collection, key, object, metadata"
@@ -352,6 +401,7 @@ public final class SQLiteTransaction: WriteTransactionType, SQLReadTransaction {
     /// - Returns: the rows.
     /// - Throws: a database error.
     public func rows(matching query: StoreQuery) throws -> [StoreRow] {
+        if let lookup = PromotedLookup(query) { return try rows(lookup) }
         let (plan, hint) = try plan(for: query)
         if let rows = try orderedRows(query, plan) { return rows }
         let columns = query.includesMetadata ? Self.columns : Self.columnsWithoutMetadata
@@ -363,6 +413,53 @@ public final class SQLiteTransaction: WriteTransactionType, SQLReadTransaction {
         ).map(decode)
         guard !plan.isExact else { return rows }
         return ObjectMatcher.apply(query.filter, to: rows) { $0.object }
+    }
+
+    /// The rows of a ``PromotedLookup``: one cached statement, the value bound and the columns
+    /// read with SQLite's C API (a Discover's lookup by objectId: planning the filter, building
+    /// its SQL text and GRDB's arguments and rows cost more than SQLite's indexed search).
+    private func rows(_ lookup: PromotedLookup) throws -> [StoreRow] {
+        let sql = lookup.sql
+        let prepared = try db.cachedStatement(sql: sql)
+        let statement = prepared.sqliteStatement
+        defer {
+            sqlite3_reset(statement)
+            sqlite3_clear_bindings(statement)
+        }
+        var value = lookup.value
+        value.withUTF8 { utf8 in
+            _ = sqlite3_bind_text(statement, 1, utf8.baseAddress, Int32(utf8.count), sqliteTransient)
+        }
+        func text(_ column: Int32) -> UnsafeRawBufferPointer? {
+            guard let bytes = sqlite3_column_text(statement, column) else { return nil }
+            return UnsafeRawBufferPointer(start: bytes, count: Int(sqlite3_column_bytes(statement, column)))
+        }
+        var rows: [StoreRow] = []
+        while true {
+            let code = sqlite3_step(statement)
+            if code == SQLITE_DONE { break }
+            guard code == SQLITE_ROW else {
+                throw DatabaseError(
+                    resultCode: ResultCode(rawValue: code),
+                    message: String(cString: sqlite3_errmsg(db.sqliteConnection)),
+                    sql: sql
+                )
+            }
+            let index = StoreIndex(
+                text(0).map { String(decoding: $0, as: UTF8.self) } ?? "",
+                text(1).map { String(decoding: $0, as: UTF8.self) } ?? ""
+            )
+            do {
+                let object = try JSONValue(parsing: text(2) ?? UnsafeRawBufferPointer(start: nil, count: 0))
+                let metadata = try text(3).map { try JSONValue(parsing: $0) }
+                rows.append(StoreRow(index: index, object: object, metadata: metadata))
+            } catch {
+                throw CoatySQLiteError(
+                    "The stored JSON at \(index) is not valid (\(error)); remove or rewrite that row"
+                )
+            }
+        }
+        return rows
     }
 
     /// See ``CoatyStore/SQLReadTransaction/rows(in:whereSQL:arguments:orderBySQL:limit:)``.
@@ -685,10 +782,10 @@ extension SQLiteTransaction {
         byId.reserveCapacity(ids.count)
         for start in stride(from: 0, to: ids.count, by: 500) {
             let chunk = Array(ids[start..<min(start + 500, ids.count)])
+            let sql = "SELECT \(columns), id FROM coaty_rows WHERE id IN (\(SQLPlan.placeholders(chunk.count)))"
+            // A page of up to 64 rows (the usual `take`) from the statement cache.
             let raws = try Row.fetchAll(
-                db.makeStatement(
-                    sql: "SELECT \(columns), id FROM coaty_rows WHERE id IN (\(SQLPlan.placeholders(chunk.count)))"
-                ),
+                chunk.count <= 64 ? statement(sql) : db.makeStatement(sql: sql),
                 arguments: StatementArguments(chunk)
             )
             for raw in raws { byId[raw[4]] = try decode(raw) }
@@ -719,28 +816,16 @@ extension SQLiteTransaction {
     /// Whether every row of the scope's one collection holds a number below 2^53 in magnitude,
     /// or nothing, at `property`, proven by range lookups in the property's declared index: text
     /// (strings, arrays, objects) sorts after every number there, JSON `null` reads as `NULL`,
-    /// `true` and `false` as 1 and 0. `nil` without such an index. Found once per transaction.
+    /// `true` and `false` as 1 and 0. `nil` without such an index. Proven once for each state of
+    /// the database this connection sees (``NumericKnowledge``).
     func holdsOnlyNumbers(_ property: String, in scope: StoreScope) throws -> Bool? {
         guard let collection = scope.singleCollection, indexes.contains(collection: collection, property: property)
         else { return nil }
         let key = JSONIndexDeclarations.Key(collection: collection, property: property)
-        if let known = numericProperties[key] { return known }
-        let (value, type, limit) = (
-            SQLPlan.valueExpression(property), SQLPlan.typeExpression(property), SQLPlan.exactLimit
-        )
-        let probes = [
-            "\(value) >= ''", "\(value) IS NULL AND \(type) = 'null'",
-            "\(value) IN (0, 1) AND \(type) IN ('true', 'false')", "\(value) >= \(limit)", "\(value) <= -\(limit)",
-        ]
-        let sql =
-            "SELECT "
-            + probes.map {
-                "EXISTS (SELECT 1 FROM coaty_rows INDEXED BY \(key.indexName) WHERE collection = "
-                    + "\(SQLText.literal(collection)) AND \($0))"
-            }
-            .joined(separator: " OR ")
-        let numeric = try Bool.fetchOne(statement(sql)) == false
-        numericProperties[key] = numeric
+        let stamp = try NumericKnowledge.Stamp(db)
+        if let known = numericKnowledge.known(key, connection: db, stamp: stamp) { return known }
+        let numeric = try Bool.fetchOne(statement(NumericKnowledge.probe(key))) == false
+        numericKnowledge.record(numeric, for: key, connection: db, stamp: stamp)
         return numeric
     }
 
@@ -776,6 +861,120 @@ extension SQLiteTransaction {
         else { return "" }
         return " INDEXED BY " + JSONIndexDeclarations.Key(collection: collection, property: property).indexName
     }
+}
+
+/// What ``SQLiteTransaction/holdsOnlyNumbers(_:in:)`` proved, per connection, valid while the
+/// database is as that connection saw it then: no commit by another connection (of this process
+/// or another: SQLite's `data_version`) and no change by the connection itself
+/// (`sqlite3_total_changes64`). A responder answering ordered Queries on a quiet store then
+/// proves it once, not with five range lookups per Query.
+final class NumericKnowledge: Sendable {
+    /// The state of the database as one connection sees it.
+    struct Stamp: Equatable {
+        let dataVersion: Int64
+        let ownChanges: Int64
+
+        init(_ db: Database) throws {
+            dataVersion = try Int64.fetchOne(db.cachedStatement(sql: "PRAGMA data_version")) ?? -1
+            ownChanges = sqlite3_total_changes64(db.sqliteConnection)
+        }
+    }
+
+    private struct Entry {
+        var stamp: Stamp
+        var known: [JSONIndexDeclarations.Key: Bool]
+    }
+
+    /// By connection: a connection of the pool lives as long as the database (a closed one's
+    /// identifier could be reused, but its entry is only trusted for a matching stamp).
+    private let entries = Mutex<[ObjectIdentifier: Entry]>([:])
+    func known(_ key: JSONIndexDeclarations.Key, connection db: Database, stamp: Stamp) -> Bool? {
+        entries.withLock { entries in
+            guard let entry = entries[ObjectIdentifier(db)], entry.stamp == stamp else { return nil }
+            return entry.known[key]
+        }
+    }
+
+    func record(_ numeric: Bool, for key: JSONIndexDeclarations.Key, connection db: Database, stamp: Stamp) {
+        entries.withLock { entries in
+            let id = ObjectIdentifier(db)
+            if entries[id]?.stamp != stamp { entries[id] = Entry(stamp: stamp, known: [:]) }
+            entries[id]?.known[key] = numeric
+        }
+    }
+
+    /// The statement of the range lookups (built once per property).
+    static func probe(_ key: JSONIndexDeclarations.Key) -> String {
+        if let sql = probeTexts.withLock({ $0[key] }) { return sql }
+        let (value, type, limit) = (
+            SQLPlan.valueExpression(key.property), SQLPlan.typeExpression(key.property), SQLPlan.exactLimit
+        )
+        let probes = [
+            "\(value) >= ''", "\(value) IS NULL AND \(type) = 'null'",
+            "\(value) IN (0, 1) AND \(type) IN ('true', 'false')", "\(value) >= \(limit)", "\(value) <= -\(limit)",
+        ]
+        let sql =
+            "SELECT "
+            + probes.map {
+                "EXISTS (SELECT 1 FROM coaty_rows INDEXED BY \(key.indexName) WHERE collection = "
+                    + "\(SQLText.literal(key.collection)) AND \($0))"
+            }
+            .joined(separator: " OR ")
+        probeTexts.withLock { texts in
+            if texts.count >= 1024 { texts = [:] }
+            texts[key] = sql
+        }
+        return sql
+    }
+
+    private static let probeTexts = Mutex<[JSONIndexDeclarations.Key: String]>([:])
+}
+
+/// The deadline of one ``SQLiteConnection/readIfBrief(_:)``, checked by SQLite's progress
+/// handler on the reading thread (and only there).
+private final class BriefReadBudget {
+    let deadline: ContinuousClock.Instant
+    private(set) var exceeded = false
+
+    init(deadline: ContinuousClock.Instant) { self.deadline = deadline }
+
+    /// Whether the read must stop now.
+    func check() -> Bool {
+        if !exceeded, ContinuousClock.now >= deadline { exceeded = true }
+        return exceeded
+    }
+}
+
+/// A query for the Coaty objects whose promoted, indexed `objectId` or `externalId` is one
+/// string, nothing else: a Discover's lookup, answered by a fixed statement (the same rows, in the
+/// same order, as ``SQLPlan`` selects for it).
+struct PromotedLookup {
+    /// The statement.
+    let sql: String
+    /// The string.
+    let value: String
+
+    /// The lookup `query` is, or `nil`.
+    init?(_ query: StoreQuery) {
+        guard query.keys == nil, case .coatyObjects = query.scope, let filter = query.filter,
+            filter.orderByProperties?.isEmpty ?? true, (filter.skip ?? 0) <= 0, (filter.take ?? 0) == 0,
+            case .condition(let condition)? = filter.conditions, condition.property.path.count == 1,
+            condition.expression.operator == .equals, case .string(let value)? = condition.expression.operand1,
+            let statements = Self.statements[condition.property.path[0]]
+        else { return nil }
+        self.sql = query.includesMetadata ? statements.withMetadata : statements.withoutMetadata
+        self.value = value
+    }
+
+    private static let statements: [String: (withMetadata: String, withoutMetadata: String)] = Dictionary(
+        uniqueKeysWithValues: ["objectId", "externalId"].map { column in
+            func sql(_ columns: String) -> String {
+                "SELECT \(columns) FROM coaty_rows WHERE coreType IS NOT NULL AND objectType IS NOT NULL"
+                    + " AND \(column) = ? ORDER BY id"
+            }
+            return (column, (sql(SQLiteTransaction.columns), sql(SQLiteTransaction.columnsWithoutMetadata)))
+        }
+    )
 }
 
 /// Bounds GRDB's statement cache of each SQLite connection: GRDB keeps every statement it caches

@@ -322,7 +322,9 @@ public struct StoreRepository<Connection: ConnectionType, Entity: Sendable, Meta
     /// See ``PersistentRepository/fetchJSON(_:)``.
     public func fetchJSON(_ options: FetchOptions) async throws -> [JSONValue] {
         let scope = self.scope
-        return try await connection.read { tx in
+        // A Query walked on an index, a lookup: answered where the caller is (a responder's
+        // delivery thread) when the backend can, saving a hop to a reader and back.
+        return try await connection.readBrieflyIfPossible { tx in
             let query = StoreQuery(scope: scope, filter: options.filter, includesMetadata: false)
             let objects = try tx.rows(matching: query).map(\.object)
             return try Self.resolveJoins(options.joins, in: objects, transaction: tx)

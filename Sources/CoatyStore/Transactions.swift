@@ -508,6 +508,13 @@ public protocol ConnectionType: Sendable {
     /// - Returns: what `body` returns.
     /// - Throws: what `body` or the backend throws.
     func readBriefly<T: Sendable>(_ body: @escaping @Sendable (ReadTransaction) throws -> T) async throws -> T
+
+    /// Runs a read that is probably brief where a backend can run it without a thread switch,
+    /// stopping it once it has run for about a millisecond; see the default implementation.
+    /// - Parameter body: the reads.
+    /// - Returns: what `body` returns, or `nil` when the backend stopped it or has no such path.
+    /// - Throws: what `body` or the backend throws.
+    func readIfBrief<T: Sendable>(_ body: @escaping @Sendable (ReadTransaction) throws -> T) async throws -> T?
 }
 
 extension ConnectionType {
@@ -520,7 +527,36 @@ extension ConnectionType {
     public func readBriefly<T: Sendable>(_ body: @escaping @Sendable (ReadTransaction) throws -> T) async throws -> T {
         try await read(body)
     }
+
+    /// Runs a read that is probably brief — a page walked on an index, a filter an index serves —
+    /// on the calling thread where a backend can (SQLite: on its brief-read connection), and
+    /// stops it once it has run for ``briefReadBudget``; `nil` then, and by default (backends
+    /// without such a path): run the same body with ``read(_:)``. A read that turns out long
+    /// thus costs at most the budget twice; a brief one saves the two thread switches of a hop
+    /// to a reader and back.
+    /// - Parameter body: the reads.
+    /// - Returns: what `body` returns, or `nil`.
+    /// - Throws: what `body` or the backend throws.
+    public func readIfBrief<T: Sendable>(_ body: @escaping @Sendable (ReadTransaction) throws -> T) async throws
+        -> T?
+    {
+        nil
+    }
+
+    /// Runs `body` with ``readIfBrief(_:)``, and with ``read(_:)`` when that did not finish it.
+    /// - Parameter body: the reads.
+    /// - Returns: what `body` returns.
+    /// - Throws: what `body` or the backend throws.
+    public func readBrieflyIfPossible<T: Sendable>(_ body: @escaping @Sendable (ReadTransaction) throws -> T)
+        async throws -> T
+    {
+        if let result = try await readIfBrief(body) { return result }
+        return try await read(body)
+    }
 }
+
+/// How long ``ConnectionType/readIfBrief(_:)`` lets a read run on the calling thread.
+public let briefReadBudget: Duration = .milliseconds(1)
 
 /// A database that hands out connections.
 public protocol DatabaseType: Sendable {

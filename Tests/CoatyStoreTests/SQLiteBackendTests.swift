@@ -15,6 +15,55 @@ struct SQLiteBackendTests {
         try await StoreContract.expectReopenedData(SQLiteDatabase(path: path).makeConnection())
     }
 
+    /// A Discover's lookup by objectId or externalId (``PromotedLookup``: a fixed statement, no
+    /// planning) selects the rows the matcher selects, in the same order: Coaty objects only,
+    /// the same objectId in several collections, metadata read or not.
+    @Test func promotedLookupsAgreeWithTheMatcher() async throws {
+        let sqlite = try SQLiteDatabase(path: TemporaryDirectory().file("lookup.sqlite")).makeConnection()
+        let memory = InMemoryDatabase().makeConnection()
+        var rows: [StoreRow] = []
+        for i in 0..<60 {
+            var object: JSONObject = ["objectId": .string(SpecObjects.objectId(i % 20)), "n": .int(Int64(i))]
+            if i % 3 != 0 {  // every third row is no Coaty object (no coreType)
+                object["objectType"] = .string("com.example.T\(i % 4)")
+                object["coreType"] = "CoatyObject"
+            }
+            if i % 5 == 0 { object["externalId"] = .string("ext-\(i % 10)") }
+            if i % 7 == 0 { object["externalId"] = .int(7) }  // not a string: never equal to one
+            rows.append(
+                StoreRow(
+                    index: StoreIndex("c\(i % 3)", "k\(i)"),
+                    object: .object(object),
+                    metadata: ["i": .int(Int64(i))]
+                )
+            )
+        }
+        try await StoreContract.load(rows, removing: [], into: sqlite)
+        try await StoreContract.load(rows, removing: [], into: memory)
+        var lookups: [(String, String)] = (0..<21).map { ("objectId", SpecObjects.objectId($0)) }
+        lookups += (0..<11).map { ("externalId", "ext-\($0)") } + [("externalId", "7")]
+        for (property, value) in lookups {
+            for metadata in [true, false] {
+                let query = StoreQuery(
+                    scope: .coatyObjects,
+                    filter: .where(ObjectFilterProperty(path: [property]), .equals(.string(value))),
+                    includesMetadata: metadata
+                )
+                #expect(PromotedLookup(query) != nil)
+                let expected = try await memory.read { tx in tx.rows(matching: query) }
+                let actual = try await sqlite.readBriefly { tx in try tx.rows(matching: query) }
+                #expect(actual.map(\.index) == expected.map(\.index), "\(property) \(value)")
+                #expect(actual.map(\.object) == expected.map(\.object))
+                if metadata { #expect(actual.map(\.metadata) == expected.map(\.metadata)) }
+            }
+        }
+        // Anything more than one string equality takes the general path.
+        let ordered = ObjectFilter.where("objectId", .equals(.string("x"))).orderBy("n")
+        #expect(PromotedLookup(StoreQuery(scope: .coatyObjects, filter: ordered)) == nil)
+        #expect(PromotedLookup(StoreQuery(scope: .all, filter: .where("objectId", .equals(.string("x"))))) == nil)
+        #expect(PromotedLookup(StoreQuery(scope: .coatyObjects, filter: .where("name", .equals(.string("x"))))) == nil)
+    }
+
     /// A received object is stored as its text arrived (no second serialization); every column
     /// and every read agrees with that text, and a row without text is serialized as before.
     @Test func aReceivedObjectIsStoredAsItsText() async throws {

@@ -141,6 +141,82 @@ struct SQLiteOrderedQueryTests {
         }
     }
 
+    /// What the range lookups proved is reused only while the database is unchanged for the
+    /// reading connection: a string written by this database's writer, by another connection to
+    /// the file (as another process would), or earlier in the same write transaction sends the
+    /// next ordered query back to the matcher, and every answer equals the matcher's.
+    @Test func numericKnowledgeFollowsEveryChange() async throws {
+        let path = TemporaryDirectory().file("knowledge.sqlite")
+        let database = try SQLiteDatabase(path: path)
+        try await database.createIndex(collection: "c", property: "rank")
+        let connection = database.makeConnection()
+        var rows = (0..<40).map { i in StoreRow(index: StoreIndex("c", "k\(i)"), object: ["rank": .int(Int64(i))]) }
+        try await StoreContract.load(rows, removing: [], into: connection)
+        let query = StoreQuery(scope: .collection("c"), filter: ObjectFilter().orderBy("rank", .descending).take(3))
+        func check(pushed: Bool, _ note: Comment) async throws {
+            let expected = try await InMemoryDatabase.loaded(rows).read { tx in tx.rows(matching: query) }
+            for read in 0..<2 {  // the pool's readers and the brief reader, twice each
+                let viaPool = try await connection.read { tx in try tx.orderedRows(query, SQLPlan(query)) }
+                let brief = try await connection.readBriefly { tx in try tx.orderedRows(query, SQLPlan(query)) }
+                #expect((viaPool != nil) == pushed && (brief != nil) == pushed, "\(note) \(read)")
+                let answer = try await connection.readBrieflyIfPossible { tx in try tx.rows(matching: query) }
+                #expect(answer.map(\.index) == expected.map(\.index), "\(note) \(read)")
+            }
+        }
+        try await check(pushed: true, "numbers only")
+        rows.append(StoreRow(index: StoreIndex("c", "s1"), object: ["rank": "99"]))
+        let string1 = rows.last!
+        try await connection.write { tx in _ = try tx.write(string1, mode: .upsert) }
+        try await check(pushed: false, "a string by the writer")
+        rows.removeLast()
+        try await connection.write { tx in _ = try tx.removeRow(at: StoreIndex("c", "s1")) }
+        try await check(pushed: true, "the string removed")
+        let other = try SQLiteDatabase(path: path).makeConnection()
+        rows.append(StoreRow(index: StoreIndex("c", "s2"), object: ["rank": "98"]))
+        let string2 = rows.last!
+        try await other.write { tx in _ = try tx.write(string2, mode: .upsert) }
+        try await check(pushed: false, "a string by another connection")
+        rows.removeLast()
+        try await other.write { tx in _ = try tx.removeRow(at: StoreIndex("c", "s2")) }
+        try await check(pushed: true, "removed by the other connection")
+        let inTransaction = try await connection.write { tx in
+            let before = try tx.orderedRows(query, SQLPlan(query)) != nil
+            _ = try tx.write(StoreRow(index: StoreIndex("c", "s3"), object: ["rank": "97"]), mode: .upsert)
+            let after = try tx.orderedRows(query, SQLPlan(query)) != nil
+            return (before, after)
+        }
+        #expect(inTransaction.0 && !inTransaction.1)
+    }
+
+    /// A probably brief read runs on the brief reader and is stopped after the budget when it is
+    /// not brief (nil: the caller reads again through the pool); the connection stays usable and
+    /// both ways give the same rows.
+    @Test func readIfBriefStopsALongRead() async throws {
+        let database = try SQLiteDatabase(path: TemporaryDirectory().file("budget.sqlite"))
+        let connection = database.makeConnection()
+        let pad = String(repeating: "x", count: 2000)
+        try await connection.write { tx in
+            for i in 0..<20_000 {
+                _ = try tx.write(
+                    StoreRow(index: StoreIndex("c", "k\(i)"), object: ["n": .int(Int64(i)), "pad": .string(pad)]),
+                    mode: .upsert
+                )
+            }
+        }
+        // Every row's JSON is read and searched: far beyond a millisecond.
+        let scan = StoreQuery(scope: .collection("c"), filter: .where("pad", .like("%y%")))
+        let stopped = try await connection.readIfBrief { tx in try tx.rows(matching: scan).count }
+        #expect(stopped == nil)
+        #expect(try await connection.readBrieflyIfPossible { tx in try tx.rows(matching: scan).count } == 0)
+        let lookup = StoreQuery(scope: .collection("c"), keys: ["k7"])
+        let brief = try await connection.readIfBrief { tx in try tx.rows(matching: lookup).map(\.index) }
+        #expect(brief == [StoreIndex("c", "k7")])
+        // Backends without a brief path answer nil, and the repository reads through read(_:).
+        let memory = InMemoryDatabase().makeConnection()
+        #expect(try await memory.readIfBrief { _ in 1 } == nil)
+        #expect(try await memory.readBrieflyIfPossible { _ in 1 } == 1)
+    }
+
     /// GRDB keeps every cached statement; the budget empties a connection's cache after 256
     /// distinct texts, so Queries naming ever new properties cannot grow it without end.
     @Test func statementCacheIsBounded() async throws {
