@@ -234,12 +234,35 @@ func runDiscoverer(_ args: [String]) async throws {
 /// `discover-loop HOST PORT ROUNDS WARMUP OBJECT-ID` and `query-loop HOST PORT ROUNDS WARMUP OBJECT-TYPE FILTER`:
 /// a CoatyKit requester's sequential round trips against whatever answers (a Coaty JS responder,
 /// `coaty record`), each timed from publishing to the first response; prints
-/// `{"p50_us":…,"p99_us":…,"mean_us":…,"rounds":…}` as Coaty JS's `agent.js discover-loop` does.
+/// `{"p50_us":…,"p99_us":…,"mean_us":…,"rounds":…}` as Coaty JS's `agent.js discover-loop` does
+/// (`--executor`: the loop runs on the manager's delivery executor).
 func runRequestLoop(_ args: [String], query: Bool) async throws {
     let (rounds, warmup) = (Int(args[2])!, Int(args[3])!)
     let manager = try await startManager(args[0], args[1], name: "requester", metrics: CountingMetrics())
     var filter: ObjectFilter?
     if query { filter = try JSONValueDecoder().decode(ObjectFilter.self, from: args[5]) }
+    let executor = args.contains("--executor") ? manager.deliveryExecutor : nil
+    let samples = try await withTaskExecutorPreference(executor) {
+        try await requestSamples(manager, args, query: query, filter: filter, rounds: rounds, warmup: warmup)
+    }
+    let percentiles = LatencyPercentiles(nanoseconds: samples)
+    let mean = Double(samples.reduce(0, +)) / Double(samples.count) / 1000
+    emit([
+        "rounds": .int(Int64(rounds)), "p50_us": .double(percentiles.p50), "p99_us": .double(percentiles.p99),
+        "mean_us": .double(mean),
+    ])
+    await manager.stop()
+}
+
+/// The timed round trips of ``runRequestLoop(_:query:)``.
+func requestSamples(
+    _ manager: CommunicationManager,
+    _ args: [String],
+    query: Bool,
+    filter: ObjectFilter?,
+    rounds: Int,
+    warmup: Int
+) async throws -> [UInt64] {
     var samples: [UInt64] = []
     samples.reserveCapacity(rounds)
     for i in -warmup..<rounds {
@@ -257,13 +280,7 @@ func runRequestLoop(_ args: [String], query: Bool) async throws {
         }
         if i >= 0 { samples.append(monotonicNanoseconds() - start) }
     }
-    let percentiles = LatencyPercentiles(nanoseconds: samples)
-    let mean = Double(samples.reduce(0, +)) / Double(samples.count) / 1000
-    emit([
-        "rounds": .int(Int64(rounds)), "p50_us": .double(percentiles.p50), "p99_us": .double(percentiles.p99),
-        "mean_us": .double(mean),
-    ])
-    await manager.stop()
+    return samples
 }
 
 // MARK: - Driver

@@ -115,11 +115,7 @@ struct ObserveAdvertise: AsyncParsableCommand {
             if let coreType { return try manager.observeAdvertise(coreType: coreType) }
             return try manager.observeAdvertise(objectType: objectType ?? "")
         } render: { event in
-            EventLine.make(
-                "Advertise",
-                topic: event.topic,
-                data: AdvertiseEventData(object: event.object, privateData: event.privateData).json
-            )
+            EventLine.advertise(topic: event.topic, object: event.object, privateData: event.privateData)
         }
     }
 }

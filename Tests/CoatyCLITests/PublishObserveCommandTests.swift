@@ -77,6 +77,55 @@ struct PublishObserveCommandTests {
         }
     }
 
+    @Test("a received object is printed as it arrived, and on one line whatever its formatting")
+    func advertisedTextIsPrintedAsReceived() async throws {
+        try await withBroker { broker in
+            try await withAgent(on: broker) { agent in
+                let observer = try await startReadyCoaty(
+                    [
+                        "observe", "advertise", "--object-type", "com.example.Text", "--count", "2", "--timeout", "30",
+                        "--broker", broker.url,
+                    ],
+                    name: "observer-text",
+                    observer: agent
+                )
+                let raw = MQTTClient(configuration: try MQTTConfiguration(url: broker.url, clientId: "text-publisher"))
+                try await raw.connect()
+                let (first, second) = (CoatyUUID(), CoatyUUID())
+                let compact =
+                    #"{ "objectType" : "com.example.Text","coreType":"CoatyObject","objectId":"\#(first)","#
+                    + #""name":"as sent","n":1.50,"s":"a\"b\u00e9"}"#
+                let pretty =
+                    "{\n  \"objectType\": \"com.example.Text\",\r\n  \"coreType\": \"CoatyObject\",\n"
+                    + "  \"objectId\": \"\(second)\",\n  \"name\": \"pretty\"\n}"
+                let topic = "coaty/3/-/ADV::com.example.Text/\(CoatyUUID())"
+                try await raw.publish(topic, payload: Array(#"{"object":\#(compact),"privateData":{"k":[1,2]}}"#.utf8))
+                try await raw.publish(topic, payload: Array("{\"object\":\(pretty)}".utf8))
+                let observed = await observer.finish()
+                await raw.disconnect()
+                #expect(observed.status == 0, "stderr: \(observed.stderr)")
+                let text = observed.stdoutLines
+                try #require(text.count == 2, "stdout: \(observed.stdout)")
+                // The first object's bytes as sent (its spacing, 1.50, its escapes), then privateData.
+                #expect(text[0].hasSuffix(#","data":{"object":\#(compact),"privateData":{"k":[1,2]}}}"#))
+                let lines = try observed.jsonLines()
+                let data = lines.map { checkEventLine($0, event: "Advertise") }
+                #expect(data[0]?.at("object.objectId") == .string(first.uuidString))
+                #expect(data[0]?.at("object.s") == "a\"b\u{e9}")
+                #expect(data[0]?.at("object.n") == 1.5)
+                #expect(data[0]?.at("privateData.k") == [1, 2])
+                // The second spans lines as sent: printed compact, on one line.
+                #expect(
+                    data[1]?["object"] == [
+                        "objectType": "com.example.Text", "coreType": "CoatyObject",
+                        "objectId": .string(second.uuidString), "name": "pretty",
+                    ]
+                )
+                #expect(data[1]?["privateData"] == nil)
+            }
+        }
+    }
+
     @Test("advertise from stdin is observed by object type; a missing objectId is filled in")
     func advertiseFromStdinObservedByObjectType() async throws {
         try await withBroker { broker in
