@@ -49,6 +49,7 @@ let package = Package(
         .target(
             name: "CoatyMQTT",
             dependencies: [
+                "CoatySync",
                 "CMosquittoShim",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -58,6 +59,7 @@ let package = Package(
         .target(
             name: "CoatyCore",
             dependencies: [
+                "CoatySync",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -67,18 +69,23 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(
+            name: "CoatySync",
+            swiftSettings: swiftSettings
+        ),
+        .target(
             name: "CoatyTesting",
-            dependencies: ["CoatyCore"],
+            dependencies: ["CoatySync", "CoatyCore"],
             swiftSettings: swiftSettings
         ),
         .target(
             name: "CoatyStore",
-            dependencies: ["CoatyCore"],
+            dependencies: ["CoatySync", "CoatyCore"],
             swiftSettings: swiftSettings
         ),
         .target(
             name: "CoatySQLite",
             dependencies: [
+                "CoatySync",
                 "CoatyStore",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
@@ -88,6 +95,7 @@ let package = Package(
         .target(
             name: "CoatyPostgres",
             dependencies: [
+                "CoatySync",
                 "CoatyStore",
                 "CoatyCore",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
@@ -98,7 +106,7 @@ let package = Package(
         ),
         .target(
             name: "CoatyKit",
-            dependencies: ["CoatyCore", "CoatyMQTT"],
+            dependencies: ["CoatySync", "CoatyCore", "CoatyMQTT"],
             swiftSettings: swiftSettings
         ),
 
@@ -106,6 +114,7 @@ let package = Package(
         .executableTarget(
             name: "coaty",
             dependencies: [
+                "CoatySync",
                 "CoatyKit",
                 "CoatyStore",
                 "CoatySQLite",

@@ -1,5 +1,6 @@
 public import CoatyCore
 public import CoatyMQTT
+import CoatySync
 public import Logging
 public import Metrics
 import Synchronization
@@ -24,7 +25,7 @@ public final class MQTTTransport: CoatyTransport {
     public let configuration: MQTTConfiguration
     let logger: Logger
     let metricsFactory: (any MetricsFactory)?
-    let state: Mutex<State>
+    let state: CoatyMutex<State>
     /// The delivery executor, shared by every client this transport creates.
     let executor = MQTTDeliveryExecutor()
 
@@ -64,7 +65,7 @@ public final class MQTTTransport: CoatyTransport {
         self.configuration = configuration
         self.logger = logger ?? Logger(label: "coaty.mqtt", factory: { _ in SwiftLogNoOpLogHandler() })
         self.metricsFactory = metricsFactory
-        self.state = Mutex(State())
+        self.state = CoatyMutex(State())
     }
 
     /// Creates a transport for an agent: the Coaty client id of the identity, and the protocol

@@ -1,4 +1,5 @@
 import CMosquittoShim
+import CoatySync
 import Foundation
 public import Logging
 public import Metrics
@@ -394,15 +395,15 @@ final class ClientCore: Sendable {
     let setup: Result<MosquittoHandle, MQTTError>
     let droppedCounter: Counter
     let unsentCounter: Counter
-    let state = Mutex(ClientState())
-    let channel = Mutex(MessageChannel())
-    let dropReport = Mutex(DropReport())
+    let state = CoatyMutex(ClientState())
+    let channel = CoatyMutex(MessageChannel())
+    let dropReport = CoatyMutex(DropReport())
     /// Set by `MQTTClient.setMessageHandler(_:)`: the dispatch rounds deliver batches to it.
-    let messageHandler = Mutex<MessageHandler?>(nil)
+    let messageHandler = CoatyMutex<MessageHandler?>(nil)
     /// Set by `MQTTClient.setDeliveryExecutor(_:)`: the dispatch rounds run its jobs.
-    let deliveryExecutor = Mutex<MQTTDeliveryExecutor?>(nil)
+    let deliveryExecutor = CoatyMutex<MQTTDeliveryExecutor?>(nil)
     /// The session the network loop thread dispatches for (the last one started).
-    let currentSession = Mutex<SessionDispatch?>(nil)
+    let currentSession = CoatyMutex<SessionDispatch?>(nil)
     /// `MQTTConfiguration.consumerWaitBeforeSuspending` in microseconds.
     let blockingWaitMicroseconds: Int32
     /// Mirrors `ClientState.running` for the lock-free QoS 0 publish path.

@@ -1,3 +1,4 @@
+import CoatySync
 import Dispatch
 import Synchronization
 
@@ -27,7 +28,7 @@ public final class MQTTDeliveryExecutor: TaskExecutor {
         var fallbackScheduled = false
     }
 
-    private let state = Mutex(State())
+    private let state = CoatyMutex(State())
     private let fallback = DispatchQueue(label: "coaty.mqtt.delivery-executor.fallback")
 
     /// Creates an executor, not attached to a client yet.

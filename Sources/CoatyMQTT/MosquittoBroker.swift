@@ -1,12 +1,13 @@
+import CoatySync
 import Foundation
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A local `mosquitto` broker process on a free loopback port with a pinned configuration, for tests,
@@ -41,7 +42,12 @@ public final class MosquittoBroker: Sendable {
         ///   - certificateFile: The server certificate file.
         ///   - privateKeyFile: The server key file.
         ///   - requireClientCertificate: Require mutual TLS (default `false`).
-        public init(caFile: String, certificateFile: String, privateKeyFile: String, requireClientCertificate: Bool = false) {
+        public init(
+            caFile: String,
+            certificateFile: String,
+            privateKeyFile: String,
+            requireClientCertificate: Bool = false
+        ) {
             self.caFile = caFile
             self.certificateFile = certificateFile
             self.privateKeyFile = privateKeyFile
@@ -83,7 +89,7 @@ public final class MosquittoBroker: Sendable {
     public let configurationFile: String
     /// The broker's log file (errors, warnings, notices, connections).
     public let logFile: String
-    private let state = Mutex(State())
+    private let state = CoatyMutex(State())
 
     /// `mqtt://127.0.0.1:PORT`.
     public var url: String { "mqtt://127.0.0.1:\(port)" }
@@ -152,7 +158,11 @@ public final class MosquittoBroker: Sendable {
                 ]
             }
             lines += additionalConfiguration
-            try (lines.joined(separator: "\n") + "\n").write(toFile: configurationFile, atomically: true, encoding: .utf8)
+            try (lines.joined(separator: "\n") + "\n").write(
+                toFile: configurationFile,
+                atomically: true,
+                encoding: .utf8
+            )
         } catch {
             throw Error(message: "Cannot write the mosquitto configuration in \(directory): \(error)")
         }
@@ -248,11 +258,11 @@ public final class MosquittoBroker: Sendable {
     /// mask, and Swift concurrency / dispatch threads block SIGTERM, which would make mosquitto ignore it).
     private static func spawn(_ executable: String, arguments: [String], stderrPath: String) throws -> pid_t {
         #if os(Linux)
-        var attributes = posix_spawnattr_t()
-        var actions = posix_spawn_file_actions_t()
+            var attributes = posix_spawnattr_t()
+            var actions = posix_spawn_file_actions_t()
         #else
-        var attributes: posix_spawnattr_t?
-        var actions: posix_spawn_file_actions_t?
+            var attributes: posix_spawnattr_t?
+            var actions: posix_spawn_file_actions_t?
         #endif
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
@@ -274,16 +284,25 @@ public final class MosquittoBroker: Sendable {
 
         var arena = CStringArena()
         defer { arena.free() }
-        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map {
-            UnsafeMutablePointer(mutating: arena.copy($0))
-        } + [nil]
-        let environment: [UnsafeMutablePointer<CChar>?] = ProcessInfo.processInfo.environment.map {
-            UnsafeMutablePointer(mutating: arena.copy("\($0.key)=\($0.value)"))
-        } + [nil]
+        let argv: [UnsafeMutablePointer<CChar>?] =
+            ([executable] + arguments).map {
+                UnsafeMutablePointer(mutating: arena.copy($0))
+            } + [nil]
+        let environment: [UnsafeMutablePointer<CChar>?] =
+            ProcessInfo.processInfo.environment.map {
+                UnsafeMutablePointer(mutating: arena.copy("\($0.key)=\($0.value)"))
+            } + [nil]
         var pid: pid_t = 0
         let result = argv.withUnsafeBufferPointer { argvBuffer in
             environment.withUnsafeBufferPointer { environmentBuffer in
-                posix_spawn(&pid, executable, &actions, &attributes, argvBuffer.baseAddress!, environmentBuffer.baseAddress!)
+                posix_spawn(
+                    &pid,
+                    executable,
+                    &actions,
+                    &attributes,
+                    argvBuffer.baseAddress!,
+                    environmentBuffer.baseAddress!
+                )
             }
         }
         guard result == 0 else {
@@ -316,9 +335,9 @@ public final class MosquittoBroker: Sendable {
 
     private static func makeSocket() -> Int32 {
         #if canImport(Glibc) || canImport(Musl)
-        return socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            return socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         #else
-        return socket(AF_INET, SOCK_STREAM, 0)
+            return socket(AF_INET, SOCK_STREAM, 0)
         #endif
     }
 
@@ -346,7 +365,9 @@ public final class MosquittoBroker: Sendable {
             let port = Int(UInt16(bigEndian: address.sin_port))
             if port != avoiding { return port }
         }
-        throw Error(message: "Cannot find a free loopback port (socket/bind failed: \(String(cString: strerror(errno))))")
+        throw Error(
+            message: "Cannot find a free loopback port (socket/bind failed: \(String(cString: strerror(errno))))"
+        )
     }
 
     /// Whether something accepts TCP connections on 127.0.0.1:`port`.

@@ -1,4 +1,5 @@
 public import CoatyStore
+import CoatySync
 import Foundation
 public import Logging
 public import PostgresNIO
@@ -47,7 +48,7 @@ public final class PostgresDatabase: DatabaseType, Service, JSONPropertyIndexing
     public let configuration: PostgresClient.Configuration
     let client: PostgresClient
     let logger: Logger
-    let isMigrated = Mutex(false)
+    let isMigrated = CoatyMutex(false)
     let indexes = JSONIndexDeclarations()
 
     /// The migrations, in order; version `n` is `migrationNames[n - 1]`.

@@ -1,5 +1,6 @@
 public import CoatyCore
 public import CoatyStore
+import CoatySync
 import Logging
 import PostgresNIO
 import Synchronization
@@ -13,9 +14,9 @@ public final class PostgresTransaction: WriteTransactionType, SQLReadTransaction
     let connection: PostgresConnection
     let logger: Logger
     let indexes: JSONIndexDeclarations
-    let failures = Mutex<String?>(nil)
+    let failures = CoatyMutex<String?>(nil)
     /// What ``holdsOnlyNumbers(_:in:)`` found in this transaction.
-    private let numericProperties = Mutex<[JSONIndexDeclarations.Key: Bool]>([:])
+    private let numericProperties = CoatyMutex<[JSONIndexDeclarations.Key: Bool]>([:])
 
     init(connection: PostgresConnection, logger: Logger, indexes: JSONIndexDeclarations) {
         self.connection = connection

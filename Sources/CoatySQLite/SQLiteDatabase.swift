@@ -1,5 +1,6 @@
 public import CoatyCore
 public import CoatyStore
+import CoatySync
 import GRDB
 import GRDBSQLite
 import Synchronization
@@ -887,7 +888,7 @@ final class NumericKnowledge: Sendable {
 
     /// By connection: a connection of the pool lives as long as the database (a closed one's
     /// identifier could be reused, but its entry is only trusted for a matching stamp).
-    private let entries = Mutex<[ObjectIdentifier: Entry]>([:])
+    private let entries = CoatyMutex<[ObjectIdentifier: Entry]>([:])
     func known(_ key: JSONIndexDeclarations.Key, connection db: Database, stamp: Stamp) -> Bool? {
         entries.withLock { entries in
             guard let entry = entries[ObjectIdentifier(db)], entry.stamp == stamp else { return nil }
@@ -927,7 +928,7 @@ final class NumericKnowledge: Sendable {
         return sql
     }
 
-    private static let probeTexts = Mutex<[JSONIndexDeclarations.Key: String]>([:])
+    private static let probeTexts = CoatyMutex<[JSONIndexDeclarations.Key: String]>([:])
 }
 
 /// The deadline of one ``SQLiteConnection/readIfBrief(_:)``, checked by SQLite's progress
@@ -987,7 +988,7 @@ enum StatementCacheBudget {
     /// Longer texts (large In lists, long and/or trees) are prepared afresh each time.
     static let longestText = 4096
 
-    private static let texts = Mutex<[ObjectIdentifier: Set<String>]>([:])
+    private static let texts = CoatyMutex<[ObjectIdentifier: Set<String>]>([:])
 
     /// Records that `sql` is about to be cached on `db`; `true` when the connection's cache must
     /// be emptied first.

@@ -1,4 +1,5 @@
 public import CoatyCore
+import CoatySync
 import Synchronization
 
 /// The rows and local values of an in-memory database.
@@ -68,7 +69,7 @@ struct InMemoryState: Sendable {
 /// examines to those whose value can satisfy its conditions (string equality, `In` of strings,
 /// numeric comparisons and ranges); the matcher still decides, so answers stay the same.
 public final class InMemoryDatabase: DatabaseType, JSONPropertyIndexing {
-    let state = Mutex(InMemoryState())
+    let state = CoatyMutex(InMemoryState())
 
     /// An empty database.
     public init() {}

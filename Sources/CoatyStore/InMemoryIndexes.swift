@@ -1,4 +1,5 @@
 import CoatyCore
+import CoatySync
 import Synchronization
 
 /// A property index of the in-memory backend: the keys of one collection by the value of one
@@ -122,7 +123,7 @@ struct InMemoryPropertyIndex: Sendable {
 
 /// The sorted numbers of one version of an index, built once by whichever reader asks first.
 final class SortedNumbers: Sendable {
-    private let cache = Mutex<[(Double, String)]?>(nil)
+    private let cache = CoatyMutex<[(Double, String)]?>(nil)
 
     func numbers(_ build: () -> [(Double, String)]) -> [(Double, String)] {
         cache.withLock { cached in

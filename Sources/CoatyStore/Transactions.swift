@@ -1,4 +1,5 @@
 public import CoatyCore
+import CoatySync
 import Synchronization
 
 /// Where a stored item lives: a key inside a collection.
@@ -173,7 +174,7 @@ public final class JSONIndexDeclarations: Sendable {
         }
     }
 
-    private let keys = Mutex<Set<Key>>([])
+    private let keys = CoatyMutex<Set<Key>>([])
 
     /// No declarations yet.
     public init() {}

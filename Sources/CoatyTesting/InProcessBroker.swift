@@ -1,4 +1,5 @@
 public import CoatyCore
+import CoatySync
 import Synchronization
 
 /// An MQTT 3.1.1 broker that lives in the test process, with transports that implement
@@ -81,14 +82,14 @@ public final class InProcessBroker: Sendable {
 
     /// The configuration given at creation.
     public let configuration: Configuration
-    let state: Mutex<BrokerState>
+    let state: CoatyMutex<BrokerState>
 
     /// Creates a broker that is online and has no clients.
     ///
     /// - Parameter configuration: behavior options; the defaults mimic mosquitto 2.
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
-        self.state = Mutex(BrokerState())
+        self.state = CoatyMutex(BrokerState())
     }
 
     /// Creates a transport (an MQTT client) attached to this broker. It starts disconnected.

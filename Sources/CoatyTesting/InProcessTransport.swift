@@ -1,4 +1,5 @@
 public import CoatyCore
+import CoatySync
 import Synchronization
 
 /// A `CoatyTransport` attached to an ``InProcessBroker``: an MQTT client without a

@@ -1,5 +1,6 @@
 import ArgumentParser
 import CoatyKit
+import CoatySync
 import Dispatch
 import Foundation
 import Logging
@@ -153,7 +154,7 @@ func interruptible<T: Sendable>(
 /// Writes data lines to stdout, one `write` per line, so every line is flushed as it is made.
 enum Output {
     /// The lines not written yet (see ``append(_:)``).
-    private static let pending = Mutex<[UInt8]>([])
+    private static let pending = CoatyMutex<[UInt8]>([])
     /// Lines are written once this many bytes are pending (one system call per chunk, not per line).
     static let chunkSize = 64 * 1024
 
@@ -309,7 +310,7 @@ final class ShutdownSignals: Sendable {
 
     /// Shared with the signal handlers.
     private final class Box: Sendable {
-        let state = Mutex(State())
+        let state = CoatyMutex(State())
 
         func receive() {
             let waiters = state.withLock { state in
@@ -322,7 +323,7 @@ final class ShutdownSignals: Sendable {
     }
 
     private let box = Box()
-    private let sources: Mutex<[any DispatchSourceSignal]>
+    private let sources: CoatyMutex<[any DispatchSourceSignal]>
 
     init() {
         var sources: [any DispatchSourceSignal] = []
@@ -339,7 +340,7 @@ final class ShutdownSignals: Sendable {
             sources.append(source)
         }
         for _ in sources { _ = registered.wait(timeout: .now() + 2) }
-        self.sources = Mutex(sources)
+        self.sources = CoatyMutex(sources)
     }
 
     /// Waits for a signal (returns at once after one arrived); `false` when the waiting task is

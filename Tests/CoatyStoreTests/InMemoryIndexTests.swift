@@ -1,5 +1,6 @@
 import CoatyCore
 import CoatyStoreTestSupport
+import CoatySync
 import Synchronization
 import Testing
 

@@ -1,3 +1,4 @@
+import CoatySync
 public import Logging
 public import ServiceLifecycle
 import Synchronization
@@ -76,7 +77,7 @@ public final class IoActorObserver: Service, Sendable {
     private let continuation: AsyncStream<IoActorValue>.Continuation
     private let logger: Logger
     private let follower: AssociationFollower
-    private let routes = Mutex<[String: [CoatyUUID]]>([:])
+    private let routes = CoatyMutex<[String: [CoatyUUID]]>([:])
 
     /// Creates the observer and subscribes the Associate events of the context.
     ///

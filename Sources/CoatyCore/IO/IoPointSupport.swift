@@ -1,3 +1,4 @@
+import CoatySync
 import ServiceLifecycle
 import Synchronization
 
@@ -11,7 +12,7 @@ final class AssociationStateBroadcast: Sendable {
         var finished = false
     }
 
-    private let watchers = Mutex(Watchers())
+    private let watchers = CoatyMutex(Watchers())
 
     var isAssociated: Bool { watchers.withLock { $0.isAssociated } }
 

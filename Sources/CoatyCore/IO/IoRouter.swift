@@ -1,3 +1,4 @@
+import CoatySync
 public import Logging
 public import ServiceLifecycle
 import Synchronization
@@ -33,7 +34,7 @@ public final class IoRouter: Service, Sendable {
     /// Whether an IoSource and an IoActor may be associated at all (checked before the rules).
     public let valueTypesCompatible: @Sendable (IoSource, IoActor) -> Bool
     private let logger: Logger
-    private let state: Mutex<RouterState>
+    private let state: CoatyMutex<RouterState>
 
     /// Creates a rule-based router; nothing happens until ``run()``.
     ///
@@ -55,7 +56,7 @@ public final class IoRouter: Service, Sendable {
         self.logger = logger ?? communicationManager.logger
         var context = ioContext
         context.parentObjectId = communicationManager.identity.objectId
-        self.state = Mutex(RouterState(context: context, rules: rules))
+        self.state = CoatyMutex(RouterState(context: context, rules: rules))
     }
 
     /// Creates the basic router: every value-compatible pair of the context is associated.

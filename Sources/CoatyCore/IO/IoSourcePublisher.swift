@@ -1,3 +1,4 @@
+import CoatySync
 public import Logging
 public import ServiceLifecycle
 import Synchronization
@@ -37,7 +38,7 @@ public final class IoSourcePublisher<C: Clock>: Service, Sendable where C.Durati
     public let clock: C
     private let logger: Logger
     private let follower: AssociationFollower
-    private let state: Mutex<SourceState<C.Instant>>
+    private let state: CoatyMutex<SourceState<C.Instant>>
 
     /// Creates the publisher and subscribes the Associate events of the context.
     ///
@@ -61,7 +62,7 @@ public final class IoSourcePublisher<C: Clock>: Service, Sendable where C.Durati
         self.clock = clock
         self.logger = logger ?? communicationManager.logger
         self.follower = try AssociationFollower(communicationManager, ioContextName: ioContextName)
-        self.state = Mutex(SourceState())
+        self.state = CoatyMutex(SourceState())
     }
 
     /// Waits until the broker acknowledged the subscription of the Associate events.

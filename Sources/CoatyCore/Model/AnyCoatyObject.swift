@@ -1,3 +1,4 @@
+import CoatySync
 import Synchronization
 
 /// Any Coaty object: its wire JSON together with its decoded Swift value.
@@ -155,7 +156,7 @@ final class ReceivedJSON: Sendable {
     /// Where the object's text lies in `payload`.
     private let range: Range<Int>
     /// The object once parsed.
-    private let parsed = Mutex<JSONObject?>(nil)
+    private let parsed = CoatyMutex<JSONObject?>(nil)
 
     /// - Parameters:
     ///   - payload: the received payload, validated.

@@ -1,3 +1,4 @@
+import CoatySync
 import Synchronization
 
 /// The object types an agent decodes into its own Swift types. Thread-safe; share one per agent.
@@ -13,7 +14,7 @@ import Synchronization
 /// if let light = object.as(Light.self) { … }
 /// ```
 public final class CoatyObjectRegistry: Sendable {
-    private let types: Mutex<[String: any CoatyObject.Type]>
+    private let types: CoatyMutex<[String: any CoatyObject.Type]>
 
     /// The `userInfo` key under which a registry can be handed to other decoders (such as
     /// Foundation's `JSONDecoder`) for nested ``AnyCoatyObject`` values.
@@ -27,7 +28,7 @@ public final class CoatyObjectRegistry: Sendable {
     public init(_ types: [any CoatyObject.Type] = []) {
         var map: [String: any CoatyObject.Type] = [:]
         for type in types { map[type.objectType] = type }
-        self.types = Mutex(map)
+        self.types = CoatyMutex(map)
     }
 
     /// Registers a Swift type for its ``CoatyObject/objectType-swift.type.property``; a later

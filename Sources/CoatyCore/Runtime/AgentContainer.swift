@@ -1,3 +1,4 @@
+import CoatySync
 public import Logging
 public import ServiceLifecycle
 import Synchronization
@@ -53,7 +54,7 @@ public final class AgentContainer: Service, Sendable {
     /// The logger.
     public let logger: Logger
 
-    private let hasRun = Mutex(false)
+    private let hasRun = CoatyMutex(false)
 
     /// Creates a container; nothing happens until ``run()``.
     ///

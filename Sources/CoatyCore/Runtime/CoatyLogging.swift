@@ -1,3 +1,4 @@
+import CoatySync
 import Foundation
 public import Logging
 public import ServiceLifecycle
@@ -112,8 +113,8 @@ public final class CoatyLogPublisher: Service, Sendable {
 
     private let stream: AsyncStream<Log>
     private let continuation: AsyncStream<Log>.Continuation
-    private let counters = Mutex(Statistics())
-    private let hasRun = Mutex(false)
+    private let counters = CoatyMutex(Statistics())
+    private let hasRun = CoatyMutex(false)
 
     /// Creates a publisher; it publishes while ``run()`` runs.
     /// - Parameters:

@@ -1,3 +1,4 @@
+import CoatySync
 import Logging
 import Synchronization
 
@@ -212,7 +213,7 @@ final class LifecycleTracker: Sendable {
     }
 
     let includes: @Sendable (AnyCoatyObject) -> Bool
-    let registry = Mutex(Registry())
+    let registry = CoatyMutex(Registry())
 
     init(includes: @escaping @Sendable (AnyCoatyObject) -> Bool) {
         self.includes = includes

@@ -1,3 +1,4 @@
+import CoatySync
 import Logging
 import Synchronization
 
@@ -27,7 +28,7 @@ public final class ObjectLifecycleController: Controller {
     /// The communication manager it observes and advertises with.
     public let communicationManager: CommunicationManager
 
-    private let handles = Mutex<[ObjectIdentifier: DiscoverableObject]>([:])
+    private let handles = CoatyMutex<[ObjectIdentifier: DiscoverableObject]>([:])
 
     /// Creates the controller.
     /// - Parameter communicationManager: the agent's communication manager.

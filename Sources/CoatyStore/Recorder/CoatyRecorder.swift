@@ -1,4 +1,5 @@
 public import CoatyCore
+import CoatySync
 public import Logging
 public import ServiceLifecycle
 import Synchronization
@@ -123,17 +124,17 @@ public final class CoatyRecorder: Service, Sendable {
     /// Where automatic indexes are created, if the store can index.
     private let indexing: (any JSONPropertyIndexing)?
     /// The properties indexed automatically, by object type.
-    private let automaticIndexes = Mutex<[String: Set<String>]>([:])
+    private let automaticIndexes = CoatyMutex<[String: Set<String>]>([:])
 
     private let queue: IngestQueue
-    private let stats = Mutex(RecorderStatistics())
+    private let stats = CoatyMutex(RecorderStatistics())
     /// Events each ingest observation's pump handed to the queue completely, by observation
     /// (durable recording compares them with what the observations delivered).
-    private let handed = Mutex<[Int: UInt64]>([:])
+    private let handed = CoatyMutex<[Int: UInt64]>([:])
     /// The progress of each ingest observation (by the same index as `handed`), while running.
-    private let ingestProgress = Mutex<[Int: @Sendable () -> ObservationProgress]>([:])
-    private let control = Mutex(Control())
-    private let eventSinks = Mutex([Int: AsyncStream<RecorderEvent>.Continuation]())
+    private let ingestProgress = CoatyMutex<[Int: @Sendable () -> ObservationProgress]>([:])
+    private let control = CoatyMutex(Control())
+    private let eventSinks = CoatyMutex([Int: AsyncStream<RecorderEvent>.Continuation]())
 
     private struct Control {
         var running = false

@@ -1,3 +1,4 @@
+import CoatySync
 import Synchronization
 
 /// The bounded FIFO between the recorder's observers (producers) and its database writer (one
@@ -29,7 +30,7 @@ final class IngestQueue: Sendable {
     }
 
     let capacity: Int
-    private let state = Mutex(State())
+    private let state = CoatyMutex(State())
 
     init(capacity: Int) {
         self.capacity = max(1, capacity)

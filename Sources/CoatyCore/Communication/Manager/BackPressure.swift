@@ -1,3 +1,4 @@
+import CoatySync
 import Logging
 import Metrics
 import Synchronization
@@ -95,7 +96,7 @@ final class BackPressureGate: Sendable {
         var reported: ContinuousClock.Instant?
     }
 
-    private let state = Mutex(State())
+    private let state = CoatyMutex(State())
     private let setPaused: @Sendable (Bool) -> Void
     private let logger: Logger
     private let stallCounter: Counter
@@ -230,7 +231,7 @@ final class DropReporter: Sendable {
         var lastLog: ContinuousClock.Instant?
     }
 
-    private let state = Mutex(State())
+    private let state = CoatyMutex(State())
     private let logger: Logger
     private let interval: Duration
     private let topicFilter: String

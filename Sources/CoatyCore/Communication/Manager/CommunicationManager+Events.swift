@@ -1,12 +1,13 @@
+import CoatySync
 import Logging
 import Synchronization
 
 /// A mutex in a class, for state shared by escaping closures.
 final class LockedBox<Value: Sendable>: Sendable {
-    let mutex: Mutex<Value>
+    let mutex: CoatyMutex<Value>
 
     init(_ value: Value) {
-        mutex = Mutex(value)
+        mutex = CoatyMutex(value)
     }
 }
 

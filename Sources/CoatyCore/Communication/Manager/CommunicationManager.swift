@@ -1,3 +1,4 @@
+import CoatySync
 public import Logging
 public import Metrics
 public import ServiceLifecycle
@@ -258,18 +259,18 @@ public final class CommunicationManager: Sendable {
     /// The logger.
     public let logger: Logger
 
-    let state: Mutex<ManagerState>
+    let state: CoatyMutex<ManagerState>
     let counters: Counters
     let identityJSON: AnyCoatyObject
     /// The response timeouts of requests.
     let requestTimers = RequestTimers()
     /// Topic names of one-way events published before (they depend only on the event: the
     /// namespace and source id are fixed), so a stream of Advertises builds each name once.
-    let topicNames = Mutex<[CoatyTopic.Event: String]>([:])
+    let topicNames = CoatyMutex<[CoatyTopic.Event: String]>([:])
     /// The last received topic and what it is (see `classify(_:)`).
-    let lastTopic = Mutex<(topic: String, classification: CoatyTopic.Classification)?>(nil)
+    let lastTopic = CoatyMutex<(topic: String, classification: CoatyTopic.Classification)?>(nil)
     /// The Advertise topic names of each object type published before (see ``advertiseTopicNames(objectType:coreType:)``).
-    let advertiseNames = Mutex<[AdvertisedType: [String]]>([:])
+    let advertiseNames = CoatyMutex<[AdvertisedType: [String]]>([:])
     /// Observers to wake at the end of the batch of messages being routed.
     let wakeups = ObservationWakeups()
     /// Whether the manager reads from the transport (back-pressure of full observers).
@@ -316,7 +317,7 @@ public final class CommunicationManager: Sendable {
         }
         var initial = ManagerState()
         initial.gate = gate
-        self.state = Mutex(initial)
+        self.state = CoatyMutex(initial)
         registerBuiltInResponders()
     }
 
@@ -1129,7 +1130,7 @@ struct MessageQueue {
 
 /// Drop counters, kept both as numbers (for ``CommunicationManager/statistics``) and metrics.
 final class Counters: Sendable {
-    private let values = Mutex(CommunicationStatistics())
+    private let values = CoatyMutex(CommunicationStatistics())
     private let logger: Logger
     private let invalidTopicCounter: Counter
     private let invalidPayloadCounter: Counter

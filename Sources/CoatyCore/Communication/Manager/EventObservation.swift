@@ -1,12 +1,13 @@
+import CoatySync
 import DequeModule
 import Synchronization
 
 /// Runs a release action exactly once, from whichever owner lets go first.
 final class ReleaseOnce: Sendable {
-    private let action: Mutex<(@Sendable () -> Void)?>
+    private let action: CoatyMutex<(@Sendable () -> Void)?>
 
     init(_ action: @escaping @Sendable () -> Void) {
-        self.action = Mutex(action)
+        self.action = CoatyMutex(action)
     }
 
     func release() {
@@ -158,7 +159,7 @@ public struct ObservationProgress: Sendable, Hashable {
 /// Routing a message only appends its event to the observers' buffers; the transport's batch
 /// ends with ``flush()``, which wakes each waiting consumer once, however many events it got.
 final class ObservationWakeups: Sendable {
-    private let pending = Mutex<[any ObservationWaking]>([])
+    private let pending = CoatyMutex<[any ObservationWaking]>([])
 
     func schedule(_ buffer: any ObservationWaking) {
         pending.withLock { $0.append(buffer) }
@@ -228,7 +229,7 @@ final class ObservationBuffer<Element: Sendable>: ObservationWaking, StallWatche
         var overHeadroom: Bool?
     }
 
-    private let state = Mutex(State())
+    private let state = CoatyMutex(State())
     private let limit: Int
     private let headroom: Int
     private let wakeups: ObservationWakeups

@@ -1,3 +1,4 @@
+import CoatySync
 import Synchronization
 
 /// The response timeouts of a manager's requests, served by one sleeping task instead of a task
@@ -20,7 +21,7 @@ final class RequestTimers: Sendable {
         var sleeper: Task<Void, Never>?
     }
 
-    private let state = Mutex(State())
+    private let state = CoatyMutex(State())
 
     /// Calls `fire` once `timeout` has elapsed, unless ``cancel(_:)`` comes first.
     ///
