@@ -34,9 +34,10 @@ public struct CoatyMutex<Value: ~Copyable>: ~Copyable, Sendable {
         _ body: (inout sending Value) throws(E) -> sending Result
     ) throws(E) -> sending Result {
         #if COATY_TSAN
+            // A mutex never moves (it is address-only): its address identifies it. Taken from
+            // the `let`, not from the value, whose every access TSan checks.
+            let address = withUnsafePointer(to: mutex) { UnsafeRawPointer($0) }
             return try mutex.withLock { (value: inout sending Value) throws(E) -> sending Result in
-                // The value lives inside the mutex: its address identifies the lock.
-                let address = withUnsafeMutablePointer(to: &value) { UnsafeRawPointer($0) }
                 coatyTSanAcquire(address)
                 defer { coatyTSanRelease(address) }
                 return try body(&value)

@@ -229,3 +229,103 @@ extension ContextFilter: CustomStringConvertible {
         (try? JSONValueEncoder().encodeToString(self)) ?? "ContextFilter(unencodable)"
     }
 }
+
+// MARK: - Reading a received filter without Decodable
+
+extension ObjectFilter {
+    /// The filter of a received payload member, read straight from its JSON for the shapes Coaty
+    /// agents send (a Query's filter: ~5 × faster than through `Decodable`); `nil` for anything
+    /// else — a `null` or unknown member, a number that is not an integer, a malformed condition —
+    /// which `init(from:)` then reads, to the same filter or its error. `FilterReadingTests`
+    /// hold the two readings equal.
+    init?(reading json: JSONValue) {
+        guard case .object(let members) = json else { return nil }
+        self.init()
+        for (key, value) in members {
+            switch (key, value) {
+            case ("conditions", _):
+                guard let conditions = ObjectFilterConditions(reading: value) else { return nil }
+                self.conditions = conditions
+            case ("orderByProperties", .array(let levels)):
+                var orderings: [ObjectFilterOrdering] = []
+                orderings.reserveCapacity(levels.count)
+                for level in levels {
+                    guard case .array(let pair) = level, pair.count == 2,
+                        let property = ObjectFilterProperty(reading: pair[0]),
+                        case .string(let direction) = pair[1], let order = ObjectFilterSortOrder(rawValue: direction)
+                    else { return nil }
+                    orderings.append(ObjectFilterOrdering(property, order))
+                }
+                orderByProperties = orderings
+            case ("skip", .int(let number)):
+                guard let exact = Int(exactly: number) else { return nil }
+                skip = exact
+            case ("take", .int(let number)):
+                guard let exact = Int(exactly: number) else { return nil }
+                take = exact
+            default:
+                return nil
+            }
+        }
+    }
+}
+
+extension ObjectFilterConditions {
+    /// See ``ObjectFilter/init(reading:)``.
+    init?(reading json: JSONValue) {
+        switch json {
+        case .array:
+            guard let condition = ObjectFilterCondition(reading: json) else { return nil }
+            self = .condition(condition)
+        case .object(let members):
+            guard members.count <= 1 else { return nil }
+            guard let key = members.keys.first, let value = members.values.first else {
+                self = .and([])
+                return
+            }
+            guard key == "and" || key == "or", case .array(let elements) = value else { return nil }
+            var conditions: [ObjectFilterCondition] = []
+            conditions.reserveCapacity(elements.count)
+            for element in elements {
+                guard let condition = ObjectFilterCondition(reading: element) else { return nil }
+                conditions.append(condition)
+            }
+            self = key == "and" ? .and(conditions) : .or(conditions)
+        default:
+            return nil
+        }
+    }
+}
+
+extension ObjectFilterCondition {
+    /// `[property, [operator, operand1?, operand2?]]`; see ``ObjectFilter/init(reading:)``.
+    init?(reading json: JSONValue) {
+        guard case .array(let pair) = json, pair.count == 2, let property = ObjectFilterProperty(reading: pair[0]),
+            case .array(let expression) = pair[1], (1...3).contains(expression.count),
+            case .int(let number) = expression[0], let raw = Int(exactly: number),
+            let op = ObjectFilterOperator(rawValue: raw)
+        else { return nil }
+        // Absent operands are `Optional.none` (a bare `nil` would be JSON `null` here).
+        let operand1: JSONValue? = expression.count > 1 ? .some(expression[1]) : .none
+        let operand2: JSONValue? = expression.count > 2 ? .some(expression[2]) : .none
+        self.init(property, ObjectFilterExpression(op, operand1, operand2))
+    }
+}
+
+extension ObjectFilterProperty {
+    /// A dotted string or an array of strings; see ``ObjectFilter/init(reading:)``.
+    init?(reading json: JSONValue) {
+        switch json {
+        case .string(let dotted):
+            self.init(dotted)
+        case .array(let elements):
+            var path: [String] = []
+            path.reserveCapacity(elements.count)
+            for case .string(let name) in elements { path.append(name) }
+            guard path.count == elements.count else { return nil }
+            self.init(path: path)
+        default:
+            return nil
+        }
+    }
+}

@@ -406,7 +406,11 @@ public struct QueryEventData: CommunicationEventData, Hashable {
         guard (objectTypes != nil) != (coreTypes != nil) else {
             throw reader.fail("exactly one of 'objectTypes' and 'coreTypes' must be given")
         }
-        objectFilter = try reader.decode(ObjectFilter.self, "objectFilter")
+        if let json = reader.optional("objectFilter"), let filter = ObjectFilter(reading: json) {
+            objectFilter = filter
+        } else {
+            objectFilter = try reader.decode(ObjectFilter.self, "objectFilter")
+        }
         objectJoinConditions = try reader.decode(ObjectJoinConditionList.self, "objectJoinConditions")
     }
 
