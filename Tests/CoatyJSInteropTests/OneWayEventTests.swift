@@ -214,4 +214,113 @@ struct OneWayEventTests {
             }
         }
     }
+
+    @Test("A core type object both ways: a Task on ADV:Task only, its core fields and unknown members kept")
+    func coreTypeTaskBothWays() async throws {
+        try await withBroker { broker in
+            try await withAgent(on: broker) { agent in
+                // CoatyKit → Coaty JS: observed by core type and by the core type's own object type.
+                let task = CoatyTask(
+                    name: "Inspect pump",
+                    status: .inProgress,
+                    creatorId: CoatyUUID(),
+                    creationTimestamp: 1_700_000_000_123,
+                    requirements: ["skill": "hydraulics"],
+                    description: "weekly",
+                    custom: ["priority": 2]
+                )
+                let observe = [
+                    "--advertise-core-type", "Task", "--advertise-object-type", "coaty.Task", "--count", "2",
+                ]
+                try await withCoatyJS("observe", observe, on: broker) { peer in
+                    try await peer.ready()
+                    try await agent.publishAdvertise(task)
+                    let lines = try await peer.wait(for: "Advertise", count: 2)
+                    let expected = try AnyCoatyObject(task).jsonValue
+                    #expect(lines.allSatisfy { $0.at("data.object") == expected })
+                    let object = try #require(lines.first?.at("data.object"))
+                    #expect(object["coreType"] == "Task")
+                    #expect(object["objectType"] == "coaty.Task")
+                    #expect(object["status"] == 1)
+                    #expect(object["creationTimestamp"] == 1_700_000_000_123)
+                    #expect(object["creatorId"] == .string(task.creatorId.uuidString))
+                    #expect(object["requirements"] == ["skill": "hydraulics"])
+                    #expect(object["priority"] == 2)
+                }
+
+                // Coaty JS → CoatyKit: typed as CoatyTask, the member it does not declare in `custom`.
+                let tasks = try agent.observeAdvertise(CoatyTask.self)
+                await tasks.subscribed()
+                let creatorId = CoatyUUID()
+                let taskId = CoatyUUID()
+                let json: JSONValue = [
+                    "objectType": "coaty.Task", "coreType": "Task", "objectId": .string(taskId.uuidString),
+                    "name": "Refill tank", "status": 5, "creatorId": .string(creatorId.uuidString),
+                    "creationTimestamp": 1_700_000_000_456, "duration": 90000, "site": ["hall": 3],
+                ]
+                let peer = try await runCoatyJS("advertise", ["--objects", jsonText(json)], on: broker)
+                let jsId = try await peer.identityId()
+                let event = try #require(try await first(tasks, timeout: 5))
+                #expect(event.sourceId == jsId)
+                #expect(event.topic.name == "coaty/3/-/ADV:Task/\(jsId)")
+                #expect(event.object.objectId == taskId)
+                #expect(event.object.name == "Refill tank")
+                #expect(event.object.status == .request)
+                #expect(event.object.creatorId == creatorId)
+                #expect(event.object.creationTimestamp == 1_700_000_000_456)
+                #expect(event.object.duration == 90000)
+                #expect(event.object.custom == ["site": ["hall": 3]])
+            }
+        }
+    }
+
+    @Test("Namespaces both ways: only agents of the same namespace, or cross-namespacing ones, receive")
+    func namespaces() async throws {
+        try await withBroker { broker in
+            let registry = interopRegistry()
+            try await withAgent(on: broker, name: "plant-7", namespace: "plant-7", registry: registry) { inside in
+                try await withAgent(on: broker, name: "default", registry: registry) { outside in
+                    let cross = try CommunicationManager.mqtt(
+                        url: broker.url,
+                        identity: Identity(name: "cross"),
+                        registry: registry,
+                        options: .init(crossNamespacing: true)
+                    )
+                    try await cross.start()
+                    defer { Task { await cross.stop() } }
+                    let observations = try [inside, outside, cross].map { try $0.observeChannel("ns") }
+                    for observation in observations { await observation.subscribed() }
+
+                    // Coaty JS → CoatyKit
+                    let lamp = sampleLamps[2]
+                    let peer = try await runCoatyJS(
+                        "channel",
+                        ["--namespace", "plant-7", "--channel", "ns", "--objects", jsonText(lamp.json)],
+                        on: broker
+                    )
+                    let jsId = try await peer.identityId()
+                    let topic = "coaty/3/plant-7/CHN:ns/\(jsId)"
+                    let insideEvent = try #require(try await first(observations[0], timeout: 5))
+                    #expect(insideEvent.topic.name == topic)
+                    #expect(insideEvent.data.objects.first?.as(Lamp.self) == lamp)
+                    #expect(try await first(observations[2], timeout: 5)?.topic.name == topic)
+                    #expect(try await first(observations[1], timeout: 0.5) == nil, "another namespace")
+
+                    // CoatyKit → Coaty JS
+                    try await withCoatyJS("observe-channel", ["--namespace", "plant-7", "--channel", "ns"], on: broker)
+                    {
+                        peer in
+                        try await peer.ready()
+                        try await outside.publishChannel("ns", object: sampleLamps[0])
+                        try await inside.publishChannel("ns", object: lamp)
+                        let line = try await peer.first("Channel")
+                        #expect(line["sourceId"] == .string(inside.identity.objectId.uuidString))
+                        #expect(line.at("data.object") == lamp.json)
+                        try await Task.sleep(for: .milliseconds(300))
+                        #expect(try peer.events("Channel").count == 1, "nothing from namespace -")
+                    }
+                }
+            }
+        }
+    }
 }
