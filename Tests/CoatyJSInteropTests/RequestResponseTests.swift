@@ -195,7 +195,7 @@ extension CoatyJSInterop {
             }
         }
 
-        @Test("Coaty JS → CoatyKit: Query with and-conditions, orderBy, take and a one-to-one join")
+        @Test("Coaty JS → CoatyKit: Query with and-conditions, orderBy, skip/take and a one-to-one join")
         func queryCoatyKit() async throws {
             try await withBroker { broker in
                 try await withAgent(on: broker, registry: interopRegistry()) { agent in
@@ -226,7 +226,7 @@ extension CoatyJSInterop {
 
                     let filter = #"""
                         {"conditions":{"and":[["isOn",[7,true]],["brightness",[4,20,90]]]},\#
-                        "orderByProperties":[["name","Asc"]],"take":2}
+                        "orderByProperties":[["name","Asc"]],"skip":1,"take":2}
                         """#
                     let join = #"[{"localProperty":"roomId","asProperty":"room","isOneToOneRelation":true}]"#
                     let peer = try await runCoatyJS(
@@ -237,11 +237,15 @@ extension CoatyJSInterop {
                     let retrieve = try #require(try peer.events("Retrieve").first)
                     #expect(retrieve["sourceId"] == .string(agent.identity.objectId.uuidString))
                     let objects = try #require(retrieve.at("data.objects")?.arrayValue)
-                    #expect(objects.compactMap { $0["name"]?.stringValue } == ["Lamp desk", "Lamp kitchen"])
-                    #expect(objects.map(\.objectIdValue) == [lamps[2].objectId, lamps[0].objectId])
-                    let room = try AnyCoatyObject(sampleRoom).jsonValue
-                    #expect(objects.allSatisfy { $0["room"] == room }, "the room is joined into each lamp")
-                    #expect(objects.first?["brightness"] == 55)
+                    // isOn and brightness 20…90: desk, kitchen, porch by name; skip 1, take 2.
+                    #expect(objects.compactMap { $0["name"]?.stringValue } == ["Lamp kitchen", "Lamp porch"])
+                    #expect(objects.map(\.objectIdValue) == [lamps[0].objectId, lamps[3].objectId])
+                    #expect(objects.first?["room"] == (try AnyCoatyObject(sampleRoom).jsonValue), "the room is joined")
+                    #expect(
+                        objects.last?.objectValue?.index(forKey: "room") == nil,
+                        "one-to-one without a room: left out"
+                    )
+                    #expect(objects.first?["brightness"] == 80)
                 }
             }
         }
