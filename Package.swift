@@ -293,6 +293,12 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            // Against the real Coaty JS 2.4.1 (../shared/coaty-js, or COATY_JS_AGENT) and mosquitto.
+            name: "CoatyJSInteropTests",
+            dependencies: ["CoatyKit", "AgentProcessTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "CoatyTestingTests",
             dependencies: [
                 "CoatyTesting", "CoatyCore", .product(name: "Logging", package: "swift-log"),

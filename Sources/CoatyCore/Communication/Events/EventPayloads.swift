@@ -365,13 +365,16 @@ public struct QueryEventData: CommunicationEventData, Hashable {
     public var objectJoinConditions: ObjectJoinConditionList?
 
     /// Queries objects of object types.
+    ///
+    /// Without a filter an empty one (`{}`: every object of the types) is sent: Coaty JS 2.4.1
+    /// drops a Query without `objectFilter` (`isObjectFilterValid(undefined)` throws).
     /// - Parameters:
     ///   - objectTypes: the object types.
-    ///   - objectFilter: the filter.
+    ///   - objectFilter: the filter; `nil` leaves it out of the payload, which Coaty JS 2.4.1 rejects.
     ///   - objectJoinConditions: join conditions.
     public init(
         objectTypes: [String],
-        objectFilter: ObjectFilter? = nil,
+        objectFilter: ObjectFilter? = ObjectFilter(),
         objectJoinConditions: ObjectJoinConditionList? = nil
     ) {
         self.objectTypes = objectTypes
@@ -380,13 +383,16 @@ public struct QueryEventData: CommunicationEventData, Hashable {
     }
 
     /// Queries objects of core types.
+    ///
+    /// Without a filter an empty one (`{}`: every object of the types) is sent: Coaty JS 2.4.1
+    /// drops a Query without `objectFilter` (`isObjectFilterValid(undefined)` throws).
     /// - Parameters:
     ///   - coreTypes: the core types.
-    ///   - objectFilter: the filter.
+    ///   - objectFilter: the filter; `nil` leaves it out of the payload, which Coaty JS 2.4.1 rejects.
     ///   - objectJoinConditions: join conditions.
     public init(
         coreTypes: [CoreType],
-        objectFilter: ObjectFilter? = nil,
+        objectFilter: ObjectFilter? = ObjectFilter(),
         objectJoinConditions: ObjectJoinConditionList? = nil
     ) {
         self.coreTypes = coreTypes
