@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "CoatyStore", targets: ["CoatyStore"]),
         .library(name: "CoatySQLite", targets: ["CoatySQLite"]),
         .library(name: "CoatyPostgres", targets: ["CoatyPostgres"]),
+        .library(name: "CoatySensorThings", targets: ["CoatySensorThings"]),
         .executable(name: "coaty", targets: ["coaty"]),
     ],
     dependencies: [
@@ -99,6 +100,11 @@ let package = Package(
         .target(
             name: "CoatyKit",
             dependencies: ["CoatyCore", "CoatyMQTT"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "CoatySensorThings",
+            dependencies: ["CoatyCore", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
 
@@ -267,6 +273,11 @@ let package = Package(
         .testTarget(
             name: "CoatyKitTests",
             dependencies: ["CoatyKit", "CoatyTesting", "CoatyStore", "CoatySQLite"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "CoatySensorThingsTests",
+            dependencies: ["CoatySensorThings", "CoatyKit"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
