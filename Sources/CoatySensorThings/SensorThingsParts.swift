@@ -40,7 +40,7 @@ public struct UnitOfMeasurement: Codable, Sendable, Hashable, CustomFieldsCarryi
         self.definition = definition
     }
 
-    /// Degree Celsius (`degC`).
+    /// Degree Celsius (`degC`), the unit of ``LinuxTemperatureSensorIo`` readings.
     public static let degreeCelsius = UnitOfMeasurement(
         name: "Degree Celsius",
         symbol: "degC",
