@@ -277,7 +277,10 @@ let package = Package(
         ),
         .testTarget(
             name: "CoatySensorThingsTests",
-            dependencies: ["CoatySensorThings", "CoatyKit"],
+            dependencies: [
+                "CoatySensorThings", "CoatyKit", .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
