@@ -194,7 +194,9 @@ let package = Package(
         ),
         .executableTarget(
             name: "sensor-agent",
-            dependencies: ["CoatyKit", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: [
+                "CoatyKit", "CoatySensorThings", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
             path: "Examples/SensorAgent",
             swiftSettings: swiftSettings
         ),
