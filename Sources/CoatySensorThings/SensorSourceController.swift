@@ -31,6 +31,8 @@ public enum SensorThingsError: Error, Sendable, Hashable, CustomStringConvertibl
     case sensorNotRegistered(CoatyUUID)
     /// A periodic publication needs a positive sampling interval.
     case invalidSamplingInterval(Duration)
+    /// The controller's `run()` was called while it runs or after it ran.
+    case alreadyRan
 
     /// What went wrong and what to do.
     public var description: String {
@@ -39,6 +41,8 @@ public enum SensorThingsError: Error, Sendable, Hashable, CustomStringConvertibl
             "sensor \(id) is not registered with this SensorSourceController; register it first"
         case .invalidSamplingInterval(let interval):
             "a sensor's observations can only be published periodically with a positive interval, not \(interval)"
+        case .alreadyRan:
+            "the controller's run() was called a second time; create a new controller to run it again"
         }
     }
 }
@@ -106,6 +110,7 @@ public final class SensorSourceController: Controller {
     public let options: Options
     private let logger: Logger
     private let state = Mutex(State())
+    private let hasRun = Atomic(false)
     private let samplings: AsyncStream<Sampling>
     private let samplingContinuation: AsyncStream<Sampling>.Continuation
 
@@ -309,8 +314,10 @@ public final class SensorSourceController: Controller {
 
     /// Answers Discovers and Queries for the registered sensors and publishes periodic
     /// observations, until the task is cancelled. Call it once.
-    /// - Throws: ``CommunicationError`` for an invalid namespace.
+    /// - Throws: ``SensorThingsError/alreadyRan`` on a second call; ``CommunicationError`` for an
+    ///   invalid namespace.
     public func run() async throws {
+        guard !hasRun.exchange(true, ordering: .acquiringAndReleasing) else { throw SensorThingsError.alreadyRan }
         try prepareResponders()
         let (discovers, queries) = state.withLock { ($0.discovers, $0.queries) }
         let samplings = self.samplings

@@ -99,6 +99,7 @@ public final class ThingSensorObservationObserverController: Controller {
     private let sensorFilter: @Sendable (Sensor, Thing) -> Bool
     private let logger: Logger
     private let state = Mutex(State())
+    private let hasRun = Atomic(false)
     private let changes = Broadcast<RegisteredSensorsChangeInfo>()
     private let observations = Broadcast<SensorObservation>()
 
@@ -148,8 +149,10 @@ public final class ThingSensorObservationObserverController: Controller {
 
     /// Tracks things, sensors and observations until the task is cancelled; then reports every
     /// registered sensor removed. Call it once.
-    /// - Throws: ``CommunicationError`` for an invalid namespace.
+    /// - Throws: ``SensorThingsError/alreadyRan`` on a second call; ``CommunicationError`` for an
+    ///   invalid namespace.
     public func run() async throws {
+        guard !hasRun.exchange(true, ordering: .acquiringAndReleasing) else { throw SensorThingsError.alreadyRan }
         let advertised = try thingObserver.observeAdvertisedThings()
         let deadvertises = try communicationManager.observeDeadvertise()
         await advertised.subscribed()

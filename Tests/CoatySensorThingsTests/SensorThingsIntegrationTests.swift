@@ -92,6 +92,7 @@ struct SensorThingsIntegrationTests {
             // Discover by type: one Resolve per sensor; by objectId: that sensor.
             let discovered = try await observer.discoverSensors().responses(limit: 3, timeout: .seconds(10)).collect()
             #expect(Set(discovered) == [boiler, outlet, elsewhere])
+            await #expect(throws: SensorThingsError.alreadyRan) { try await source.run() }
             let byId = try await network.observer.publishDiscover(.objectId(outlet.objectId)).first(
                 timeout: .seconds(10)
             )
@@ -292,6 +293,7 @@ struct SensorThingsIntegrationTests {
             let gone = try await next(&changes)
             #expect(gone.removed.map(\.sensor) == [outlet])
             #expect(!tracker.registeredSensors.contains { $0.sensor.name == "ignored" })
+            await #expect(throws: SensorThingsError.alreadyRan) { try await tracker.run() }
             group.cancelAll()
         }
         // Stopping reports what was still registered as removed.
