@@ -362,4 +362,67 @@ struct SensorThingsIntegrationTests {
         }
         await network.stop()
     }
+
+    @Test(
+        "A Coaty JS agent's raw messages interoperate: its channeled observation arrives typed; its Discover for sensors is resolved"
+    )
+    func coatyJSWire() async throws {
+        let network = try await SensorThingsNetwork.start()
+        let source = SensorSourceController(communicationManager: network.source)
+        let observer = SensorObserverController(communicationManager: network.observer)
+        let sensor = network.sensor("boiler")
+        let foreignId = CoatyUUID()
+        let foreign = MQTTClient(
+            configuration: try MQTTConfiguration(url: network.broker.url, clientId: "coaty-js-agent")
+        )
+        try await foreign.connect()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await source.run() }
+            try await source.subscribed()
+            try await source.register(sensor, io: MockSensorIo())
+
+            // What Coaty JS's SensorSourceController.publishChanneledObservation sends for its own sensor.
+            let jsSensorId = CoatyUUID()
+            let channeled = try observer.observeChanneledObservations(sensorId: jsSensorId)
+            await channeled.subscribed()
+            var observations = channeled.makeAsyncIterator()
+            let observationId = CoatyUUID()
+            let payload = """
+                {"object":{"name":"Observation of JS sensor","objectId":"\(observationId)",\
+                "parentObjectId":"\(jsSensorId)","coreType":"CoatyObject",\
+                "objectType":"coaty.sensorThings.Observation","phenomenonTime":1700000000123,\
+                "result":{"on":true},"resultTime":1700000000123}}
+                """
+            try await foreign.publish("coaty/3/-/CHN:\(jsSensorId)/\(foreignId)", payload: Array(payload.utf8))
+            let observation = try await next(&observations)
+            #expect(observation.objectId == observationId)
+            #expect(observation.result == ["on": true])
+            #expect(observation.phenomenonTime == 1_700_000_000_123)
+
+            // What Coaty JS's SensorObserverController.discoverSensors sends.
+            let correlationId = CoatyUUID()
+            try await foreign.subscribe("coaty/3/-/RSV/+/\(correlationId)")
+            let discover = #"{"objectTypes":["coaty.sensorThings.Sensor"]}"#
+            try await foreign.publish(
+                "coaty/3/-/DSC/\(foreignId)/\(correlationId)",
+                payload: Array(discover.utf8)
+            )
+            var messages = foreign.messages.makeAsyncIterator()
+            let resolve = try await next(&messages)
+            #expect(resolve.topic == "coaty/3/-/RSV/\(network.source.identity.objectId)/\(correlationId)")
+            let object = try #require(try JSONValue(parsing: resolve.payload)["object"])
+            #expect(object["objectType"] == "coaty.sensorThings.Sensor")
+            #expect(object["objectId"] == .string(sensor.objectId.uuidString))
+            #expect(object["parentObjectId"] == .string(network.thing.objectId.uuidString))
+            #expect(
+                object["unitOfMeasurement"] == [
+                    "name": "Degree Celsius", "symbol": "degC",
+                    "definition": .string(UnitOfMeasurement.degreeCelsius.definition!),
+                ]
+            )
+            group.cancelAll()
+        }
+        await foreign.disconnect()
+        await network.stop()
+    }
 }
