@@ -106,8 +106,10 @@ public final class SensorSourceController: Controller {
 
     /// The communication manager it publishes with.
     public let communicationManager: CommunicationManager
-    /// The options.
-    public let options: Options
+    /// The options: those given to the initializer, with the flags set in the agent
+    /// configuration's controller options applied by ``onInit(_:)``.
+    public var options: Options { currentOptions.withLock { $0 } }
+    private let currentOptions: Mutex<Options>
     private let logger: Logger
     private let state = Mutex(State())
     private let hasRun = Atomic(false)
@@ -121,7 +123,7 @@ public final class SensorSourceController: Controller {
     ///   - logger: where failed periodic publications are logged; the manager's logger by default.
     public init(communicationManager: CommunicationManager, options: Options = Options(), logger: Logger? = nil) {
         self.communicationManager = communicationManager
-        self.options = options
+        self.currentOptions = Mutex(options)
         self.logger = logger ?? communicationManager.logger
         (samplings, samplingContinuation) = AsyncStream.makeStream(of: Sampling.self)
     }
@@ -296,6 +298,23 @@ public final class SensorSourceController: Controller {
     }
 
     // MARK: Running
+
+    /// Applies the boolean members `ignoreSensorDiscoverEvents`, `ignoreSensorQueryEvents`,
+    /// `skipSensorAdvertise` and `skipSensorDeadvertise` of the controller's options (from
+    /// ``AgentConfiguration/controllers``, as Coaty JS reads them) over the initializer's.
+    /// - Parameter context: the controller's context.
+    public func onInit(_ context: ControllerContext) async throws {
+        let flags: [(String, WritableKeyPath<Options, Bool>)] = [
+            ("ignoreSensorDiscoverEvents", \.ignoreSensorDiscoverEvents),
+            ("ignoreSensorQueryEvents", \.ignoreSensorQueryEvents),
+            ("skipSensorAdvertise", \.skipSensorAdvertise), ("skipSensorDeadvertise", \.skipSensorDeadvertise),
+        ]
+        currentOptions.withLock { options in
+            for (name, flag) in flags {
+                if let value = context.options[name]?.boolValue { options[keyPath: flag] = value }
+            }
+        }
+    }
 
     /// Subscribes the Discover and Query observations, so they are in place before the agent
     /// goes online.
