@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "CoatyStore", targets: ["CoatyStore"]),
         .library(name: "CoatySQLite", targets: ["CoatySQLite"]),
         .library(name: "CoatyPostgres", targets: ["CoatyPostgres"]),
+        .library(name: "CoatySensorThings", targets: ["CoatySensorThings"]),
         .executable(name: "coaty", targets: ["coaty"]),
     ],
     dependencies: [
@@ -109,6 +110,11 @@ let package = Package(
             dependencies: ["CoatySync", "CoatyCore", "CoatyMQTT"],
             swiftSettings: swiftSettings
         ),
+        .target(
+            name: "CoatySensorThings",
+            dependencies: ["CoatyCore", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings
+        ),
 
         // MARK: Executables
         .executableTarget(
@@ -197,7 +203,9 @@ let package = Package(
         ),
         .executableTarget(
             name: "sensor-agent",
-            dependencies: ["CoatyKit", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: [
+                "CoatyKit", "CoatySensorThings", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
             path: "Examples/SensorAgent",
             swiftSettings: swiftSettings
         ),
@@ -276,6 +284,14 @@ let package = Package(
         .testTarget(
             name: "CoatyKitTests",
             dependencies: ["CoatyKit", "CoatyTesting", "CoatyStore", "CoatySQLite"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "CoatySensorThingsTests",
+            dependencies: [
+                "CoatySensorThings", "CoatyKit", .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -2,10 +2,16 @@
 // typed Swift values. Run two of them, or watch them with the CLI:
 //   coaty observe advertise --object-type com.example.sensor.Reading
 //
-//   swift run sensor-agent [--broker mqtt://127.0.0.1:1883] [--count N] [--interval SECONDS]
+// With --sensor-things it speaks Coaty JS's Sensor Things instead: a Thing with a temperature
+// Sensor (this machine's sysfs temperature when it has one, else a mock), whose Observations are
+// published on the sensor's channel and observed with a SensorObserverController, as a Coaty JS
+// agent using @coaty/core/sensor-things would see them.
+//
+//   swift run sensor-agent [--broker mqtt://127.0.0.1:1883] [--count N] [--interval SECONDS] [--sensor-things]
 
 import ArgumentParser
 import CoatyKit
+import CoatySensorThings
 import Foundation
 
 /// A custom object type: a Codable struct with its object type. `objectType` and `coreType`
@@ -29,7 +35,14 @@ struct SensorAgent: AsyncParsableCommand {
     @Option(help: "Seconds between two readings.")
     var interval: Double = 1
 
+    @Flag(help: "Publish a Sensor Things Thing, Sensor and Observations (Coaty JS's model) instead of readings.")
+    var sensorThings = false
+
     func run() async throws {
+        if sensorThings {
+            try await runSensorThings()
+            return
+        }
         // Register the type: received readings then decode straight into `Reading`.
         let agent = try CommunicationManager.mqtt(
             url: broker,
@@ -70,6 +83,70 @@ struct SensorAgent: AsyncParsableCommand {
         }
         await observing.value
         deadline.cancel()
+        await agent.stop()
+    }
+
+    /// The --sensor-things mode: a SensorSourceController publishes the sensor's observations on
+    /// its channel every `interval` seconds; a SensorObserverController discovers the sensor and
+    /// observes them.
+    func runSensorThings() async throws {
+        let agent = try CommunicationManager.mqtt(
+            url: broker,
+            identity: Identity(name: "Sensor agent"),
+            registry: CoatyObjectRegistry(SensorThingsTypes.all)
+        )
+        // The thing belongs to this agent: when the agent goes, observers drop its sensors.
+        let thing = Thing(
+            name: "This machine",
+            description: "The host of sensor-agent",
+            parentObjectId: agent.identity.objectId
+        )
+        let io: any SensorIo
+        if let temperature = try? LinuxTemperatureSensorIo() {
+            io = temperature
+            FileHandle.standardError.write(Data("reading \(temperature.input)\n".utf8))
+        } else {
+            io = MockSensorIo(values: [20.5, 21, 21.5])
+            FileHandle.standardError.write(Data("no temperature sensor here: using mock values\n".utf8))
+        }
+        let sensor = Sensor(
+            name: "Temperature",
+            description: "A temperature of this machine",
+            encodingType: .undefined,
+            metadata: .null,
+            unitOfMeasurement: .degreeCelsius,
+            observationType: .measurement,
+            observedProperty: ObservedProperty(
+                name: "Temperature",
+                definition: "http://dbpedia.org/page/Temperature",
+                description: "The temperature in degrees Celsius"
+            ),
+            parentObjectId: thing.objectId
+        )
+        let source = SensorSourceController(communicationManager: agent)
+        let observer = SensorObserverController(communicationManager: agent)
+        let observations = try observer.observeChanneledObservations(sensorId: sensor.objectId)
+        try await agent.start()
+        await observations.subscribed()
+        try await agent.publishAdvertise(thing)
+        try await source.register(sensor, io: io, publication: .channel(every: .seconds(interval)))
+
+        let count = self.count
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await source.run() }  // answers Discover/Query, publishes periodically
+            try await source.subscribed()
+            if let found = try await observer.discoverSensors().first(timeout: .seconds(5)) {
+                print("discovered sensor \(found.name) of thing \(thing.name)")
+            }
+            var observed = 0
+            for await observation in observations {
+                observed += 1
+                print("observed observation #\(observed) of \(sensor.name): \(observation.result) °C")
+                if observed == count { break }
+            }
+            group.cancelAll()
+        }
+        try await source.unregister(sensor.objectId)  // deadvertises the sensor
         await agent.stop()
     }
 }

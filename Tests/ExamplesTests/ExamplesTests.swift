@@ -109,6 +109,44 @@ struct ExamplesTests {
     }
 
     @Test(
+        "sensor-agent --sensor-things advertises a Thing and its Sensor, discovers it, and observes N channeled observations"
+    )
+    func sensorAgentSensorThings() async throws {
+        try await withBroker { broker in
+            try await withAgent(on: broker) { agent in
+                let sensors = try agent.observeAdvertise(objectType: "coaty.sensorThings.Sensor")
+                let things = try agent.observeAdvertise(objectType: "coaty.sensorThings.Thing")
+                await sensors.subscribed()
+                await things.subscribed()
+
+                let result = try await runExample(
+                    "sensor-agent",
+                    ["--broker", broker.url, "--count", "3", "--interval", "0.05", "--sensor-things"]
+                )
+                #expect(result.status == 0, "stderr: \(result.stderr)")
+                let lines = result.stdoutLines
+                #expect(
+                    lines.first == "discovered sensor Temperature of thing This machine",
+                    "stdout: \(result.stdout)"
+                )
+                for number in 1...3 {
+                    #expect(lines.contains { $0.hasPrefix("observed observation #\(number) of Temperature: ") })
+                }
+                #expect(lines.count == 4, "stdout: \(result.stdout)")
+
+                let thing = try #require(try await collect(things, count: 1).first?.object)
+                let sensor = try #require(try await collect(sensors, count: 1).first?.object)
+                #expect(sensor.parentObjectId == thing.objectId)
+                #expect(sensor.json["unitOfMeasurement"]?["symbol"] == "degC")
+                #expect(
+                    sensor.json["observationType"]
+                        == "http://www.opengis.net/def/observationType/OGC-OM/2.0/OM_Measurement"
+                )
+            }
+        }
+    }
+
+    @Test(
         "service-group-agent shuts down gracefully: status then identity deadvertised, exit 0",
         arguments: [
             "SIGTERM", "SIGINT", "--duration",
