@@ -112,7 +112,7 @@ let package = Package(
         ),
         .target(
             name: "CoatySensorThings",
-            dependencies: ["CoatyCore", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["CoatySync", "CoatyCore", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
 

@@ -1,4 +1,5 @@
 public import CoatyCore
+import CoatySync
 import Synchronization
 
 /// The hardware side of a ``Sensor``: reads its current value (and writes one, for actuators);
@@ -73,19 +74,19 @@ public final class MockSensorIo: SensorIo {
         var reads = 0
     }
 
-    private let state: Mutex<State>
+    private let state: CoatyMutex<State>
 
     /// An IO whose every read gives `value` (0 by default, as in Coaty JS) until written.
     /// - Parameter value: the value.
     public init(value: JSONValue = 0) {
-        state = Mutex(State(values: [value]))
+        state = CoatyMutex(State(values: [value]))
     }
 
     /// An IO whose reads give `values` in turn, starting over after the last; with no values,
     /// every read gives `null`.
     /// - Parameter values: the values.
     public init(values: [JSONValue]) {
-        state = Mutex(State(values: values.isEmpty ? [.null] : values))
+        state = CoatyMutex(State(values: values.isEmpty ? [.null] : values))
     }
 
     /// The next value.

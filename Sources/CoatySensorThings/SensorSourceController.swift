@@ -1,4 +1,5 @@
 public import CoatyCore
+import CoatySync
 import Foundation
 public import Logging
 import Synchronization
@@ -109,9 +110,9 @@ public final class SensorSourceController: Controller {
     /// The options: those given to the initializer, with the flags set in the agent
     /// configuration's controller options applied by ``onInit(_:)``.
     public var options: Options { currentOptions.withLock { $0 } }
-    private let currentOptions: Mutex<Options>
+    private let currentOptions: CoatyMutex<Options>
     private let logger: Logger
-    private let state = Mutex(State())
+    private let state = CoatyMutex(State())
     private let hasRun = Atomic(false)
     private let samplings: AsyncStream<Sampling>
     private let samplingContinuation: AsyncStream<Sampling>.Continuation
@@ -123,7 +124,7 @@ public final class SensorSourceController: Controller {
     ///   - logger: where failed periodic publications are logged; the manager's logger by default.
     public init(communicationManager: CommunicationManager, options: Options = Options(), logger: Logger? = nil) {
         self.communicationManager = communicationManager
-        self.currentOptions = Mutex(options)
+        self.currentOptions = CoatyMutex(options)
         self.logger = logger ?? communicationManager.logger
         (samplings, samplingContinuation) = AsyncStream.makeStream(of: Sampling.self)
     }

@@ -1,4 +1,5 @@
 import CoatyCore
+import CoatySync
 import Synchronization
 
 /// A live sequence of Sensor Things values taken from received events (Advertises, Channel
@@ -161,7 +162,7 @@ final class Broadcast<Element: Sendable>: Sendable {
         var finished = false
     }
 
-    private let state = Mutex(State())
+    private let state = CoatyMutex(State())
 
     /// A new stream receiving every later value; `initial` first, if given. Already finished: a
     /// finished stream.

@@ -1,4 +1,5 @@
 public import CoatyCore
+import CoatySync
 public import Logging
 import Synchronization
 
@@ -98,7 +99,7 @@ public final class ThingSensorObservationObserverController: Controller {
     private let thingFilter: @Sendable (Thing) -> Bool
     private let sensorFilter: @Sendable (Sensor, Thing) -> Bool
     private let logger: Logger
-    private let state = Mutex(State())
+    private let state = CoatyMutex(State())
     private let hasRun = Atomic(false)
     private let changes = Broadcast<RegisteredSensorsChangeInfo>()
     private let observations = Broadcast<SensorObservation>()
