@@ -98,6 +98,54 @@ struct HostileInputTests {
         await observer.stop()
     }
 
+    /// Topics may be 65 535 bytes long, so an object type of 10 000 characters is valid input: it is
+    /// observed and delivered intact (published twice, as a custom type is). One that does not fit
+    /// in a topic is refused when published, with an error, and the agent goes on.
+    @Test("An object type of 10 000 characters is delivered intact; one beyond the topic limit is refused")
+    func longObjectTypes() async throws {
+        let broker = try await MosquittoBroker.start()
+        defer { Task { await broker.stop() } }
+        let observer = try CommunicationManager.mqtt(url: broker.url, identity: Identity(name: "observer"))
+        let publisher = try CommunicationManager.mqtt(url: broker.url, identity: Identity(name: "publisher"))
+        try await observer.start()
+        try await publisher.start()
+        let long = "com.example." + String(repeating: "x", count: 10_000 - 12)
+        let byType = try observer.observeAdvertise(objectType: long)
+        let byCoreType = try observer.observeAdvertise(coreType: .coatyObject)
+        await byType.subscribed()
+        await byCoreType.subscribed()
+        func object(_ objectType: String, _ name: String) throws -> AnyCoatyObject {
+            try CoatyObjectRegistry().decode(
+                JSONValue.object([
+                    "objectType": .string(objectType), "coreType": "CoatyObject",
+                    "objectId": .string(CoatyUUID().uuidString), "name": .string(name),
+                ])
+            )
+        }
+        try await publisher.publishAdvertise(try object(long, "long"))
+        let tooLong = "com.example." + String(repeating: "y", count: 70_000)
+        await #expect(throws: (any Error).self) {
+            try await publisher.publishAdvertise(try object(tooLong, "too long"))
+        }
+        try await publisher.publishAdvertise(try object("com.example.Short", "after"))
+        var viaType: AdvertiseEvent<AnyCoatyObject>?
+        for await event in byType {
+            viaType = event
+            break
+        }
+        #expect(viaType?.object.objectType == long && viaType?.object.name == "long")
+        var names: [String] = []
+        for await event in byCoreType {
+            names.append(event.object.name)
+            if event.object.name == "after" { break }
+        }
+        #expect(names == ["long", "after"])
+        #expect(observer.statistics.invalidPayloads == 0)
+        #expect(publisher.communicationState == .online && observer.communicationState == .online)
+        await publisher.stop()
+        await observer.stop()
+    }
+
     @Test("A pathological Like pattern and 10 000 conditions are evaluated, not stuck")
     func pathologicalFilters() throws {
         let text = String(repeating: "a", count: 10_000)
