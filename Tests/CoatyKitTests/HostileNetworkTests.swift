@@ -1,0 +1,227 @@
+import CoatyKit
+import CoatyTesting
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Agents at QoS 1 on a real mosquitto, through a ``FaultInjectingProxy`` or with the broker itself
+/// frozen or restarted: each fault is noticed, the agent reconnects by itself, and what the peer
+/// published arrives (at least once; duplicates are counted and reported).
+///
+/// The subscribers keep a persistent session (`cleanSession` off), so the broker queues what is
+/// published while they are away: at QoS 1 with a clean session that would be lost by design.
+@Suite(
+    "Hostile network between agents and a real mosquitto",
+    .serialized,
+    .timeLimit(.minutes(2)),
+    .enabled(if: MosquittoBroker.findExecutable() != nil || ProcessInfo.processInfo.environment["CI"] == "true")
+)
+struct HostileNetworkTests {
+    @Test(
+        "A connection cut inside a packet is noticed; the agent reconnects, re-subscribes and loses nothing at QoS 1",
+        arguments: [
+            // 7 bytes into the broker's next write: inside a PUBLISH (longer than 7 bytes).
+            (FaultInjectingProxy.Direction.toClient, 7),
+            // 3 bytes into the agent's next write: inside a 4-byte PUBACK.
+            (FaultInjectingProxy.Direction.toServer, 3),
+        ]
+    )
+    func cutInsideAPacket(direction: FaultInjectingProxy.Direction, bytes: Int) async throws {
+        let scenario = try await HostileScenario.start(
+            try await MosquittoBroker.start(),
+            subscriber: .throughProxy,
+            publisher: .direct
+        )
+        defer { Task { await scenario.stop() } }
+        let (received, log) = (scenario.received, scenario.subscriberLog)
+
+        let count = 300
+        let stream = LampStream.start(scenario.publisher, count: count, pause: .milliseconds(10))
+        #expect(try await HostileNetwork.wait(for: .seconds(10)) { received.count >= 50 })
+        let faultAt = ContinuousClock.now
+        #expect(await scenario.proxy.cut(afterForwarding: bytes, direction: direction) == 1)
+        #expect(try await HostileNetwork.wait(for: .seconds(10)) { log.firstConnection(after: faultAt) != nil })
+        let publishedBeforeReconnect = stream.published.count
+        await stream.finished()
+
+        #expect(try await received.waitForAll(Set(0..<count)))
+        let statistics = await scenario.proxy.statistics()
+        let lost = scenario.lost(of: stream)
+        let reconnected = log.firstConnection(after: faultAt).map { "\($0 - faultAt)" } ?? "never"
+        HostileNetwork.report(
+            "cut \(direction) after \(bytes) bytes: published \(stream.published.count), received "
+                + "\(received.count) (\(received.distinct.count) distinct, \(received.duplicates) duplicates), "
+                + "lost \(lost.count), losses \(log.losses), reconnected after \(reconnected), "
+                + "published before the reconnect \(publishedBeforeReconnect)"
+        )
+        #expect(statistics.cut == 1)
+        #expect(log.losses >= 1)
+        #expect(publishedBeforeReconnect < count, "events must also flow after the reconnect")
+        #expect(stream.errors.isEmpty)
+        #expect(stream.published.count == count)
+        #expect(lost.isEmpty, "lost at QoS 1: \(lost.sorted().prefix(20))")
+        #expect(received.firstReceptionsInOrder)
+    }
+
+    @Test("A half-open connection is detected by the missing PINGRESP; the agent reconnects and loses nothing")
+    func halfOpenConnection() async throws {
+        let keepAlive = Duration.seconds(5)
+        let scenario = try await HostileScenario.start(
+            try await MosquittoBroker.start(),
+            subscriber: .throughProxy,
+            publisher: .direct,
+            keepAlive: keepAlive
+        )
+        defer { Task { await scenario.stop() } }
+        let (received, log) = (scenario.received, scenario.subscriberLog)
+
+        // Publishing goes on past the detection (about two keep-alives) and the reconnection.
+        let count = 750
+        let stream = LampStream.start(scenario.publisher, count: count, pause: .milliseconds(20))
+        #expect(try await HostileNetwork.wait(for: .seconds(10)) { received.count >= 30 })
+        let faultAt = ContinuousClock.now
+        #expect(await scenario.proxy.halfOpen() == 1)
+        #expect(try await HostileNetwork.wait(for: .seconds(25)) { log.firstConnection(after: faultAt) != nil })
+        let detection = log.firstLoss(after: faultAt).map { $0 - faultAt }
+        await stream.finished()
+
+        #expect(try await received.waitForAll(Set(0..<count)))
+        let lost = scenario.lost(of: stream)
+        HostileNetwork.report(
+            "half-open, keep-alive \(keepAlive): detected after \(detection.map { "\($0)" } ?? "never"); "
+                + "published \(stream.published.count), received \(received.count) (\(received.duplicates) "
+                + "duplicates), lost \(lost.count), losses \(log.losses)"
+        )
+        // libmosquitto sends PINGREQ once nothing arrived for a keep-alive and gives up when nothing
+        // arrived for another one; its clock counts whole seconds. Measured: about 2 × keep-alive.
+        let detected = try #require(detection)
+        #expect(detected <= keepAlive * 4 + .seconds(2), "detection took \(detected)")
+        #expect(detected >= keepAlive / 2, "detected before a keep-alive could have told")
+        #expect(log.losses >= 1)
+        #expect(stream.errors.isEmpty)
+        #expect(lost.isEmpty, "lost at QoS 1: \(lost.sorted().prefix(20))")
+    }
+
+    @Test("2 s delay spikes below the keep-alive: the connections stay up, nothing is lost, duplicated or reordered")
+    func delaySpikes() async throws {
+        let keepAlive = Duration.seconds(5)
+        let scenario = try await HostileScenario.start(
+            try await MosquittoBroker.start(),
+            subscriber: .throughProxy,
+            publisher: .throughProxy,
+            keepAlive: keepAlive
+        )
+        defer { Task { await scenario.stop() } }
+        let received = scenario.received
+
+        let count = 200
+        let stream = LampStream.start(scenario.publisher, count: count, pause: .milliseconds(10))
+        for threshold in [30, 100] {
+            #expect(try await HostileNetwork.wait(for: .seconds(10)) { received.count >= threshold })
+            await scenario.proxy.delaySpike(for: .seconds(2))
+            try await Task.sleep(for: .milliseconds(2500))
+        }
+        await stream.finished()
+
+        #expect(try await received.waitForAll(Set(0..<count)))
+        let statistics = await scenario.proxy.statistics()
+        let losses = (scenario.subscriberLog.losses, scenario.publisherLog.losses)
+        HostileNetwork.report(
+            "two 2 s spikes, keep-alive \(keepAlive): published \(stream.published.count), received "
+                + "\(received.count) (\(received.duplicates) duplicates), losses \(losses), proxy \(statistics)"
+        )
+        #expect(statistics.delaySpikes == 2)
+        #expect(received.all == Array(0..<count))
+        #expect(losses == (0, 0))
+        #expect(statistics.accepted == 2, "no reconnection through the proxy")
+    }
+
+    @Test("A broker frozen (SIGSTOP) for 3 keep-alives: both agents reconnect by themselves; nothing is lost at QoS 1")
+    func frozenBroker() async throws {
+        let keepAlive = Duration.seconds(5)
+        let broker = try await MosquittoBroker.start()
+        let scenario = try await HostileScenario.start(
+            broker,
+            subscriber: .direct,
+            publisher: .direct,
+            keepAlive: keepAlive
+        )
+        defer { Task { await scenario.stop() } }
+        let (received, log) = (scenario.received, scenario.subscriberLog)
+
+        let count = 300
+        let stream = LampStream.start(scenario.publisher, count: count, pause: .milliseconds(20))
+        #expect(try await HostileNetwork.wait(for: .seconds(10)) { received.count >= 30 })
+        let pid = try #require(broker.processIdentifier)
+        let frozenAt = ContinuousClock.now
+        #expect(kill(pid, SIGSTOP) == 0)
+        try await Task.sleep(for: keepAlive * 3)
+        #expect(kill(pid, SIGCONT) == 0)
+        let thawedAt = ContinuousClock.now
+        #expect(try await HostileNetwork.wait(for: .seconds(12)) { log.firstConnection(after: thawedAt) != nil })
+        await stream.finished()
+
+        #expect(try await received.waitForAll(Set(0..<count)))
+        let lost = scenario.lost(of: stream)
+        let detection = log.firstLoss(after: frozenAt).map { "\($0 - frozenAt)" } ?? "never"
+        let back = log.firstConnection(after: thawedAt).map { "\($0 - thawedAt)" } ?? "never"
+        HostileNetwork.report(
+            "SIGSTOP for \(keepAlive * 3): subscriber lost the connection after \(detection), back \(back) after "
+                + "SIGCONT; published \(stream.published.count), received \(received.count) "
+                + "(\(received.duplicates) duplicates), lost \(lost.count), losses \(log.losses) / "
+                + "\(scenario.publisherLog.losses)"
+        )
+        #expect(log.losses >= 1)
+        #expect(scenario.publisherLog.losses >= 1)
+        #expect(stream.errors.isEmpty)
+        #expect(stream.published.count == count)
+        #expect(lost.isEmpty, "lost at QoS 1: \(lost.sorted().prefix(20))")
+    }
+
+    @Test("A broker restart during a QoS 1 stream: every publication that returned is received at least once")
+    func brokerRestart() async throws {
+        // A broker that saves its sessions and queued messages on shutdown (mosquitto's persistence), so the
+        // subscriber's persistent session survives the restart as it would in production.
+        let store = FileManager.default.temporaryDirectory
+            .appendingPathComponent("coaty-hostile-\(UUID().uuidString.lowercased())").path
+        try FileManager.default.createDirectory(atPath: store, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: store) }
+        let broker = try MosquittoBroker(additionalConfiguration: [
+            "persistence true", "persistence_location \(store)/", "autosave_interval 0",
+        ])
+        try await broker.start()
+        let scenario = try await HostileScenario.start(broker, subscriber: .direct, publisher: .direct)
+        defer { Task { await scenario.stop() } }
+        let (received, log) = (scenario.received, scenario.subscriberLog)
+
+        let count = 300
+        let stream = LampStream.start(scenario.publisher, count: count, pause: .milliseconds(10))
+        #expect(try await HostileNetwork.wait(for: .seconds(10)) { received.count >= 60 })
+        let restartAt = ContinuousClock.now
+        await broker.stop()
+        try await broker.start()
+        #expect(try await HostileNetwork.wait(for: .seconds(10)) { log.firstConnection(after: restartAt) != nil })
+        await stream.finished()
+
+        let published = Set(stream.published)
+        #expect(try await received.waitForAll(published))
+        let lost = scenario.lost(of: stream)
+        HostileNetwork.report(
+            "broker restart: published (returned) \(published.count) of \(count), errors \(stream.errors.count), "
+                + "received \(received.count) (\(received.distinct.count) distinct, \(received.duplicates) "
+                + "duplicates), lost \(lost.count), losses \(log.losses) / \(scenario.publisherLog.losses), "
+                + "deferred overflow \(scenario.publisher.statistics.deferredOverflow)"
+        )
+        #expect(log.losses >= 1)
+        #expect(scenario.publisherLog.losses >= 1)
+        #expect(scenario.publisher.statistics.deferredOverflow == 0)
+        #expect(lost.isEmpty, "lost at QoS 1: \(lost.sorted().prefix(20))")
+    }
+}
