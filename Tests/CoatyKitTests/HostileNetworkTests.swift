@@ -70,6 +70,42 @@ struct HostileNetworkTests {
         #expect(received.firstReceptionsInOrder)
     }
 
+    @Test("Connections reset (RST) while new ones are refused: the agent retries until it is let in, and loses nothing")
+    func resetAndRefused() async throws {
+        let scenario = try await HostileScenario.start(
+            try await MosquittoBroker.start(),
+            subscriber: .throughProxy,
+            publisher: .direct
+        )
+        defer { Task { await scenario.stop() } }
+        let (received, log) = (scenario.received, scenario.subscriberLog)
+
+        let count = 300
+        let stream = LampStream.start(scenario.publisher, count: count, pause: .milliseconds(10))
+        #expect(try await HostileNetwork.wait(for: .seconds(10)) { received.count >= 50 })
+        let faultAt = ContinuousClock.now
+        await scenario.proxy.refuseConnections(for: .seconds(1))
+        #expect(await scenario.proxy.resetAll() == 1)
+        #expect(try await HostileNetwork.wait(for: .seconds(10)) { log.firstConnection(after: faultAt) != nil })
+        let reconnected = try #require(log.firstConnection(after: faultAt)) - faultAt
+        await stream.finished()
+
+        #expect(try await received.waitForAll(Set(0..<count)))
+        let statistics = await scenario.proxy.statistics()
+        let lost = scenario.lost(of: stream)
+        HostileNetwork.report(
+            "reset + 1 s refusal: reconnected after \(reconnected), refused \(statistics.refused) attempts; "
+                + "published \(stream.published.count), received \(received.count) (\(received.duplicates) "
+                + "duplicates), lost \(lost.count), losses \(log.losses)"
+        )
+        #expect(statistics.reset == 1)
+        #expect(statistics.refused >= 1, "the agent retried during the refusal")
+        #expect(reconnected >= .seconds(1), "let in only after the refusal")
+        #expect(log.losses >= 1)
+        #expect(stream.errors.isEmpty)
+        #expect(lost.isEmpty, "lost at QoS 1: \(lost.sorted().prefix(20))")
+    }
+
     @Test("A half-open connection is detected by the missing PINGRESP; the agent reconnects and loses nothing")
     func halfOpenConnection() async throws {
         let keepAlive = Duration.seconds(5)
