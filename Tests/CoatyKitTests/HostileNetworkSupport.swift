@@ -4,6 +4,14 @@ import Foundation
 import Synchronization
 import Testing
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// Agents, a numbered Lamp stream and bookkeeping for the hostile network tests.
 enum HostileNetwork {
     /// An agent at QoS 1 with a short keep-alive (5 s, the least libmosquitto accepts) that retries every 200 ms.
@@ -43,9 +51,9 @@ enum HostileNetwork {
     /// Waits until `condition` holds, polling every 20 ms, for `timeout` at most.
     /// - Returns: Whether it held in time.
     @discardableResult
-    static func wait(for timeout: Duration, until condition: () -> Bool) async throws -> Bool {
+    static func wait(for timeout: Duration, until condition: () async -> Bool) async throws -> Bool {
         let deadline = ContinuousClock.now + timeout
-        while !condition() {
+        while await !condition() {
             if ContinuousClock.now >= deadline { return false }
             try await Task.sleep(for: .milliseconds(20))
         }
@@ -226,5 +234,52 @@ struct HostileScenario {
         await publisher.stop()
         await proxy.stop()
         await broker.stop()
+    }
+}
+
+/// A plain blocking TCP connection to 127.0.0.1, to see exactly how the proxy ends a connection.
+final class LoopbackSocket {
+    let descriptor: Int32
+
+    /// Connects to 127.0.0.1:`port`, or returns `nil`.
+    init?(port: Int) {
+        #if canImport(Glibc) || canImport(Musl)
+            let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #else
+            let descriptor = socket(AF_INET, SOCK_STREAM, 0)
+        #endif
+        guard descriptor >= 0 else { return nil }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = in_addr_t(0x7F00_0001).bigEndian
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard connected == 0 else {
+            close(descriptor)
+            return nil
+        }
+        self.descriptor = descriptor
+    }
+
+    deinit { close(descriptor) }
+
+    /// How the connection ended: `"reset"` (ECONNRESET), `"closed"` (EOF), `"data"` or the errno.
+    func howItEnds() -> String {
+        var byte: UInt8 = 0
+        let count = recv(descriptor, &byte, 1, 0)
+        if count > 0 { return "data" }
+        if count == 0 { return "closed" }
+        return errno == ECONNRESET ? "reset" : "errno \(errno)"
+    }
+
+    /// Writes `bytes`; returns whether they all went out.
+    func send(_ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } == bytes.count
     }
 }

@@ -106,6 +106,39 @@ struct HostileNetworkTests {
         #expect(lost.isEmpty, "lost at QoS 1: \(lost.sorted().prefix(20))")
     }
 
+    @Test("The proxy's faults as a plain TCP client sees them: refused and reset connections get RST, a cut gets FIN")
+    func howConnectionsEnd() async throws {
+        let broker = try await MosquittoBroker.start()
+        defer { Task { await broker.stop() } }
+        let proxy = try await FaultInjectingProxy(targetPort: broker.port)
+        defer { Task { await proxy.stop() } }
+
+        await proxy.refuseConnections(for: .seconds(30))
+        let refused = try #require(LoopbackSocket(port: proxy.port))
+        #expect(refused.howItEnds() == "reset")
+        await proxy.passThrough()
+
+        let reset = try #require(LoopbackSocket(port: proxy.port))
+        #expect(try await HostileNetwork.wait(for: .seconds(5)) { await proxy.statistics().openConnections == 1 })
+        #expect(await proxy.resetAll() == 1)
+        #expect(reset.howItEnds() == "reset")
+
+        // A CONNECT (MQTT 3.1.1, client id "c", keep-alive 60 s): the CONNACK is 4 bytes; the cut lets 2 through.
+        let cut = try #require(LoopbackSocket(port: proxy.port))
+        #expect(try await HostileNetwork.wait(for: .seconds(5)) { await proxy.statistics().openConnections == 1 })
+        #expect(await proxy.cut(afterForwarding: 2, direction: .toClient) == 1)
+        #expect(cut.send([0x10, 13, 0, 4] + Array("MQTT".utf8) + [4, 2, 0, 60, 0, 1, UInt8(ascii: "c")]))
+        #expect(cut.howItEnds() == "data")
+        #expect(cut.howItEnds() == "data")
+        #expect(cut.howItEnds() == "closed")
+        let statistics = await proxy.statistics()
+        HostileNetwork.report("plain TCP: \(statistics)")
+        #expect(statistics.refused == 1)
+        #expect(statistics.reset == 1)
+        #expect(statistics.cut == 1)
+        #expect(statistics.bytesToClient == 2)
+    }
+
     @Test("A half-open connection is detected by the missing PINGRESP; the agent reconnects and loses nothing")
     func halfOpenConnection() async throws {
         let keepAlive = Duration.seconds(5)
