@@ -22,11 +22,13 @@ enum HostileNetwork {
     ///   - keepAlive: The MQTT keep-alive.
     ///   - persistentSession: Whether the broker keeps the session (and queues QoS 1 messages)
     ///     while the agent is away (`cleanSession` off, the client id fixed by the identity).
+    ///   - observerBufferLimit: The events an observer buffers before the agent holds its reads.
     static func agent(
         url: String,
         name: String,
         keepAlive: Duration = .seconds(5),
-        persistentSession: Bool = false
+        persistentSession: Bool = false,
+        observerBufferLimit: Int = 4096
     ) throws -> CommunicationManager {
         let identity = Identity(name: name)
         var configuration = try MQTTConfiguration.coaty(url: url, identityId: identity.objectId)
@@ -39,7 +41,7 @@ enum HostileNetwork {
             transport: MQTTTransport(configuration: configuration),
             identity: identity,
             registry: CoatyObjectRegistry([Lamp.self]),
-            options: .init(qos: .atLeastOnce)
+            options: .init(observerBufferLimit: observerBufferLimit, qos: .atLeastOnce)
         )
     }
 

@@ -178,6 +178,63 @@ struct HostileNetworkTests {
         #expect(lost.isEmpty, "lost at QoS 1: \(lost.sorted().prefix(20))")
     }
 
+    @Test("A half-open connection while a full observer holds the reads is detected once the consumer goes on")
+    func halfOpenWhileReadsAreHeld() async throws {
+        let keepAlive = Duration.seconds(5)
+        let broker = try await MosquittoBroker.start()
+        defer { Task { await broker.stop() } }
+        let proxy = try await FaultInjectingProxy(targetPort: broker.port)
+        defer { Task { await proxy.stop() } }
+        let subscriber = try HostileNetwork.agent(
+            url: proxy.mqttURL,
+            name: "subscriber",
+            keepAlive: keepAlive,
+            persistentSession: true,
+            observerBufferLimit: 16
+        )
+        let publisher = try HostileNetwork.agent(url: broker.url, name: "publisher", keepAlive: keepAlive)
+        try await subscriber.start()
+        try await publisher.start()
+        let lamps = try subscriber.observeAdvertise(Lamp.self)
+        await lamps.subscribed()
+        let log = ConnectionLog.follow(subscriber.transport)
+        defer { log.stop() }
+
+        // Nobody consumes: the observer fills and the agent holds its reads.
+        let count = 200
+        let stream = LampStream.start(publisher, count: count, pause: .zero)
+        await stream.finished()
+        #expect(try await HostileNetwork.wait(for: .seconds(10)) { subscriber.statistics.readHolds > 0 })
+        let faultAt = ContinuousClock.now
+        #expect(await proxy.halfOpen() == 1)
+        let stall = keepAlive * 2 + .seconds(2)
+        try await Task.sleep(for: stall)
+        let lossesDuringStall = log.losses
+
+        // The consumer goes on: reading resumes, libmosquitto's keep-alive check runs again.
+        let resumedAt = ContinuousClock.now
+        var numbers: [Int] = []
+        for await event in lamps {
+            if let number = Int(event.object.name) { numbers.append(number) }
+            if Set(numbers).count == count { break }
+        }
+        try await HostileNetwork.wait(for: keepAlive * 4 + .seconds(2)) { log.firstLoss(after: faultAt) != nil }
+        let detection = log.firstLoss(after: faultAt).map { $0 - resumedAt }
+        HostileNetwork.report(
+            "half-open while reads are held, keep-alive \(keepAlive): losses during a \(stall) stall "
+                + "\(lossesDuringStall); detected \(detection.map { "\($0)" } ?? "never") after the consumer went on; "
+                + "received \(numbers.count) (\(numbers.count - Set(numbers).count) duplicates) of \(count)"
+        )
+        // While the reads are held the network thread writes its own PINGREQs and skips libmosquitto's
+        // keep-alive check (so a slow consumer does not end a healthy session): a silent connection is not
+        // noticed during the stall (`lossesDuringStall` is 0), only once reading resumes.
+        let detected = try #require(detection)
+        #expect(detected <= keepAlive * 4 + .seconds(2), "detection took \(detected) after the consumer went on")
+        #expect(Set(numbers) == Set(0..<count))
+        await subscriber.stop()
+        await publisher.stop()
+    }
+
     @Test("2 s delay spikes below the keep-alive: the connections stay up, nothing is lost, duplicated or reordered")
     func delaySpikes() async throws {
         let keepAlive = Duration.seconds(5)
