@@ -124,6 +124,13 @@ public final class FaultInjectingProxy: Sendable {
         self.listener = listener
     }
 
+    /// Stops listening and resets the connections, without waiting (``stop()`` waits).
+    deinit {
+        let core = self.core
+        eventLoop.execute { _ = core.value.resetAll() }
+        listener.close(promise: nil)
+    }
+
     /// Runs `body` on the proxy's event loop and returns its result.
     private func onLoop<Result: Sendable>(_ body: @escaping @Sendable (ProxyCore) -> Result) async -> Result {
         let core = self.core

@@ -36,7 +36,6 @@ enum HostileNetwork {
         configuration.cleanSession = !persistentSession
         configuration.reconnectDelay = .milliseconds(200)
         configuration.maxReconnectDelay = .milliseconds(200)
-        configuration.connectTimeout = .seconds(2)
         return try CommunicationManager(
             transport: MQTTTransport(configuration: configuration),
             identity: identity,
@@ -102,7 +101,7 @@ final class ReceivedLamps: Sendable {
 
     /// Waits until every number in `expected` was received.
     /// - Returns: Whether they all arrived within `timeout`.
-    func waitForAll(_ expected: Set<Int>, timeout: Duration = .seconds(15)) async throws -> Bool {
+    func waitForAll(_ expected: Set<Int>, timeout: Duration = .seconds(30)) async throws -> Bool {
         try await HostileNetwork.wait(for: timeout) { expected.isSubset(of: distinct) }
     }
 
@@ -116,11 +115,16 @@ final class LampStream: Sendable {
     private let failures = Mutex<[String]>([])
     private let task: Mutex<Task<Void, Never>?> = Mutex(nil)
 
-    /// Starts publishing `count` Lamps from `publisher`, `pause` apart (at the agent's QoS 1).
-    static func start(_ publisher: CommunicationManager, count: Int, pause: Duration) -> LampStream {
+    /// Starts publishing `count` Lamps from `publisher`, `pause` apart (at the agent's QoS 1), numbered from `first`.
+    static func start(
+        _ publisher: CommunicationManager,
+        count: Int,
+        first: Int = 0,
+        pause: Duration
+    ) -> LampStream {
         let stream = LampStream()
         let task = Task {
-            for number in 0..<count {
+            for number in first..<first + count {
                 do {
                     try await publisher.publishAdvertise(Lamp(name: "\(number)", isOn: number % 2 == 0))
                     stream.returned.withLock { $0.append(number) }
