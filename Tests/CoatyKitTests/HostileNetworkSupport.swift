@@ -199,13 +199,15 @@ struct HostileScenario {
     let subscriberLog: ConnectionLog
     let publisherLog: ConnectionLog
 
-    /// Starts a proxy in front of `broker`, then the agents (the subscriber with a persistent session).
+    /// Starts a proxy in front of `broker` (a new one when `nil`), then the agents (the subscriber with a
+    /// persistent session).
     static func start(
-        _ broker: MosquittoBroker,
+        _ broker: MosquittoBroker? = nil,
         subscriber subscriberRoute: Route,
         publisher publisherRoute: Route,
         keepAlive: Duration = .seconds(5)
     ) async throws -> HostileScenario {
+        let broker = try await { if let broker { broker } else { try await MosquittoBroker.start() } }()
         let proxy = try await FaultInjectingProxy(targetPort: broker.port)
         func url(_ route: Route) -> String { route == .direct ? broker.url : proxy.mqttURL }
         let subscriber = try HostileNetwork.agent(
@@ -226,6 +228,21 @@ struct HostileScenario {
             subscriberLog: ConnectionLog.follow(subscriber.transport),
             publisherLog: ConnectionLog.follow(publisher.transport)
         )
+    }
+
+    /// Starts publishing `count` Lamps `pause` apart and waits until the subscriber received `flowing` of them.
+    func startStream(count: Int, pause: Duration, flowing: Int) async throws -> LampStream {
+        let stream = LampStream.start(publisher, count: count, pause: pause)
+        let received = self.received
+        let flows = try await HostileNetwork.wait(for: .seconds(30)) { received.count >= flowing }
+        #expect(flows, "\(flowing) events arrive before the fault")
+        return stream
+    }
+
+    /// Whether the subscriber's transport connected again after `instant` (waits 30 s at most).
+    func subscriberReconnected(after instant: ContinuousClock.Instant) async throws -> Bool {
+        let log = subscriberLog
+        return try await HostileNetwork.wait(for: .seconds(30)) { log.firstConnection(after: instant) != nil }
     }
 
     /// The published numbers the subscriber never received.

@@ -35,7 +35,6 @@ struct HostileNetworkTests {
     )
     func cutInsideAPacket(direction: FaultInjectingProxy.Direction, bytes: Int) async throws {
         let scenario = try await HostileScenario.start(
-            try await MosquittoBroker.start(),
             subscriber: .throughProxy,
             publisher: .direct
         )
@@ -43,11 +42,10 @@ struct HostileNetworkTests {
         let (received, log) = (scenario.received, scenario.subscriberLog)
 
         let count = 300
-        let stream = LampStream.start(scenario.publisher, count: count, pause: .milliseconds(10))
-        #expect(try await HostileNetwork.wait(for: .seconds(30)) { received.count >= 50 })
+        let stream = try await scenario.startStream(count: count, pause: .milliseconds(10), flowing: 50)
         let faultAt = ContinuousClock.now
         #expect(await scenario.proxy.cut(afterForwarding: bytes, direction: direction) == 1)
-        #expect(try await HostileNetwork.wait(for: .seconds(30)) { log.firstConnection(after: faultAt) != nil })
+        #expect(try await scenario.subscriberReconnected(after: faultAt))
         await stream.finished()
         // Events published after the reconnection arrive too.
         let after = LampStream.start(scenario.publisher, count: 20, first: count, pause: .zero)
@@ -73,7 +71,6 @@ struct HostileNetworkTests {
     @Test("Connections reset (RST) while new ones are refused: the agent retries until it is let in, and loses nothing")
     func resetAndRefused() async throws {
         let scenario = try await HostileScenario.start(
-            try await MosquittoBroker.start(),
             subscriber: .throughProxy,
             publisher: .direct
         )
@@ -81,12 +78,11 @@ struct HostileNetworkTests {
         let (received, log) = (scenario.received, scenario.subscriberLog)
 
         let count = 300
-        let stream = LampStream.start(scenario.publisher, count: count, pause: .milliseconds(10))
-        #expect(try await HostileNetwork.wait(for: .seconds(30)) { received.count >= 50 })
+        let stream = try await scenario.startStream(count: count, pause: .milliseconds(10), flowing: 50)
         let faultAt = ContinuousClock.now
         await scenario.proxy.refuseConnections(for: .seconds(1))
         #expect(await scenario.proxy.resetAll() == 1)
-        #expect(try await HostileNetwork.wait(for: .seconds(30)) { log.firstConnection(after: faultAt) != nil })
+        #expect(try await scenario.subscriberReconnected(after: faultAt))
         let reconnected = try #require(log.firstConnection(after: faultAt)) - faultAt
         await stream.finished()
 
@@ -143,7 +139,6 @@ struct HostileNetworkTests {
     func halfOpenConnection() async throws {
         let keepAlive = Duration.seconds(5)
         let scenario = try await HostileScenario.start(
-            try await MosquittoBroker.start(),
             subscriber: .throughProxy,
             publisher: .direct,
             keepAlive: keepAlive
@@ -153,11 +148,10 @@ struct HostileNetworkTests {
 
         // Publishing goes on past the detection (about two keep-alives) and the reconnection.
         let count = 750
-        let stream = LampStream.start(scenario.publisher, count: count, pause: .milliseconds(20))
-        #expect(try await HostileNetwork.wait(for: .seconds(30)) { received.count >= 30 })
+        let stream = try await scenario.startStream(count: count, pause: .milliseconds(20), flowing: 30)
         let faultAt = ContinuousClock.now
         #expect(await scenario.proxy.halfOpen() == 1)
-        #expect(try await HostileNetwork.wait(for: .seconds(30)) { log.firstConnection(after: faultAt) != nil })
+        #expect(try await scenario.subscriberReconnected(after: faultAt))
         let detection = log.firstLoss(after: faultAt).map { $0 - faultAt }
         await stream.finished()
 
@@ -239,7 +233,6 @@ struct HostileNetworkTests {
     func delaySpikes() async throws {
         let keepAlive = Duration.seconds(5)
         let scenario = try await HostileScenario.start(
-            try await MosquittoBroker.start(),
             subscriber: .throughProxy,
             publisher: .throughProxy,
             keepAlive: keepAlive
@@ -283,15 +276,14 @@ struct HostileNetworkTests {
         let (received, log) = (scenario.received, scenario.subscriberLog)
 
         let count = 300
-        let stream = LampStream.start(scenario.publisher, count: count, pause: .milliseconds(20))
-        #expect(try await HostileNetwork.wait(for: .seconds(30)) { received.count >= 30 })
+        let stream = try await scenario.startStream(count: count, pause: .milliseconds(20), flowing: 30)
         let pid = try #require(broker.processIdentifier)
         let frozenAt = ContinuousClock.now
         #expect(kill(pid, SIGSTOP) == 0)
         try await Task.sleep(for: keepAlive * 3)
         #expect(kill(pid, SIGCONT) == 0)
         let thawedAt = ContinuousClock.now
-        #expect(try await HostileNetwork.wait(for: .seconds(30)) { log.firstConnection(after: thawedAt) != nil })
+        #expect(try await scenario.subscriberReconnected(after: thawedAt))
         await stream.finished()
 
         #expect(try await received.waitForAll(Set(0..<count)))
@@ -328,12 +320,11 @@ struct HostileNetworkTests {
         let (received, log) = (scenario.received, scenario.subscriberLog)
 
         let count = 300
-        let stream = LampStream.start(scenario.publisher, count: count, pause: .milliseconds(10))
-        #expect(try await HostileNetwork.wait(for: .seconds(30)) { received.count >= 60 })
+        let stream = try await scenario.startStream(count: count, pause: .milliseconds(10), flowing: 60)
         let restartAt = ContinuousClock.now
         await broker.stop()
         try await broker.start()
-        #expect(try await HostileNetwork.wait(for: .seconds(30)) { log.firstConnection(after: restartAt) != nil })
+        #expect(try await scenario.subscriberReconnected(after: restartAt))
         await stream.finished()
 
         let published = Set(stream.published)
