@@ -26,7 +26,7 @@ import NIOPosix
 /// also to those accepted while they last); a reconnecting client gets a healthy connection
 /// unless the test arms a fault again. The proxy runs on one SwiftNIO event loop and never reads
 /// faster than the other side takes: data waits in the kernel's socket buffers, so its memory
-/// stays bounded (at most one read per direction while traffic is held).
+/// stays bounded (at most one read burst per direction while traffic is held).
 public final class FaultInjectingProxy: Sendable {
     /// Which way bytes flow through a proxied connection.
     public enum Direction: Sendable, Hashable, CaseIterable, CustomStringConvertible {
@@ -171,7 +171,7 @@ public final class FaultInjectingProxy: Sendable {
 
     /// Holds the traffic of every connection, in both directions, for `duration`, then forwards it
     /// in order: a delay spike. Connections accepted meanwhile are held too. The proxy stops reading
-    /// while it holds (at most one read per direction waits in the proxy; the rest waits in the
+    /// while it holds (at most one read burst per direction waits in the proxy; the rest waits in the
     /// kernel's socket buffers and, by TCP flow control, in the peers).
     ///
     /// - Parameter duration: How long to hold; a spike that overlaps a running one extends it.
