@@ -32,6 +32,7 @@ let package = Package(
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.0"),
         .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
         .package(url: "https://github.com/vapor/postgres-nio", exact: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         // MARK: C cellar
@@ -75,7 +76,13 @@ let package = Package(
         ),
         .target(
             name: "CoatyTesting",
-            dependencies: ["CoatySync", "CoatyCore"],
+            dependencies: [
+                "CoatySync",
+                "CoatyCore",
+                // The fault-injecting TCP proxy (FaultInjectingProxy) runs on SwiftNIO.
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
         .target(

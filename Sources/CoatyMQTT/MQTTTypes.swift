@@ -80,7 +80,8 @@ public struct MQTTConfiguration: Sendable {
     public var host: String
     /// The broker port.
     public var port: Int
-    /// The MQTT keepalive interval (default 60 s).
+    /// The MQTT keepalive interval (default 60 s): 0 (off) or 5…65535 whole seconds, libmosquitto's range; a
+    /// client with another value fails to connect with ``MQTTError`` of kind `.invalidConfiguration`.
     public var keepAlive: Duration = .seconds(60)
     /// Whether the broker discards session state on connect (default `true`).
     public var cleanSession: Bool = true

@@ -41,6 +41,16 @@ final class MosquittoHandle: @unchecked Sendable {
     static let maximumBatch = 512
 
     init(configuration: MQTTConfiguration) throws {
+        // libmosquitto refuses a keep-alive of 1…4 s or over 65535 s when connecting (MOSQ_ERR_INVAL), which
+        // would otherwise surface as "cannot reach the broker".
+        let keepAlive = configuration.keepAlive.components.seconds
+        guard keepAlive == 0 || (5...65_535).contains(keepAlive), configuration.keepAlive >= .zero else {
+            throw MQTTError(
+                .invalidConfiguration,
+                "Invalid MQTT keep-alive \(configuration.keepAlive): use 0 (off) or 5…65535 seconds"
+                    + " (libmosquitto refuses shorter ones)."
+            )
+        }
         var arena = CStringArena()
         defer { arena.free() }
         var options = CMosquittoShim_Options()

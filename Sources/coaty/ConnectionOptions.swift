@@ -58,7 +58,7 @@ struct ConnectionOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Seconds to wait for the broker to accept the connection.", valueName: "seconds"))
     var connectTimeout: Double = 5
 
-    @Option(help: ArgumentHelp("The MQTT keepalive interval in seconds.", valueName: "seconds"))
+    @Option(help: ArgumentHelp("The MQTT keepalive interval in seconds (5…65535).", valueName: "seconds"))
     var keepalive: Int = 60
 
     @Option(
@@ -81,8 +81,9 @@ struct ConnectionOptions: ParsableArguments {
         guard qos == 0 || qos == 1 else {
             throw ValidationError("--qos must be 0 or 1.")
         }
-        guard (1...65_535).contains(keepalive) else {
-            throw ValidationError("--keepalive must be between 1 and 65535 seconds.")
+        // libmosquitto refuses a keep-alive under 5 s.
+        guard (5...65_535).contains(keepalive) else {
+            throw ValidationError("--keepalive must be between 5 and 65535 seconds.")
         }
         do {
             _ = try CoatyTopic.subscriptionFilter(for: .discover, namespace: namespace)

@@ -84,6 +84,7 @@ struct ExitCodeTests {
         ["advertise", object, "--ca-file", "/etc/hostname"],
         ["advertise", object, "--broker", "mqtts://127.0.0.1:8883", "--cert-file", "/etc/hostname"],
         ["advertise", object, "--connect-timeout", "0"],
+        ["advertise", object, "--keepalive", "4"],  // libmosquitto's least is 5 s
         ["advertise", object, "--no-such-option"],
         ["record", "--index", "com.example.Light"],
         ["record", "--index", "com.example.Light:a.b"],

@@ -15,6 +15,16 @@ import Testing
         #expect(error?.kind == .invalidTopic)
     }
 
+    @Test(arguments: [Duration.seconds(1), .seconds(4), .milliseconds(4999), .seconds(65_536), .seconds(-5)])
+    func keepAliveOutOfLibmosquittosRangeIsAConfigurationError(keepAlive: Duration) async throws {
+        var configuration = try MQTTConfiguration(url: "mqtt://127.0.0.1:1", clientId: "k")
+        configuration.keepAlive = keepAlive
+        let client = MQTTClient(configuration: configuration)
+        let error = await #expect(throws: MQTTError.self) { try await client.connect() }
+        #expect(error?.kind == .invalidConfiguration)
+        #expect(error?.message.contains("keep-alive") == true)
+    }
+
     @Test(arguments: ["a", "a/b", "/", "a//b", "$SYS/x", "ünïcode/topic", String(repeating: "x", count: 65_535)])
     func validPublishTopicsAreAccepted(topic: String) throws {
         try MQTTTopic.validateName(topic)
