@@ -256,7 +256,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "coaty-mqtt-probe",
-            dependencies: ["CoatyMQTT"],
+            dependencies: ["CoatyMQTT", "CoatyKit"],
             path: "Tests/MQTTProbe",
             swiftSettings: swiftSettings
         ),

@@ -52,6 +52,16 @@ public final class MQTTTransport: CoatyTransport {
         }
     }
 
+    /// Ends the forwarding of the client's states: its task waits for a next state that a
+    /// disconnected client never reports, and holds the client (and its network resources) until
+    /// it is cancelled.
+    deinit {
+        state.withLock { state in
+            state.forwarder?.cancel()
+            for observer in state.observers.values { observer.finish() }
+        }
+    }
+
     /// Creates a transport from an MQTT configuration (client id, broker, TLS, credentials).
     ///
     /// - Parameters:

@@ -233,6 +233,44 @@ struct MQTTClientTests {
         #expect(message.payload == Array("on".utf8))
     }
 
+    /// 500 connect/disconnect cycles (a new client each time, with a subscription and a QoS 0 and a
+    /// QoS 1 publication), and 200 Coaty agents started and stopped (observing, advertising,
+    /// Discovering), in one process leave no file descriptor, thread or memory behind: measured
+    /// from /proc in a child process (the test process runs other tests beside this one).
+    @Test(arguments: [("churn", 500), ("agent-churn", 200)])
+    func connectDisconnectChurnLeavesNothingBehind(mode: String, cycles: Int) async throws {
+        let probe = try #require(probeExecutable(), "coaty-mqtt-probe not found next to \(CommandLine.arguments[0])")
+        let broker = try await MosquittoBroker.start()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: probe)
+        process.arguments = [mode, broker.url, String(cycles)]
+        process.standardError = FileHandle.nullDevice
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let data = try await withTimeout(150, "\(cycles) \(mode) cycles") {
+            output.fileHandleForReading.readDataToEndOfFile()
+        }
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        let lines = String(decoding: data, as: UTF8.self).split(separator: "\n")
+        try #require(lines.count == 2, "probe output: \(String(decoding: data, as: UTF8.self))")
+        func usage(_ line: Substring) throws -> [String: Int] {
+            let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] ?? [:]
+            return object.compactMapValues { $0 as? Int }
+        }
+        let (warm, end) = (try usage(lines[0]), try usage(lines[1]))
+        #expect(end["cycles"] == cycles)
+        // After the warm-up tenth of the cycles, the rest change nothing but noise.
+        #expect(end["fds", default: .max] <= warm["fds", default: 0], "fds \(warm) → \(end)")
+        #expect(end["threads", default: .max] <= warm["threads", default: 0] + 1, "threads \(warm) → \(end)")
+        #expect(
+            end["rssKiB", default: .max] - warm["rssKiB", default: 0] < 8 * 1024,
+            "resident memory \(warm) → \(end)"
+        )
+        await broker.stop()
+    }
+
     @Test func willIsPublishedWhenClientProcessIsKilled() async throws {
         let probe = try #require(probeExecutable(), "coaty-mqtt-probe not found next to \(CommandLine.arguments[0])")
         let broker = try await MosquittoBroker.start()
