@@ -50,6 +50,9 @@
 #define SHIM_LOOP_TIMEOUT_MS 100
 /// At most this many packets are read after one poll (see loopOnce).
 #define SHIM_READ_BURST 64
+/// A session the broker ends within this long of its CONNACK is brief; brief sessions in a row mean another client
+/// with the same client id most of the time (each connect takes the session from the other one).
+#define SHIM_BRIEF_SESSION_MS 2000
 /// The wait of one mosquitto_loop step until CONNACK: it cannot watch the wake-up eventfd, so short steps bound how
 /// long a stop waits for a pending connect (100 wake-ups per second, only until the session is up).
 #define SHIM_CONNECTING_STEP_MS 10
@@ -74,6 +77,9 @@ struct CMosquittoShim_Client {
     int connectTimeoutMs;
     int reconnectDelayMs;
     int maxReconnectDelayMs;
+    // Loop thread only: when the current session's CONNACK came, and how many sessions in a row were brief.
+    int64_t sessionStartMs;
+    int briefSessions;
     int stopFlushMs;
     bool quickAck;
     bool withoutWakePair;  // libmosquitto was created without its wake-up socket pair (see newMosquitto)
@@ -308,6 +314,7 @@ static void onConnect(struct mosquitto *mosq, void *obj, int rc, int flags, cons
         if (props) (void)mosquitto_property_read_int32(props, MQTT_PROP_MAXIMUM_PACKET_SIZE, &maxPacketSize, false);
         atomic_store(&c->maxPacketSize, maxPacketSize);
         c->sessionUp = true;
+        c->sessionStartMs = nowMs();
         pushEvent(c, CMosquittoShim_EventConnected, 0, 0, NULL);
     } else {
         c->refusedThisAttempt = true;
@@ -1203,6 +1210,7 @@ static int loopOnce(CMosquittoShim_Client *c, int timeoutMs) {
 static void *loopMain(void *arg) {
     CMosquittoShim_Client *c = arg;
     int delay = c->reconnectDelayMs;
+    c->briefSessions = 0;
     char detail[256];
     // This session's dispatch function: a later start (after this loop set loopRunning to false, below) may set
     // another one while this thread still makes its last calls.
@@ -1273,8 +1281,13 @@ static void *loopMain(void *arg) {
             }
         }
         if (c->sessionUp) {
-            pushEvent(c, CMosquittoShim_EventConnectionLost, rc, 0, detail);
-            delay = c->reconnectDelayMs;
+            bool brief = nowMs() - c->sessionStartMs < SHIM_BRIEF_SESSION_MS;
+            c->briefSessions = brief ? c->briefSessions + 1 : 0;
+            // The event's mid carries the brief sessions in a row (the Swift side names the likely cause).
+            pushEvent(c, CMosquittoShim_EventConnectionLost, rc, c->briefSessions, detail);
+            // After a long session reconnect at once; after brief ones keep backing off (doubling below), so two
+            // clients with one client id do not take the session from each other as fast as they can connect.
+            if (c->briefSessions < 2) delay = c->reconnectDelayMs;
         } else if (!c->refusedThisAttempt) {
             pushEvent(c, CMosquittoShim_EventConnectFailed, rc, 0, detail);
         }

@@ -271,6 +271,40 @@ struct MQTTClientTests {
         await broker.stop()
     }
 
+    /// Two clients with one client id take the session from each other (the broker ends the older
+    /// one at each CONNACK). Each backs off across such brief sessions instead of reconnecting at its
+    /// base delay, and logs one error naming the likely cause.
+    @Test func aClientIdClashIsNamedAndBackedOff() async throws {
+        let broker = try await MosquittoBroker.start()
+        let logs = RecordingLogHandler.Storage()
+        var configuration = try MQTTConfiguration(url: broker.url, clientId: uniqueClientId("twin"))
+        configuration.reconnectDelay = .milliseconds(100)
+        configuration.maxReconnectDelay = .seconds(5)
+        let first = MQTTClient(
+            configuration: configuration,
+            logger: Logger(label: "test.twin") { _ in RecordingLogHandler(storage: logs) }
+        )
+        let second = MQTTClient(
+            configuration: configuration,
+            logger: Logger(label: "test.twin") { _ in RecordingLogHandler(storage: logs) }
+        )
+        try await first.connect()
+        try await second.connect()
+        try await Task.sleep(for: .seconds(8))
+        let losses = logs.records.withLock { $0.filter { $0.1.contains("Connection lost") }.count }
+        let named = logs.records.withLock {
+            $0.filter { $0.0 == .error && $0.1.contains("another client probably uses the client id") }.count
+        }
+        await first.disconnect()
+        await second.disconnect()
+        // At the 100 ms base delay the two would take the session from each other ~80 times in 8 s;
+        // backing off (100 ms, 200 ms, … doubling) leaves a handful.
+        #expect(losses >= 3, "\(logs.joined)")
+        #expect(losses <= 20, "\(losses) losses in 8 s: \(logs.joined)")
+        #expect(named >= 1 && named <= 2, "\(logs.joined)")
+        await broker.stop()
+    }
+
     @Test func willIsPublishedWhenClientProcessIsKilled() async throws {
         let probe = try #require(probeExecutable(), "coaty-mqtt-probe not found next to \(CommandLine.arguments[0])")
         let broker = try await MosquittoBroker.start()
