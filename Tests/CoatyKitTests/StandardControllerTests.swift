@@ -195,6 +195,19 @@ struct StandardControllerTests {
             #expect(cache.cachedObject(objectId: a.objectId)?.name == "a")
             #expect(cache.cachedObject(objectId: c.objectId)?.name == "c")
 
+            // Concurrent resolves of an id not cached share one Discover.
+            let d = BaseObject(name: "d")
+            handles.append(try await lifecycle.advertiseDiscoverableObject(d))
+            try await Task.sleep(for: .milliseconds(300))
+            let before = discoverCount.value
+            async let one = cache.resolve(objectId: d.objectId)
+            async let two = cache.resolve(objectId: d.objectId)
+            async let three = cache.resolve(objectId: d.objectId)
+            let names = try await [one, two, three].map { $0?.name }
+            #expect(names == ["d", "d", "d"])
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(discoverCount.value == before + 1, "one Discover for three concurrent resolves")
+
             // Objects of other core types are not accepted.
             let tasksOnly = ObjectCacheController(
                 communicationManager: requester,

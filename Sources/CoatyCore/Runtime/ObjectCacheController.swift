@@ -14,8 +14,8 @@ import CoatySync
 /// if let task = try await cache.resolve(CoatyTask.self, objectId: id) { print(task.name) }
 /// ```
 ///
-/// Unlike Coaty JS, concurrent resolves of an id that is not cached yet each publish a Discover
-/// (the first Resolve to arrive is cached), and a resolve gives up after ``resolveTimeout``.
+/// As in Coaty JS, concurrent resolves of an id that is not cached share one Discover; unlike
+/// Coaty JS, a resolve gives up after ``resolveTimeout``.
 public final class ObjectCacheController: Controller {
     private struct Entry {
         var object: AnyCoatyObject
@@ -25,6 +25,8 @@ public final class ObjectCacheController: Controller {
     private struct Cache {
         var entries: [CoatyUUID: Entry] = [:]
         var clock: UInt64 = 0
+        /// The ids being discovered, with the resolves waiting for the outcome.
+        var pending: [CoatyUUID: [CheckedContinuation<AnyCoatyObject?, Never>]] = [:]
 
         mutating func touch(_ id: CoatyUUID) -> AnyCoatyObject? {
             guard entries[id] != nil else { return nil }
@@ -94,19 +96,49 @@ public final class ObjectCacheController: Controller {
 
     /// The object with this id: from the cache, or resolved by a Discover of the id (then cached).
     ///
+    /// While a Discover of the id is pending, further resolves of it wait for its outcome instead
+    /// of publishing another.
+    ///
     /// - Parameter objectId: the object's id.
-    /// - Returns: the object, or `nil` when no accepted Resolve arrived within ``resolveTimeout``.
+    /// - Returns: the object, or `nil` when no accepted Resolve arrived within ``resolveTimeout``
+    ///   (or the resolve that published the Discover failed or was cancelled).
     /// - Throws: ``CommunicationError`` when the Discover cannot be published; `CancellationError`
     ///   is not thrown: a cancelled resolve returns `nil`.
     public func resolve(objectId: CoatyUUID) async throws -> AnyCoatyObject? {
         if let cached = cachedObject(objectId: objectId) { return cached }
+        let leads = cache.withLock { cache -> Bool in
+            guard cache.pending[objectId] == nil else { return false }
+            cache.pending[objectId] = []
+            return true
+        }
+        guard leads else {
+            return await withCheckedContinuation { continuation in
+                // The Discover may have ended meanwhile: then the cache has the outcome.
+                let outcome = cache.withLock { cache -> AnyCoatyObject?? in
+                    guard cache.pending[objectId] == nil else {
+                        cache.pending[objectId]?.append(continuation)
+                        return nil
+                    }
+                    return .some(cache.touch(objectId))
+                }
+                if let outcome { continuation.resume(returning: outcome) }
+            }
+        }
+        var found: AnyCoatyObject?
+        defer {
+            let waiters = cache.withLock { cache in
+                if let found { cache.insert(found, capacity: capacity) }
+                return cache.pending.removeValue(forKey: objectId) ?? []
+            }
+            for waiter in waiters { waiter.resume(returning: found) }
+        }
         let resolves = communicationManager.publishDiscover(.objectId(objectId)).responses(timeout: resolveTimeout)
         for try await resolve in resolves {
             guard let object = resolve.data.object, object.objectId == objectId, includes(object) else { continue }
-            cache.withLock { $0.insert(object, capacity: capacity) }
-            return object
+            found = object
+            break
         }
-        return nil
+        return found
     }
 
     /// The object with this id as a Swift type; see ``resolve(objectId:)``.
