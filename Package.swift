@@ -290,7 +290,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CoatyKitTests",
-            dependencies: ["CoatyKit", "CoatyTesting", "CoatyStore", "CoatySQLite"],
+            dependencies: ["CoatyKit", "CoatyTesting", "CoatyStore", "CoatySQLite", "AgentProcessTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

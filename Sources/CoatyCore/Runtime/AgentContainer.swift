@@ -11,6 +11,9 @@ public enum AgentRuntimeError: Error, Sendable, Hashable, CustomStringConvertibl
     case duplicateControllerName(String)
     /// ``CoatyLogPublisher/run()`` was called a second time; a publisher runs once.
     case logPublisherAlreadyRan
+    /// A controller's `run()` was called a second time (the controller's name is given); a
+    /// controller that tracks the network runs once.
+    case controllerAlreadyRan(String)
 
     /// A message that says what to do.
     public var description: String {
@@ -21,6 +24,8 @@ public enum AgentRuntimeError: Error, Sendable, Hashable, CustomStringConvertibl
             "Two controllers are named \"\(name)\"; give each controller a distinct `name` so its options can be found."
         case .logPublisherAlreadyRan:
             "This log publisher has already run; create a new one to publish again."
+        case .controllerAlreadyRan(let name):
+            "The controller \"\(name)\" has already run; create a new controller to run it again."
         }
     }
 }
