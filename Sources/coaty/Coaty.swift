@@ -28,6 +28,7 @@ struct Coaty: AsyncParsableCommand {
               coaty advertise '{"objectType":"com.example.Light","name":"Lamp"}'
               coaty discover --core-types Identity
               coaty call switchLight --params '{"on":true}' --count 1
+              coaty respond call switchLight --result '{"on":true}'
               coaty record --db objects.sqlite --verbose
               coaty record --db objects.sqlite --durable   # QoS 1, survives a crash
 
@@ -35,7 +36,7 @@ struct Coaty: AsyncParsableCommand {
             """,
         subcommands: [
             Advertise.self, Deadvertise.self, Channel.self, Observe.self, Discover.self, Query.self,
-            Update.self, Call.self, Raw.self, Record.self, Demo.self,
+            Update.self, Call.self, Respond.self, Raw.self, Record.self, Demo.self,
         ]
     )
 

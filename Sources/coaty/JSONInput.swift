@@ -105,6 +105,15 @@ enum EventLine {
         return JSONValue.object(line).serializedString()
     }
 
+    /// The line of a request a `coaty respond` command answered: as ``make(_:topic:data:)``,
+    /// plus `answered`, the responses published (`[{"event":…,"data":{…}}]`).
+    static func make(_ event: String, topic: CoatyTopic, data: JSONObject, answered: [JSONValue]) -> String {
+        var line = header(event, topic: topic)
+        line["data"] = .object(data)
+        line["answered"] = .array(answered)
+        return JSONValue.object(line).serializedString()
+    }
+
     /// The line of an Advertise. A received object's text goes into the line as it arrived — no
     /// parse into a tree, no second serialization (a third of `coaty observe`'s CPU per event) —
     /// unless it spans several lines; then, and for an object built here, as ``make(_:topic:data:)``.

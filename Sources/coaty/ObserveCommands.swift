@@ -44,13 +44,14 @@ struct TypeSelection: ParsableArguments {
 }
 
 /// Connects an observer agent whose observation is registered before it starts, prints its
-/// events, and stops it.
+/// events, and stops it; its summary line starts with `received(count)` (default: "received N events").
 func runObserver<S: AsyncSequence & Sendable>(
     _ connection: ConnectionOptions,
     _ limits: EventLimitOptions,
     defaultName: String,
     observe: (CommunicationManager) throws -> S,
-    render: @escaping @Sendable (S.Element) -> String?
+    render: @escaping @Sendable (S.Element) -> String?,
+    received describeReceived: (Int) -> String = { "received \($0) events" }
 ) async throws where S.Element: Sendable {
     let agent = try CLIAgent(connection, defaultName: defaultName)
     let signals = ShutdownSignals()
@@ -80,7 +81,7 @@ func runObserver<S: AsyncSequence & Sendable>(
     await agent.stop()
     let statistics = agent.manager.statistics
     Summary.print(
-        "\(defaultName): received \(received.count) events, dropped \(statistics.observerOverflow)"
+        "\(defaultName): \(describeReceived(received.count)), dropped \(statistics.observerOverflow)"
             + (statistics.readHolds > 0 ? " (reading held \(statistics.readHolds)× for a slow reader)" : "")
     )
 }

@@ -326,6 +326,41 @@ public func startReadyProcess(
     return ReadyProcess(process: process, identity: ready.object)
 }
 
+/// Runs an agent executable, ready (see ``startReadyProcess(executable:_:name:observer:environment:)``),
+/// while `body` runs; then ends it with SIGTERM and returns what it wrote. When `body` throws,
+/// the process is killed and the error rethrown.
+/// - Parameters:
+///   - executable: the executable's path.
+///   - arguments: its arguments.
+///   - name: the identity name it advertises.
+///   - observer: an agent that observes the identity Advertise.
+///   - body: the test, run while the process is ready.
+/// - Returns: the ended process's status and output.
+/// - Throws: what starting the process or `body` throws.
+public func withReadyProcess(
+    executable: String,
+    _ arguments: [String],
+    name: String,
+    observer: CommunicationManager,
+    _ body: () async throws -> Void
+) async throws -> ProcessResult {
+    let process = try await startReadyProcess(
+        executable: executable,
+        arguments,
+        name: name,
+        observer: observer
+    ).process
+    do {
+        try await body()
+    } catch {
+        process.signal(SIGKILL)
+        _ = await process.finish(timeout: 10)
+        throw error
+    }
+    process.signal(SIGTERM)
+    return await process.finish(timeout: 30)
+}
+
 extension JSONValue {
     /// The value at a dotted path of object keys.
     /// - Parameter path: e.g. `object.name`.

@@ -88,6 +88,17 @@ struct ExitCodeTests {
         ["advertise", object, "--no-such-option"],
         ["record", "--index", "com.example.Light"],
         ["record", "--index", "com.example.Light:a.b"],
+        ["respond", "call", "op"],
+        ["respond", "call", "op", "--result", "1", "--exec", "cat"],
+        ["respond", "call", "op", "--result", "1", "--error-code", "1", "--error-message", "x"],
+        ["respond", "call", "op", "--error-code", "1"],
+        ["respond", "call", "op", "--error-message", "x"],
+        ["respond", "call", "op", "--exec", " "],
+        ["respond", "call", "a/b", "--result", "1"],
+        ["respond", "call", "op", "--result", "1", "--count", "0"],
+        ["respond", "discover"],
+        ["respond", "query"],
+        ["respond", "query", "--objects", "[]", "--timeout", "0"],
     ]
 
     @Test("usage errors exit 2 and say what is wrong on stderr", arguments: usageErrors)
@@ -122,6 +133,7 @@ struct ExitCodeTests {
             ["observe"], ["observe", "advertise"], ["observe", "deadvertise"], ["observe", "channel"],
             ["observe", "update"], ["observe", "discover"], ["observe", "query"], ["observe", "call"],
             ["observe", "raw"],
+            ["respond", "call"], ["respond", "discover"], ["respond", "query"],
             ["demo"],
         ]
     )
