@@ -45,10 +45,11 @@ struct LosslessTests {
         try await withBroker { broker in
             try await withAgent(on: broker, name: "watcher") { agent in
                 let coaty = try coatyExecutable()
-                // The reader takes nothing for 4 s (the pipe fills at once), then counts the lines.
+                // The reader takes nothing for 8 s (the pipe fills at once, and the observer's buffer
+                // soon after, even when a loaded machine publishes the burst slowly), then counts the lines.
                 let script = """
                     "$0" observe advertise --object-type com.example.Burst --count \(count) --timeout 120 \
-                    --broker \(broker.url) --name stalled-observer | (sleep 4; wc -l)
+                    --broker \(broker.url) --name stalled-observer | (sleep 8; wc -l)
                     """
                 let ready = try await startReadyProcess(
                     executable: "/bin/sh",
@@ -158,7 +159,8 @@ struct LosslessTests {
         let count = 20_000
         try await withTemporaryDirectory { directory in
             let path = directory + "/durable.sqlite"
-            let arguments = ["record", "--durable", "--db", path]
+            // A generous connect timeout: the restart connects to a broker busy with the queued burst.
+            let arguments = ["record", "--durable", "--db", path, "--connect-timeout", "30"]
             try await withBroker { broker in
                 try await withAgent(on: broker, name: "durable watcher") { agent in
                     let first = try await startReadyCoaty(
