@@ -70,9 +70,12 @@ struct CMosquittoShim_Client {
     struct mosquitto *mosq;
     atomic_int refCount;
 
-    // Settings (immutable after create).
-    char *host;
-    int port;
+    // Settings (immutable after create). Broker 0 is the primary, the others its fallbacks, tried in order.
+    char **hosts;
+    int *ports;
+    int brokerCount;
+    // The broker of the current (or next) attempt: written by the loop thread only, read by pushEvent on any thread.
+    atomic_int currentBroker;
     int keepAlive;
     int connectTimeoutMs;
     int reconnectDelayMs;
@@ -263,6 +266,7 @@ static void pushEvent(CMosquittoShim_Client *c, int kind, int code, int mid, con
     event->kind = kind;
     event->code = code;
     event->mid = mid;
+    event->broker = atomic_load(&c->currentBroker);
     if (detail) snprintf(event->detail, sizeof(event->detail), "%s", detail);
     pthread_mutex_lock(&c->queueLock);
     event->afterMessages = c->pushedMessages;
@@ -487,7 +491,11 @@ static void destroyClient(CMosquittoShim_Client *c) {
     if (c->wakeWriteFd >= 0 && c->wakeWriteFd != c->wakeFd) close(c->wakeWriteFd);
     if (c->wakeFd >= 0) close(c->wakeFd);
     free(c->ring);
-    free(c->host);
+    if (c->hosts) {
+        for (int i = 0; i < c->brokerCount; i++) free(c->hosts[i]);
+        free(c->hosts);
+    }
+    free(c->ports);
     free(c);
 }
 
@@ -616,8 +624,21 @@ CMosquittoShim_Client *CMosquittoShim_Client_create(const CMosquittoShim_Options
     atomic_init(&c->queuedMirror, 0);
     atomic_init(&c->readPaused, false);
     atomic_init(&c->readingHeld, false);
-    c->host = copyString(o->host);
-    c->port = o->port;
+    int fallbackCount = o->fallbackCount > 0 && o->fallbackHosts && o->fallbackPorts ? o->fallbackCount : 0;
+    c->hosts = calloc((size_t)fallbackCount + 1, sizeof(char *));
+    c->ports = calloc((size_t)fallbackCount + 1, sizeof(int));
+    bool hostsCopied = c->hosts && c->ports;
+    if (hostsCopied) {
+        c->brokerCount = fallbackCount + 1;
+        c->hosts[0] = copyString(o->host);
+        c->ports[0] = o->port;
+        for (int i = 0; i < fallbackCount; i++) {
+            c->hosts[i + 1] = copyString(o->fallbackHosts[i]);
+            c->ports[i + 1] = o->fallbackPorts[i];
+        }
+        for (int i = 0; i < c->brokerCount; i++) hostsCopied = hostsCopied && c->hosts[i];
+    }
+    atomic_init(&c->currentBroker, 0);
     c->keepAlive = o->keepAliveSeconds;
     c->connectTimeoutMs = o->connectTimeoutMilliseconds > 0 ? o->connectTimeoutMilliseconds : 5000;
     c->reconnectDelayMs = o->reconnectDelayMilliseconds > 0 ? o->reconnectDelayMilliseconds : 1000;
@@ -630,7 +651,7 @@ CMosquittoShim_Client *CMosquittoShim_Client_create(const CMosquittoShim_Options
     atomic_init(&c->acknowledgedThrough, 0);
     c->protocolV5 = o->protocolV5;
     c->plainTCP = !o->useTLS;
-    if (!c->ring || !c->host) {
+    if (!c->ring || !hostsCopied) {
         failCreate(c, MOSQ_ERR_NOMEM, "allocating the client", errorCode, errorText, errorTextSize);
         return NULL;
     }
@@ -1211,6 +1232,10 @@ static void *loopMain(void *arg) {
     CMosquittoShim_Client *c = arg;
     int delay = c->reconnectDelayMs;
     c->briefSessions = 0;
+    // Each round of attempts starts at the primary (first start) or at the broker a session was lost on, and goes
+    // through the brokers in order; only a round that ended without a session backs off.
+    atomic_store(&c->currentBroker, 0);
+    int roundStart = 0;
     char detail[256];
     // This session's dispatch function: a later start (after this loop set loopRunning to false, below) may set
     // another one while this thread still makes its last calls.
@@ -1234,7 +1259,8 @@ static void *loopMain(void *arg) {
         // every packet sent and received.
         mosquitto_log_callback_set(c->mosq, onLog);
         bool logging = true;
-        int rc = mosquitto_connect_async(c->mosq, c->host, c->port, c->keepAlive);
+        int broker = atomic_load(&c->currentBroker);
+        int rc = mosquitto_connect_async(c->mosq, c->hosts[broker], c->ports[broker], c->keepAlive);
         if (rc == MOSQ_ERR_ERRNO) savedErrno = errno;
         setAccepting(c, rc == MOSQ_ERR_SUCCESS);
         if (rc == MOSQ_ERR_SUCCESS) {
@@ -1294,6 +1320,14 @@ static void *loopMain(void *arg) {
         // Close a half-open attempt (e.g. after a CONNACK timeout) before waiting.
         mosquitto_disconnect(c->mosq);
         runDispatch(c, dispatch, context);
+        if (c->sessionUp) {
+            // Retry the broker the session was lost on first (after the usual wait), then the others.
+            roundStart = broker;
+        } else {
+            broker = (broker + 1) % c->brokerCount;
+            atomic_store(&c->currentBroker, broker);
+            if (broker != roundStart) continue;  // the next broker at once; the round is not over
+        }
         backoffSleep(c, delay, dispatch, context);
         delay = delay * 2 > c->maxReconnectDelayMs ? c->maxReconnectDelayMs : delay * 2;
     }

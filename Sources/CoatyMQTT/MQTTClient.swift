@@ -408,6 +408,10 @@ final class ClientCore: Sendable {
     let blockingWaitMicroseconds: Int32
     /// Mirrors `ClientState.running` for the lock-free QoS 0 publish path.
     let running = Atomic<Bool>(false)
+    /// `configuration.brokers` as URLs: the primary first, then the fallbacks.
+    let brokerURLs: [String]
+    /// The index into `brokerURLs` of the broker in use, or last tried (updated from the shim's connection events).
+    let currentBroker = Atomic<Int>(0)
 
     /// How long after the flush timeout `disconnect()` abandons a network thread that did not stop.
     static let stopGrace: Duration = .seconds(3)
@@ -416,6 +420,7 @@ final class ClientCore: Sendable {
 
     init(configuration: MQTTConfiguration, logger: Logger, metricsFactory: (any MetricsFactory)?) {
         self.configuration = configuration
+        brokerURLs = configuration.brokers.map(\.url)
         let (seconds, attoseconds) = configuration.consumerWaitBeforeSuspending.components
         blockingWaitMicroseconds = Int32(
             clamping: max(0, min(seconds, 1) * 1_000_000 + attoseconds / 1_000_000_000_000)
@@ -439,7 +444,8 @@ final class ClientCore: Sendable {
         }
     }
 
-    var url: String { configuration.url }
+    /// The URL of the broker in use (or last tried), for messages and logs.
+    var url: String { brokerURLs[min(currentBroker.load(ordering: .relaxed), brokerURLs.count - 1)] }
 
     func requireHandle() throws(MQTTError) -> MosquittoHandle {
         switch setup {
@@ -528,6 +534,7 @@ final class ClientCore: Sendable {
         currentSession.withLock { $0 = session }
         let retained = handle.setDispatch(session)
 
+        currentBroker.store(0, ordering: .relaxed)  // each network loop starts with the primary broker
         let rc = handle.start()
         guard rc == MosquittoCode.success else {
             handle.discardDispatch(retained)
@@ -956,6 +963,12 @@ final class ClientCore: Sendable {
             finishSession(reason: "disconnect() was called")
             return
         }
+        switch event.kind {
+        case .connected, .connectionRefused, .connectFailed, .connectionLost:
+            currentBroker.store(event.broker, ordering: .relaxed)
+        default:
+            break
+        }
         var resumptions = Resumptions()
         var stopAfterInitialFailure = false
         state.withLock { state in
@@ -964,13 +977,26 @@ final class ClientCore: Sendable {
             case .connected:
                 state.transportUp = true
                 resubscribe(&state, handle, &resumptions)
-            case .connectionRefused:
-                let error = refusedError(code: event.code)
-                stopAfterInitialFailure = failInitial(error, &state, &resumptions)
-                if !stopAfterInitialFailure { logReconnectProblem(error.message, &state) }
-            case .connectFailed:
-                let error = connectFailedError(code: event.code, detail: event.detail)
-                stopAfterInitialFailure = failInitial(error, &state, &resumptions)
+            case .connectionRefused, .connectFailed:
+                let error =
+                    event.kind == .connectionRefused
+                    ? refusedError(code: event.code) : connectFailedError(code: event.code, detail: event.detail)
+                if state.initialPhase, event.broker + 1 < brokerURLs.count {
+                    // The shim tries the next broker at once; connect() fails only when every one failed.
+                    logger.info(
+                        "Connection attempt failed; trying the next broker",
+                        metadata: ["mqtt.broker": .string(url), "mqtt.reason": .string(error.message)]
+                    )
+                    return
+                }
+                let initialError =
+                    brokerURLs.count > 1
+                    ? MQTTError(
+                        error.kind,
+                        "No MQTT broker accepted the connection (tried \(brokerURLs.joined(separator: ", ")));"
+                            + " the last one said: \(error.message)"
+                    ) : error
+                stopAfterInitialFailure = failInitial(initialError, &state, &resumptions)
                 if !stopAfterInitialFailure { logReconnectProblem(error.message, &state) }
             case .connectionLost:
                 connectionLost(event, &state, &resumptions)
@@ -1067,7 +1093,7 @@ final class ClientCore: Sendable {
         state.awaitingConnected = []
         state.reconnectAttempts = 0
         logger.info(
-            wasReconnect ? "Reconnected" : "Connected",
+            "\(wasReconnect ? "Reconnected" : "Connected") to \(url)",
             metadata: [
                 "mqtt.broker": .string(url), "mqtt.subscriptions": .stringConvertible(state.subscriptions.count),
             ]

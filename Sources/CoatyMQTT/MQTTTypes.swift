@@ -71,6 +71,52 @@ public struct MQTTTLSConfiguration: Sendable, Hashable {
     }
 }
 
+/// The address of one MQTT broker: host, port and whether the connection uses TLS.
+public struct MQTTBrokerAddress: Sendable, Hashable {
+    /// The broker host name or IP address.
+    public var host: String
+    /// The broker port.
+    public var port: Int
+    /// Whether the broker is reached over TLS (`mqtts://`).
+    public var usesTLS: Bool
+
+    /// Creates an address.
+    /// - Parameters:
+    ///   - host: The host name or IP address.
+    ///   - port: The port (1…65535).
+    ///   - usesTLS: Whether the connection uses TLS.
+    public init(host: String, port: Int, usesTLS: Bool) {
+        self.host = host
+        self.port = port
+        self.usesTLS = usesTLS
+    }
+
+    /// Creates an address from a broker URL without credentials.
+    ///
+    /// ```swift
+    /// let fallback = try MQTTBrokerAddress(url: "mqtt://backup.example:1883")
+    /// ```
+    /// - Parameter url: `mqtt://host[:port]` or `mqtts://host[:port]`, as in ``MQTTConfiguration/init(url:clientId:)``.
+    /// - Throws: ``MQTTError`` with kind `.invalidConfiguration` when the URL is malformed or carries credentials
+    ///   (credentials belong to the configuration: ``MQTTConfiguration/username``).
+    public init(url: String) throws {
+        let parsed = try MQTTConfiguration.parse(url)
+        guard parsed.username == nil, parsed.password == nil else {
+            throw MQTTError(
+                .invalidConfiguration,
+                "Invalid broker URL \"\(url)\": a fallback broker takes no credentials; set them on the configuration."
+            )
+        }
+        self.init(host: parsed.host, port: parsed.port, usesTLS: parsed.secure)
+    }
+
+    /// The broker URL (`mqtt://host:port` or `mqtts://host:port`).
+    public var url: String {
+        let hostPart = host.contains(":") ? "[\(host)]" : host
+        return "\(usesTLS ? "mqtts" : "mqtt")://\(hostPart):\(port)"
+    }
+}
+
 /// Everything an ``MQTTClient`` needs to connect; defaults follow the Coaty protocol (3.1.1, clean session, 60 s
 /// keepalive), except that reconnect attempts back off from 1 s to 30 s (CoatyKit's agents retry every second).
 public struct MQTTConfiguration: Sendable {
@@ -80,6 +126,15 @@ public struct MQTTConfiguration: Sendable {
     public var host: String
     /// The broker port.
     public var port: Int
+    /// Brokers tried in order after the primary one (`host`/`port`), for failover (default none).
+    ///
+    /// Every broker uses this configuration's TLS settings and credentials, so each fallback must use TLS exactly
+    /// when `tls` is set (else connecting fails with kind `.invalidConfiguration`). A connection attempt that fails
+    /// moves on to the next broker at once; a round through all of them without a connection waits
+    /// `reconnectDelay` (doubling up to `maxReconnectDelay`) before the next round. After a lost connection, the lost
+    /// broker is retried first, then the others in order. `connect()` fails only when a whole round failed; the
+    /// ``MQTTClient`` logs `Connected to <url>` with the broker actually in use.
+    public var fallbackBrokers: [MQTTBrokerAddress] = []
     /// The MQTT keepalive interval (default 60 s): 0 (off) or 5…65535 whole seconds, libmosquitto's range; a
     /// client with another value fails to connect with ``MQTTError`` of kind `.invalidConfiguration`.
     public var keepAlive: Duration = .seconds(60)
@@ -169,13 +224,55 @@ public struct MQTTConfiguration: Sendable {
         self.tls = parsed.secure ? MQTTTLSConfiguration() : nil
     }
 
-    /// The broker URL this configuration connects to (`mqtt://host:port` or `mqtts://host:port`), without credentials.
-    public var url: String {
-        let hostPart = host.contains(":") ? "[\(host)]" : host
-        return "\(tls == nil ? "mqtt" : "mqtts")://\(hostPart):\(port)"
+    /// Creates a configuration from an ordered list of broker URLs: the first is the primary broker, the others are
+    /// its ``fallbackBrokers``.
+    ///
+    /// ```swift
+    /// let configuration = try MQTTConfiguration(
+    ///     urls: ["mqtt://broker-a:1883", "mqtt://broker-b:1883"], clientId: "sensor-1")
+    /// ```
+    /// - Parameters:
+    ///   - urls: One or more broker URLs as in ``init(url:clientId:)``, all `mqtt://` or all `mqtts://`; credentials
+    ///   may only be given on the first one (or repeated identically).
+    ///   - clientId: The client identifier (1…65535 UTF-8 bytes).
+    /// - Throws: ``MQTTError`` with kind `.invalidConfiguration` when the list is empty, a URL is malformed, or the
+    ///   URLs mix TLS and plain TCP or different credentials.
+    public init(urls: [String], clientId: String) throws {
+        guard let first = urls.first else {
+            throw MQTTError(.invalidConfiguration, "No broker URL given: use at least one mqtt://HOST:PORT.")
+        }
+        try self.init(url: first, clientId: clientId)
+        for url in urls.dropFirst() {
+            let parsed = try Self.parse(url)
+            guard parsed.secure == (tls != nil) else {
+                throw MQTTError(
+                    .invalidConfiguration,
+                    "Invalid broker URL \"\(url)\": every broker must use the scheme of the first one (\(self.url));"
+                        + " mixing mqtt:// and mqtts:// is not supported."
+                )
+            }
+            if parsed.username != nil || parsed.password != nil,
+                parsed.username != username || parsed.password != password
+            {
+                throw MQTTError(
+                    .invalidConfiguration,
+                    "Invalid broker URL \"\(url)\": every broker uses the credentials of the first URL; give them once."
+                )
+            }
+            fallbackBrokers.append(MQTTBrokerAddress(host: parsed.host, port: parsed.port, usesTLS: parsed.secure))
+        }
     }
 
-    private static func parse(
+    /// The primary broker URL this configuration connects to (`mqtt://host:port` or `mqtts://host:port`), without
+    /// credentials.
+    public var url: String { primaryBroker.url }
+
+    /// Every broker in the order they are tried: the primary one (`host`/`port`), then the ``fallbackBrokers``.
+    public var brokers: [MQTTBrokerAddress] { [primaryBroker] + fallbackBrokers }
+
+    private var primaryBroker: MQTTBrokerAddress { MQTTBrokerAddress(host: host, port: port, usesTLS: tls != nil) }
+
+    static func parse(
         _ url: String
     ) throws -> (host: String, port: Int, secure: Bool, username: String?, password: String?) {
         func invalid(_ why: String) -> MQTTError {

@@ -28,6 +28,8 @@ struct ShimEvent: Sendable {
     var kind: Kind
     var code: Int32
     var mid: Int32
+    /// The index into `MQTTConfiguration.brokers` of the broker the loop was connecting or connected to.
+    var broker: Int
     var detail: String
 }
 
@@ -51,12 +53,30 @@ final class MosquittoHandle: @unchecked Sendable {
                     + " (libmosquitto refuses shorter ones)."
             )
         }
+        for fallback in configuration.fallbackBrokers {
+            guard fallback.usesTLS == (configuration.tls != nil) else {
+                throw MQTTError(
+                    .invalidConfiguration,
+                    "Invalid fallback broker \(fallback.url): every broker must use the scheme of \(configuration.url);"
+                        + " mixing mqtt:// and mqtts:// is not supported."
+                )
+            }
+            guard !fallback.host.isEmpty, (1...65_535).contains(fallback.port) else {
+                throw MQTTError(
+                    .invalidConfiguration,
+                    "Invalid fallback broker \(fallback.url): give a host and a port 1…65535."
+                )
+            }
+        }
         var arena = CStringArena()
         defer { arena.free() }
         var options = CMosquittoShim_Options()
         options.clientId = arena.copy(configuration.clientId)
         options.host = arena.copy(configuration.host)
         options.port = Int32(clamping: configuration.port)
+        let fallbackHosts: [UnsafePointer<CChar>?] = configuration.fallbackBrokers.map { arena.copy($0.host) }
+        let fallbackPorts = configuration.fallbackBrokers.map { Int32(clamping: $0.port) }
+        options.fallbackCount = Int32(clamping: fallbackHosts.count)
         options.keepAliveSeconds = Int32(clamping: configuration.keepAlive.components.seconds)
         options.cleanSession = configuration.cleanSession
         options.protocolV5 = configuration.protocolVersion == .v5
@@ -87,8 +107,14 @@ final class MosquittoHandle: @unchecked Sendable {
 
         var code: Int32 = 0
         var text = [CChar](repeating: 0, count: 256)
-        let created = text.withUnsafeMutableBufferPointer { buffer in
-            CMosquittoShim_Client_create(&options, &code, buffer.baseAddress, buffer.count)
+        let created = fallbackHosts.withUnsafeBufferPointer { hosts in
+            fallbackPorts.withUnsafeBufferPointer { ports in
+                options.fallbackHosts = hosts.baseAddress
+                options.fallbackPorts = ports.baseAddress
+                return text.withUnsafeMutableBufferPointer { buffer in
+                    CMosquittoShim_Client_create(&options, &code, buffer.baseAddress, buffer.count)
+                }
+            }
         }
         guard let created else {
             let message = text.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
@@ -172,7 +198,13 @@ final class MosquittoHandle: @unchecked Sendable {
             String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
         }
         guard let kind = ShimEvent.Kind(rawValue: event.pointee.kind) else { return nil }
-        return ShimEvent(kind: kind, code: event.pointee.code, mid: event.pointee.mid, detail: detail)
+        return ShimEvent(
+            kind: kind,
+            code: event.pointee.code,
+            mid: event.pointee.mid,
+            broker: Int(event.pointee.broker),
+            detail: detail
+        )
     }
 
     var droppedCount: UInt64 { CMosquittoShim_Client_droppedCount(pointer) }

@@ -70,7 +70,8 @@ typedef struct CMosquittoShim_Event {
     int32_t kind;
     int32_t code;
     int32_t mid;
-    int32_t reserved;
+    /// The index of the broker the loop was connecting or connected to (0: the primary, then the fallbacks).
+    int32_t broker;
     /// How many messages had been put into the ring when the event was queued.
     uint64_t afterMessages;
     char detail[256];
@@ -85,6 +86,12 @@ typedef struct CMosquittoShim_Options {
     const char *clientId;
     const char *host;
     int32_t port;
+    /// Fallback brokers tried in order after `host`/`port` (same TLS setting and credentials); may be NULL when
+    /// fallbackCount is 0. A failed attempt moves to the next broker at once; a full round without a session backs
+    /// off. After a lost session the lost broker is retried first.
+    const char *const *fallbackHosts;
+    const int32_t *fallbackPorts;
+    int32_t fallbackCount;
     int32_t keepAliveSeconds;
     bool cleanSession;
     bool protocolV5;
