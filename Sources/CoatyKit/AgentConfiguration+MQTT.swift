@@ -1,9 +1,10 @@
 public import CoatyCore
+import CoatyMQTT
 public import Logging
 public import Metrics
 
 extension CommunicationManager {
-    /// A communication manager over MQTT from an agent configuration: its broker URL, identity,
+    /// A communication manager over MQTT from an agent configuration: its broker URL (and failover brokers), identity,
     /// namespace, cross-namespacing and limits.
     ///
     /// ```swift
@@ -24,9 +25,18 @@ extension CommunicationManager {
         logger: Logger = Logger(label: "coaty.communication", factory: { _ in SwiftLogNoOpLogHandler() }),
         metricsFactory: (any MetricsFactory)? = nil
     ) throws -> CommunicationManager {
-        try mqtt(
-            url: configuration.brokerURL,
-            identity: configuration.makeIdentity(),
+        let identity = configuration.makeIdentity()
+        let transport = MQTTTransport(
+            configuration: try MQTTConfiguration.coaty(
+                urls: [configuration.brokerURL] + configuration.fallbackBrokerURLs,
+                identityId: identity.objectId
+            ),
+            logger: logger,
+            metricsFactory: metricsFactory
+        )
+        return try CommunicationManager(
+            transport: transport,
+            identity: identity,
             registry: registry,
             options: configuration.communicationOptions,
             logger: logger,

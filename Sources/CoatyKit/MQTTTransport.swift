@@ -553,7 +553,27 @@ extension MQTTConfiguration {
     /// - Returns: the configuration; change credentials or TLS files on it as needed.
     /// - Throws: `MQTTError` of kind `.invalidConfiguration` for a malformed URL.
     public static func coaty(url: String, identityId: CoatyUUID) throws -> MQTTConfiguration {
-        var configuration = try MQTTConfiguration(url: url, clientId: CoatyConnection.clientId(identityId: identityId))
+        try coaty(urls: [url], identityId: identityId)
+    }
+
+    /// The Coaty MQTT settings of ``coaty(url:identityId:)`` for a list of brokers: the first is the primary one, the
+    /// others are failover brokers tried in order (see `MQTTConfiguration.fallbackBrokers`).
+    ///
+    /// ```swift
+    /// let configuration = try MQTTConfiguration.coaty(
+    ///     urls: ["mqtt://broker-a:1883", "mqtt://broker-b:1883"], identityId: identity.objectId)
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - urls: one or more brokers, all `mqtt://` or all `mqtts://`.
+    ///   - identityId: the agent's identity id; it determines the MQTT client id.
+    /// - Returns: the configuration; change credentials or TLS files on it as needed.
+    /// - Throws: `MQTTError` of kind `.invalidConfiguration` for an empty list, a malformed URL or mixed schemes.
+    public static func coaty(urls: [String], identityId: CoatyUUID) throws -> MQTTConfiguration {
+        var configuration = try MQTTConfiguration(
+            urls: urls,
+            clientId: CoatyConnection.clientId(identityId: identityId)
+        )
         configuration.protocolVersion = .v311
         configuration.keepAlive = .seconds(60)
         configuration.cleanSession = true

@@ -40,4 +40,40 @@ struct AgentConfigurationMQTTTests {
             #expect(configuration.will == nil)
         }
     }
+
+    @Test("Failover brokers from MQTT.js's servers, COATY_BROKER's list and code reach the MQTT configuration")
+    func failoverBrokers() throws {
+        let json: JSONValue = [
+            "communication": [
+                "brokerUrl": "mqtt://a.example",
+                "mqttClientOptions": [
+                    "servers": [
+                        ["host": "a.example", "port": 1883, "protocol": "mqtt"],
+                        ["host": "b.example", "port": 1884],
+                    ]
+                ],
+            ]
+        ]
+        var configuration = try AgentConfiguration(json: json)
+        #expect(configuration.brokerURL == "mqtt://a.example")
+        #expect(configuration.fallbackBrokerURLs == ["mqtt://b.example:1884"])
+        let reread = try AgentConfiguration(json: configuration.json)
+        #expect(reread == configuration, "the servers list survives a round trip")
+        let manager = try CommunicationManager.mqtt(configuration: configuration)
+        let transport = try #require(manager.transport as? MQTTTransport)
+        #expect(transport.configuration.brokers.map(\.url) == ["mqtt://a.example:1883", "mqtt://b.example:1884"])
+
+        let onlyServers = try AgentConfiguration(
+            json: ["communication": ["servers": [["host": "c.example", "protocol": "mqtts"]]]]
+        )
+        #expect(onlyServers.brokerURL == "mqtts://c.example")
+        #expect(onlyServers.fallbackBrokerURLs.isEmpty)
+
+        try configuration.applyEnvironment(["COATY_BROKER": "mqtt://x:1, mqtt://y:2"])
+        #expect(configuration.brokerURL == "mqtt://x:1")
+        #expect(configuration.fallbackBrokerURLs == ["mqtt://y:2"])
+        #expect(throws: AgentConfigurationError.self) {
+            try AgentConfiguration(json: ["communication": ["servers": [["port": 1883]]]])
+        }
+    }
 }

@@ -13,6 +13,9 @@ public import Metrics
 /// }
 /// ```
 ///
+/// Failover brokers come from `communication.servers` (or `communication.mqttClientOptions.servers`), MQTT.js's
+/// `[{ "host": "b", "port": 1883, "protocol": "mqtt" }]`, or from a comma-separated `COATY_BROKER`.
+///
 /// ``load(file:environment:)`` applies, from lowest to highest precedence: the defaults, the
 /// file (`COATY_CONFIG` when no path is given), then the environment variables `COATY_BROKER`,
 /// `COATY_NAMESPACE`, `COATY_NAME`, `COATY_IDENTITY_ID`, `COATY_CROSS_NAMESPACE` and `COATY_QOS`. Code may
@@ -28,6 +31,10 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
     public var identityId: CoatyUUID?
     /// The broker, `mqtt://HOST[:PORT]` or `mqtts://HOST[:PORT]`. Default ``defaultBrokerURL``.
     public var brokerURL: String
+    /// Brokers tried in order after ``brokerURL`` when it cannot be reached or its connection is lost (same scheme
+    /// and credentials). JSON: `communication.servers`, MQTT.js's `[{host, port, protocol}]`, which lists every
+    /// broker (a server equal to `brokerUrl` is not repeated here). Default none.
+    public var fallbackBrokerURLs: [String]
     /// The Coaty namespace. Default `-`.
     public var namespace: String
     /// Whether to receive events of every namespace. Default `false`.
@@ -48,6 +55,7 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
     ///   - name: the identity's name.
     ///   - identityId: the identity's objectId, or `nil` for a fresh one.
     ///   - brokerURL: the broker URL.
+    ///   - fallbackBrokerURLs: the failover brokers, tried in order after `brokerURL`.
     ///   - namespace: the namespace.
     ///   - shouldEnableCrossNamespacing: whether to receive every namespace.
     ///   - deferredPublicationLimit: the offline queue size.
@@ -58,6 +66,7 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
         name: String = "Coaty Agent",
         identityId: CoatyUUID? = nil,
         brokerURL: String = Self.defaultBrokerURL,
+        fallbackBrokerURLs: [String] = [],
         namespace: String = CoatyTopic.defaultNamespace,
         shouldEnableCrossNamespacing: Bool = false,
         deferredPublicationLimit: Int? = nil,
@@ -69,6 +78,7 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
         self.name = name
         self.identityId = identityId
         self.brokerURL = brokerURL
+        self.fallbackBrokerURLs = fallbackBrokerURLs
         self.namespace = namespace
         self.shouldEnableCrossNamespacing = shouldEnableCrossNamespacing
         self.deferredPublicationLimit = deferredPublicationLimit
@@ -138,9 +148,12 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
         }
         if let communication = try ConfigurationReader.object(root, "communication", at: "") {
             let path = "communication"
-            if let url = try ConfigurationReader.string(communication, "brokerUrl", at: path) {
-                brokerURL = try Self.brokerURL(url, field: path + ".brokerUrl")
-            }
+            let primary = try ConfigurationReader.string(communication, "brokerUrl", at: path)
+            if let primary { brokerURL = try Self.brokerURL(primary, field: path + ".brokerUrl") }
+            var servers = try Self.servers(communication, at: path)
+            if primary == nil, !servers.isEmpty { brokerURL = servers.removeFirst() }
+            let primaryKey = Self.brokerKey(brokerURL)
+            fallbackBrokerURLs = servers.filter { Self.brokerKey($0) != primaryKey }
             if let namespace = try ConfigurationReader.string(communication, "namespace", at: path) {
                 self.namespace = try Self.namespace(namespace, field: path + ".namespace")
             }
@@ -169,7 +182,13 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
     /// - Parameter environment: the variables.
     /// - Throws: ``AgentConfigurationError`` naming the variable.
     public mutating func applyEnvironment(_ environment: [String: String]) throws(AgentConfigurationError) {
-        if let url = environment["COATY_BROKER"] { brokerURL = try Self.brokerURL(url, field: "COATY_BROKER") }
+        if let list = environment["COATY_BROKER"] {
+            var urls = list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            if urls.isEmpty { urls = [list] }  // reported as not a broker URL below
+            for url in urls { _ = try Self.brokerURL(url, field: "COATY_BROKER") }
+            brokerURL = urls[0]
+            fallbackBrokerURLs = Array(urls.dropFirst())
+        }
         if let namespace = environment["COATY_NAMESPACE"] {
             self.namespace = try Self.namespace(namespace, field: "COATY_NAMESPACE")
         }
@@ -200,6 +219,7 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
     /// - Throws: ``AgentConfigurationError`` naming the bad field.
     public func validate() throws(AgentConfigurationError) {
         _ = try Self.brokerURL(brokerURL, field: "brokerURL")
+        for url in fallbackBrokerURLs { _ = try Self.brokerURL(url, field: "fallbackBrokerURLs") }
         _ = try Self.namespace(namespace, field: "namespace")
         if let identityId { _ = try Self.identityId(identityId.uuidString, field: "identityId") }
         if let qos { _ = try Self.qos(qos, field: "qos") }
@@ -282,6 +302,10 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
         }
         if let observerBufferLimit { communication["observerBufferLimit"] = .int(Int64(observerBufferLimit)) }
         if let qos { communication["qos"] = .int(Int64(qos)) }
+        if !fallbackBrokerURLs.isEmpty {
+            let servers = ([brokerURL] + fallbackBrokerURLs).compactMap { Self.server($0) }
+            communication["servers"] = .array(servers.map { .object($0) })
+        }
         return [
             "common": ["agentIdentity": .object(identity)],
             "communication": .object(communication),
@@ -297,6 +321,66 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
             throw AgentConfigurationError(field: field, reason: "must be 0 or 1 (QoS 2 is not supported), not \(level)")
         }
         return level
+    }
+
+    /// The broker URLs of MQTT.js's `servers` (`[{host, port, protocol}]`) under `communication` or
+    /// `communication.mqttClientOptions`.
+    private static func servers(_ communication: JSONObject, at path: String) throws(AgentConfigurationError)
+        -> [String]
+    {
+        var parent = communication
+        var serversPath = ConfigurationReader.path(path, "servers")
+        if communication["servers"] == nil,
+            let options = try ConfigurationReader.object(communication, "mqttClientOptions", at: path)
+        {
+            parent = options
+            serversPath = ConfigurationReader.path(path, "mqttClientOptions.servers")
+        }
+        guard let value = parent["servers"] else { return [] }
+        guard case .array(let entries) = value else {
+            throw AgentConfigurationError(field: serversPath, reason: "must be an array of {host, port, protocol}")
+        }
+        var urls: [String] = []
+        for (index, entry) in entries.enumerated() {
+            let field = "\(serversPath)[\(index)]"
+            let server = try ConfigurationReader.object(entry, at: field)
+            guard let host = try ConfigurationReader.string(server, "host", at: field), !host.isEmpty else {
+                throw AgentConfigurationError(field: field + ".host", reason: "is missing; give the broker's host")
+            }
+            let scheme = (try ConfigurationReader.string(server, "protocol", at: field) ?? "mqtt").lowercased()
+            let hostPart = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
+            var url = "\(scheme)://\(hostPart)"
+            if let port = try ConfigurationReader.count(server, "port", at: field) { url += ":\(port)" }
+            urls.append(try brokerURL(url, field: field))
+        }
+        return urls
+    }
+
+    /// `scheme://host:port` of a broker URL (default ports filled in), to tell whether two URLs name one broker.
+    private static func brokerKey(_ url: String) -> String {
+        guard let server = server(url), case .string(let scheme) = server["protocol"],
+            case .string(let host) = server["host"], case .int(let port) = server["port"]
+        else { return url }
+        return "\(scheme)://\(host):\(port)"
+    }
+
+    /// MQTT.js's `{host, port, protocol}` of a valid broker URL (credentials and path left out).
+    private static func server(_ url: String) -> JSONObject? {
+        let parts = url.split(separator: "://", maxSplits: 1, omittingEmptySubsequences: false)
+        guard parts.count == 2 else { return nil }
+        let scheme = parts[0].lowercased()
+        let authority = parts[1].split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)[0]
+        let hostPort = authority.split(separator: "@").last.map(String.init) ?? ""
+        var host = Substring(hostPort)
+        var port = scheme == "mqtts" ? 8883 : 1883
+        if let colon = hostPort.lastIndex(of: ":"), !hostPort.hasSuffix("]"),
+            let value = Int(hostPort[hostPort.index(after: colon)...])
+        {
+            host = hostPort[..<colon]
+            port = value
+        }
+        if host.hasPrefix("["), host.hasSuffix("]") { host = host.dropFirst().dropLast() }
+        return ["host": .string(String(host)), "port": .int(Int64(port)), "protocol": .string(scheme)]
     }
 
     private static func brokerURL(_ url: String, field: String) throws(AgentConfigurationError) -> String {
