@@ -71,7 +71,8 @@ struct CLIAgent: Sendable {
     ///   at once with exit code 0 (as a signal later does), instead of after the connect timeout.
     func start(interruptedBy signals: ShutdownSignals? = nil) async throws {
         let url = options.brokerForMessages
-        let seconds = options.connectTimeout
+        // Every broker of a failover list may take the connect timeout.
+        let seconds = options.connectTimeout * Double(max(1, options.brokers.count))
         let manager = self.manager
         do {
             try await interruptible(by: signals) {

@@ -18,7 +18,8 @@ struct Coaty: AsyncParsableCommand {
             end with one summary line there (received, stored, dropped).
 
             Every command takes the connection options --broker (default $COATY_BROKER, else \
-            mqtt://127.0.0.1:1883), --namespace (default $COATY_NAMESPACE, else -), \
+            mqtt://127.0.0.1:1883; repeat it, or list URLs in $COATY_BROKER separated by commas, for \
+            failover brokers tried in order), --namespace (default $COATY_NAMESPACE, else -), \
             --cross-namespace, --name, --username, --password (or $COATY_PASSWORD), --ca-file, \
             --cert-file, --key-file, --log-level, --connect-timeout (5 s), --keepalive (60 s), --qos (0).
 

@@ -6,12 +6,23 @@ import Logging
 /// The connection options every subcommand takes (`@OptionGroup`), as the CLI contract says.
 struct ConnectionOptions: ParsableArguments {
     @Option(
+        name: .customLong("broker"),
         help: ArgumentHelp(
-            "The broker, mqtt://HOST:PORT or mqtts://HOST:PORT (TLS, verified). Default: $COATY_BROKER, else mqtt://127.0.0.1:1883.",
+            "The broker, mqtt://HOST:PORT or mqtts://HOST:PORT (TLS, verified); repeat it for failover brokers, tried in order. Default: $COATY_BROKER (a comma-separated list), else mqtt://127.0.0.1:1883.",
             valueName: "url"
         )
     )
-    var broker: String = ProcessInfo.processInfo.environment["COATY_BROKER"] ?? "mqtt://127.0.0.1:1883"
+    var brokers: [String] = Self.environmentBrokers(ProcessInfo.processInfo.environment["COATY_BROKER"])
+
+    /// The primary broker URL (the first `--broker`).
+    var broker: String { brokers.first ?? "mqtt://127.0.0.1:1883" }
+
+    /// The brokers of `COATY_BROKER`, a comma-separated list, or the local default broker.
+    static func environmentBrokers(_ value: String?) -> [String] {
+        let listed = (value ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        let brokers = listed.filter { !$0.isEmpty }
+        return brokers.isEmpty ? ["mqtt://127.0.0.1:1883"] : brokers
+    }
 
     @Option(
         help: ArgumentHelp(
@@ -92,7 +103,7 @@ struct ConnectionOptions: ParsableArguments {
         }
         let configuration: MQTTConfiguration
         do {
-            configuration = try MQTTConfiguration(url: broker, clientId: "coaty-cli")
+            configuration = try MQTTConfiguration(urls: brokers, clientId: "coaty-cli")
         } catch {
             throw ValidationError("--broker: \(error)")
         }
@@ -118,7 +129,7 @@ struct ConnectionOptions: ParsableArguments {
 
     /// The MQTT configuration for an agent with `identityId` (Coaty client id, protocol defaults).
     func mqttConfiguration(identityId: CoatyUUID) throws -> MQTTConfiguration {
-        var configuration = try MQTTConfiguration.coaty(url: broker, identityId: identityId)
+        var configuration = try MQTTConfiguration.coaty(urls: brokers, identityId: identityId)
         configuration.keepAlive = .seconds(keepalive)
         configuration.connectTimeout = .milliseconds(Int64(connectTimeout * 1000))
         if let username { configuration.username = username }
@@ -142,8 +153,11 @@ struct ConnectionOptions: ParsableArguments {
         )
     }
 
-    /// The broker URL without credentials, for messages.
+    /// The broker URL without credentials, for messages (with failover brokers, every URL, comma-separated).
     var brokerForMessages: String {
-        (try? MQTTConfiguration(url: broker, clientId: "coaty-cli").url) ?? broker
+        guard let configuration = try? MQTTConfiguration(urls: brokers, clientId: "coaty-cli") else {
+            return brokers.joined(separator: ", ")
+        }
+        return configuration.brokers.map(\.url).joined(separator: ", ")
     }
 }
