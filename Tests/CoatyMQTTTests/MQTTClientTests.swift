@@ -305,6 +305,52 @@ struct MQTTClientTests {
         await broker.stop()
     }
 
+    /// An event the network thread cannot allocate (memory exhausted) is never lost silently: it is
+    /// counted and logged at error, and the session is restarted, so what it would have told (here
+    /// the acknowledgement of a QoS 1 publication) is re-synchronized instead of awaited forever.
+    @Test func aLostShimEventIsCountedLoggedAndResynchronized() async throws {
+        let broker = try await MosquittoBroker.start()
+        let logs = RecordingLogHandler.Storage()
+        var configuration = try MQTTConfiguration(url: broker.url, clientId: uniqueClientId("oom"))
+        configuration.reconnectDelay = .milliseconds(100)
+        let client = MQTTClient(
+            configuration: configuration,
+            logger: Logger(label: "test.oom") { _ in RecordingLogHandler(storage: logs) }
+        )
+        try await client.connect()
+        let subscriber = try await connectedClient(broker.url, "oom-sub")
+        try await subscriber.subscribe("oom/#", qos: .atLeastOnce)
+        guard case .success(let handle) = client.core.setup else {
+            Issue.record("no shim client")
+            return
+        }
+        handle.failEventAllocations(1)  // the PUBACK's event is lost
+        // The publication waiting for it fails (it may have been delivered) instead of waiting for good.
+        await #expect(throws: MQTTError.self) {
+            try await withTimeout(20, "the QoS 1 publication after a lost event") {
+                try await client.publish("oom/a", payload: Array("one".utf8), qos: .atLeastOnce)
+            }
+        }
+        #expect(handle.eventsLostCount == 1)
+        #expect(logs.contains(.error, "MQTT events lost"), "\(logs.joined)")
+        // The network thread restarts the session right after (on its next turn).
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !logs.contains(.info, "Reconnected"), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(logs.contains(.warning, "Connection lost"), "the session was restarted: \(logs.joined)")
+        #expect(logs.contains(.info, "Reconnected"), "\(logs.joined)")
+        // The client goes on: the next QoS 1 publication is acknowledged, and both arrived.
+        try await withTimeout(20, "a QoS 1 publication after the reconnect") {
+            try await client.publish("oom/b", payload: Array("two".utf8), qos: .atLeastOnce)
+        }
+        let received = try await receive(subscriber, count: 2)
+        #expect(received.map(\.payload) == [Array("one".utf8), Array("two".utf8)])
+        await client.disconnect()
+        await subscriber.disconnect()
+        await broker.stop()
+    }
+
     @Test func willIsPublishedWhenClientProcessIsKilled() async throws {
         let probe = try #require(probeExecutable(), "coaty-mqtt-probe not found next to \(CommandLine.arguments[0])")
         let broker = try await MosquittoBroker.start()
