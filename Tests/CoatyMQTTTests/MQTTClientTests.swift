@@ -263,7 +263,8 @@ struct MQTTClientTests {
         let (warm, end) = (try usage(lines[0]), try usage(lines[1]))
         #expect(end["cycles"] == cycles)
         // After the warm-up tenth of the cycles, the rest change nothing but noise.
-        #expect(end["fds", default: .max] <= warm["fds", default: 0], "fds \(warm) → \(end)")
+        // (A runtime may open a descriptor or two lazily after the warm-up; a leak shows one per cycle.)
+        #expect(end["fds", default: .max] <= warm["fds", default: 0] + 2, "fds \(warm) → \(end)")
         #expect(end["threads", default: .max] <= warm["threads", default: 0] + 1, "threads \(warm) → \(end)")
         #expect(
             end["rssKiB", default: .max] - warm["rssKiB", default: 0] < 8 * 1024,
