@@ -198,7 +198,7 @@ struct StandardControllerTests {
             // Concurrent resolves of an id not cached share one Discover.
             let d = BaseObject(name: "d")
             handles.append(try await lifecycle.advertiseDiscoverableObject(d))
-            try await Task.sleep(for: .milliseconds(300))
+            try await Task.sleep(for: .seconds(1))  // the responder's registration settles (a loaded machine is slow)
             let before = discoverCount.value
             async let one = cache.resolve(objectId: d.objectId)
             async let two = cache.resolve(objectId: d.objectId)
