@@ -165,7 +165,8 @@ struct CMosquittoShim_Client {
     bool sessionUp;
     bool refusedThisAttempt;
 
-    // Tracked QoS 1/2 publish message ids, guarded by ackLock.
+    // Tracked QoS 1/2 publish message ids, guarded by ackLock. ackLock also keeps QoS 1/2 publishes, subscribes and
+    // unsubscribes out of mosquitto_connect_async (see loopMain).
     pthread_mutex_t ackLock;
     uint8_t tracked[65536 / 8];
 
@@ -1255,7 +1256,13 @@ static void *loopMain(void *arg) {
         // every packet sent and received.
         mosquitto_log_callback_set(c->mosq, onLog);
         bool logging = true;
+        // Under ackLock, which QoS 1/2 publishes, subscribes and unsubscribes hold while they queue a packet:
+        // libmosquitto sets the new socket before it queues CONNECT, and a packet queued in between would go out
+        // first (the broker closes such a connection: "protocol error"). A packet queued before this call is
+        // discarded by it (a QoS 1/2 message stays in libmosquitto's store and is sent after the CONNACK).
+        pthread_mutex_lock(&c->ackLock);
         int rc = mosquitto_connect_async(c->mosq, c->host, c->port, c->keepAlive);
+        pthread_mutex_unlock(&c->ackLock);
         if (rc == MOSQ_ERR_ERRNO) savedErrno = errno;
         setAccepting(c, rc == MOSQ_ERR_SUCCESS);
         if (rc == MOSQ_ERR_SUCCESS) {
@@ -1432,7 +1439,9 @@ int CMosquittoShim_Client_publish(CMosquittoShim_Client *c, int *mid, const char
 int CMosquittoShim_Client_subscribe(CMosquittoShim_Client *c, int *mid, const char *const *filters, int count,
                                     int qos) {
     int localMid = 0;
+    pthread_mutex_lock(&c->ackLock);  // not between the new socket and its CONNECT (see loopMain)
     int rc = mosquitto_subscribe_multiple(c->mosq, &localMid, count, (char *const *const)filters, qos, 0, NULL);
+    pthread_mutex_unlock(&c->ackLock);
     if (rc == MOSQ_ERR_SUCCESS) wakeLoop(c);
     if (mid) *mid = localMid;
     return rc;
@@ -1440,7 +1449,9 @@ int CMosquittoShim_Client_subscribe(CMosquittoShim_Client *c, int *mid, const ch
 
 int CMosquittoShim_Client_unsubscribe(CMosquittoShim_Client *c, int *mid, const char *filter) {
     int localMid = 0;
+    pthread_mutex_lock(&c->ackLock);  // not between the new socket and its CONNECT (see loopMain)
     int rc = mosquitto_unsubscribe(c->mosq, &localMid, filter);
+    pthread_mutex_unlock(&c->ackLock);
     if (rc == MOSQ_ERR_SUCCESS) wakeLoop(c);
     if (mid) *mid = localMid;
     return rc;

@@ -368,11 +368,14 @@ struct MQTTClientTests {
             let seen = CoatyMutex<Set<String>>([])
         }
         let shared = Shared()
-        try await withThrowingTaskGroup(of: Void.self) { group in
+        // The publishers end when told to or when cancelled; the cycles' first error ends them too (a failed
+        // connect must fail the test, not leave eight publishers spinning).
+        var cycleError: String?
+        await withTaskGroup(of: Void.self) { group in
             for publisher in 0..<8 {
                 group.addTask {
                     var index = 0
-                    while !shared.stop.withLock({ $0 }) {
+                    while !shared.stop.withLock({ $0 }), !Task.isCancelled {
                         let payload = "p\(publisher)-\(index)"
                         index += 1
                         do {
@@ -391,15 +394,26 @@ struct MQTTClientTests {
                     }
                 }
             }
-            for _ in 0..<20 {
-                try await Task.sleep(for: .milliseconds(50))
-                await client.disconnect()
-                try await client.connect()
+            do {
+                for cycle in 0..<20 {
+                    try await Task.sleep(for: .milliseconds(50))
+                    await client.disconnect()
+                    do {
+                        try await client.connect()
+                    } catch {
+                        cycleError =
+                            "connect \(cycle + 1) of 20 failed: \(error); the broker's log: \(broker.diagnostics())"
+                        break
+                    }
+                }
+                try await Task.sleep(for: .milliseconds(200))
+            } catch {
+                cycleError = "cancelled: \(error)"
             }
-            try await Task.sleep(for: .milliseconds(200))
             shared.stop.withLock { $0 = true }
-            try await group.waitForAll()
+            await group.waitForAll()
         }
+        if let cycleError { Issue.record(Comment(rawValue: cycleError)) }
         await client.disconnect()
         let expected = shared.acknowledged.withLock { $0 }
         #expect(expected.count > 100, "QoS 1 publications acknowledged: \(expected.count)")
