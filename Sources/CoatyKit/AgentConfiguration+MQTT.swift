@@ -1,10 +1,12 @@
 public import CoatyCore
+public import CoatyMQTT
 public import Logging
 public import Metrics
 
 extension CommunicationManager {
-    /// A communication manager over MQTT from an agent configuration: its broker URL, identity,
-    /// namespace, cross-namespacing and limits.
+    /// A communication manager over MQTT from an agent configuration: its broker URL, credentials,
+    /// keep-alive, TLS files, identity, namespace, cross-namespacing, QoS and limits (see
+    /// `MQTTConfiguration.coaty(configuration:identityId:)`).
     ///
     /// ```swift
     /// let configuration = try AgentConfiguration.load(file: "agent.json")
@@ -24,13 +26,48 @@ extension CommunicationManager {
         logger: Logger = Logger(label: "coaty.communication", factory: { _ in SwiftLogNoOpLogHandler() }),
         metricsFactory: (any MetricsFactory)? = nil
     ) throws -> CommunicationManager {
-        try mqtt(
-            url: configuration.brokerURL,
-            identity: configuration.makeIdentity(),
+        let identity = configuration.makeIdentity()
+        let transport = MQTTTransport(
+            configuration: try MQTTConfiguration.coaty(configuration: configuration, identityId: identity.objectId),
+            logger: logger,
+            metricsFactory: metricsFactory
+        )
+        return try CommunicationManager(
+            transport: transport,
+            identity: identity,
             registry: registry,
             options: configuration.communicationOptions,
             logger: logger,
             metricsFactory: metricsFactory
         )
+    }
+}
+
+extension MQTTConfiguration {
+    /// The MQTT client configuration of an agent: the Coaty defaults of
+    /// ``coaty(url:identityId:)`` with the configuration's broker URL, user name and password
+    /// (over any given in the URL), keep-alive (`nil`: 60 s) and, for an `mqtts://` URL, its TLS
+    /// files and verification. The last will is not configurable: the communication manager sets
+    /// Coaty's (the Deadvertise of the identity and IO nodes).
+    ///
+    /// - Parameters:
+    ///   - configuration: the agent configuration.
+    ///   - identityId: the identity's objectId; it determines the client id.
+    /// - Returns: the MQTT configuration.
+    /// - Throws: `MQTTError` of kind `.invalidConfiguration` for a malformed URL.
+    public static func coaty(configuration: AgentConfiguration, identityId: CoatyUUID) throws -> MQTTConfiguration {
+        var mqtt = try coaty(url: configuration.brokerURL, identityId: identityId)
+        if let username = configuration.username { mqtt.username = username }
+        if let password = configuration.password { mqtt.password = password }
+        if let keepAlive = configuration.keepAlive { mqtt.keepAlive = .seconds(keepAlive) }
+        if mqtt.tls != nil {
+            mqtt.tls = MQTTTLSConfiguration(
+                caFile: configuration.caFile,
+                certificateFile: configuration.certificateFile,
+                privateKeyFile: configuration.privateKeyFile,
+                verifyServer: configuration.verifiesServer
+            )
+        }
+        return mqtt
     }
 }

@@ -1,4 +1,6 @@
+import AgentProcessTestSupport
 import CoatyKit
+import Foundation
 import Testing
 
 @Suite("AgentConfiguration onto MQTT")
@@ -39,5 +41,141 @@ struct AgentConfigurationMQTTTests {
             #expect(configuration.maxReconnectDelay == .seconds(1), "a fixed reconnect period, no back-off")
             #expect(configuration.will == nil)
         }
+    }
+
+    @Test("MQTTConfiguration.coaty(configuration:identityId:) maps credentials, keep-alive and TLS files")
+    func mqttConfigurationFromAgentConfiguration() throws {
+        let id = CoatyUUID()
+        let secure = try MQTTConfiguration.coaty(
+            configuration: AgentConfiguration(
+                brokerURL: "mqtts://u:p@broker:8883",
+                username: "light",
+                password: "s3cret",
+                keepAlive: 20,
+                caFile: "/etc/ca.pem",
+                certificateFile: "/etc/c.pem",
+                privateKeyFile: "/etc/c.key",
+                verifiesServer: false
+            ),
+            identityId: id
+        )
+        #expect(secure.clientId == CoatyConnection.clientId(identityId: id))
+        #expect(secure.username == "light")
+        #expect(secure.password == "s3cret")
+        #expect(secure.keepAlive == .seconds(20))
+        #expect(
+            secure.tls
+                == MQTTTLSConfiguration(
+                    caFile: "/etc/ca.pem",
+                    certificateFile: "/etc/c.pem",
+                    privateKeyFile: "/etc/c.key",
+                    verifyServer: false
+                )
+        )
+        #expect(secure.will == nil, "the communication manager sets Coaty's will")
+
+        let plain = try MQTTConfiguration.coaty(
+            configuration: AgentConfiguration(brokerURL: "mqtt://u:p@broker"),
+            identityId: id
+        )
+        #expect(plain.username == "u" && plain.password == "p", "credentials in the URL stay unless configured")
+        #expect(plain.keepAlive == .seconds(60))
+        #expect(plain.tls == nil)
+        let verified = try MQTTConfiguration.coaty(
+            configuration: AgentConfiguration(brokerURL: "mqtts://b"),
+            identityId: id
+        )
+        #expect(verified.tls == MQTTTLSConfiguration(), "system CAs, verified")
+
+        let manager = try CommunicationManager.mqtt(
+            configuration: AgentConfiguration(identityId: id, username: "light", keepAlive: 15)
+        )
+        let transport = try #require(manager.transport as? MQTTTransport)
+        #expect(transport.configuration.username == "light")
+        #expect(transport.configuration.keepAlive == .seconds(15))
+        #expect(transport.configuration.clientId == CoatyConnection.clientId(identityId: manager.identity.objectId))
+    }
+}
+
+/// A configuration file's credentials and keep-alive against a real mosquitto that requires a password.
+@Suite(
+    "AgentConfiguration over a real mosquitto",
+    .serialized,
+    .timeLimit(.minutes(2)),
+    .enabled(if: BrokerAvailability.shouldRun)
+)
+struct AgentConfigurationBrokerTests {
+    /// Runs `mosquitto_passwd -b -c FILE USER PASSWORD`.
+    private func makePasswordFile(_ path: String, user: String, password: String) throws {
+        let process = Process()
+        let candidates = ["/usr/bin/mosquitto_passwd", "/usr/local/bin/mosquitto_passwd"]
+        let executable = try #require(
+            candidates.first { FileManager.default.isExecutableFile(atPath: $0) },
+            "mosquitto_passwd is needed (Debian package mosquitto)"
+        )
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = ["-b", "-c", path, user, password]
+        try process.run()
+        process.waitUntilExit()
+        try #require(process.terminationStatus == 0, "mosquitto_passwd failed")
+    }
+
+    private func write(_ text: String, to path: String) throws {
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+    }
+
+    @Test(
+        "credentials and keep-alive from a Coaty JS configuration file take effect; a wrong password is refused; the environment's credentials work too"
+    )
+    func credentialsFromFile() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("coaty-auth-\(CoatyUUID())").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let passwordFile = directory + "/passwords"
+        try makePasswordFile(passwordFile, user: "light", password: "s3cret")
+        let broker = try await MosquittoBroker.start(passwordFile: passwordFile)
+        defer { Task { await broker.stop() } }
+
+        let identityId = CoatyUUID()
+        let goodFile = directory + "/good.json"
+        try write(
+            """
+            {"common": {"agentIdentity": {"name": "Configured", "objectId": "\(identityId)"}},
+             "communication": {"brokerUrl": "\(broker.url)",
+               "mqttClientOptions": {"username": "light", "password": "s3cret", "keepalive": 7}}}
+            """,
+            to: goodFile
+        )
+        let configuration = try AgentConfiguration.load(file: goodFile, environment: [:])
+        let agent = try CommunicationManager.mqtt(configuration: configuration)
+        let transport = try #require(agent.transport as? MQTTTransport)
+        #expect(transport.configuration.keepAlive == .seconds(7))
+        try await agent.start()
+
+        // A second agent with the credentials from the environment finds the first by its configured id.
+        let environmentConfiguration = try AgentConfiguration.load(environment: [
+            "COATY_BROKER": broker.url, "COATY_USERNAME": "light", "COATY_PASSWORD": "s3cret",
+        ])
+        let finder = try CommunicationManager.mqtt(configuration: environmentConfiguration)
+        try await finder.start()
+        let resolved = try await finder.publishDiscover(.objectId(identityId)).first(timeout: .seconds(20))
+        #expect(resolved?.data.object?.objectId == identityId)
+        #expect(resolved?.data.object?.name == "Configured")
+        await finder.stop()
+        await agent.stop()
+
+        let wrongFile = directory + "/wrong.json"
+        try write(
+            """
+            {"communication": {"brokerUrl": "\(broker.url)", "mqttClientOptions": {"username": "light", "password": "wrong"}}}
+            """,
+            to: wrongFile
+        )
+        let refused = try CommunicationManager.mqtt(
+            configuration: AgentConfiguration.load(file: wrongFile, environment: [:])
+        )
+        let error = await #expect(throws: (any Error).self) { try await refused.start() }
+        #expect(!"\(error.map { "\($0)" } ?? "")".contains("wrong"), "the password is not in the error")
+        #expect("\(error.map { "\($0)" } ?? "")".contains("credentials"), "the error says the credentials were refused")
     }
 }
