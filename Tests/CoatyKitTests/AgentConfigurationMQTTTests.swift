@@ -105,77 +105,56 @@ struct AgentConfigurationMQTTTests {
     .enabled(if: BrokerAvailability.shouldRun)
 )
 struct AgentConfigurationBrokerTests {
-    /// Runs `mosquitto_passwd -b -c FILE USER PASSWORD`.
-    private func makePasswordFile(_ path: String, user: String, password: String) throws {
-        let process = Process()
-        let candidates = ["/usr/bin/mosquitto_passwd", "/usr/local/bin/mosquitto_passwd"]
-        let executable = try #require(
-            candidates.first { FileManager.default.isExecutableFile(atPath: $0) },
-            "mosquitto_passwd is needed (Debian package mosquitto)"
-        )
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["-b", "-c", path, user, password]
-        try process.run()
-        process.waitUntilExit()
-        try #require(process.terminationStatus == 0, "mosquitto_passwd failed")
-    }
-
-    private func write(_ text: String, to path: String) throws {
-        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
-    }
-
     @Test(
         "credentials and keep-alive from a Coaty JS configuration file take effect; a wrong password is refused; the environment's credentials work too"
     )
     func credentialsFromFile() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("coaty-auth-\(CoatyUUID())").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let passwordFile = directory + "/passwords"
-        try makePasswordFile(passwordFile, user: "light", password: "s3cret")
-        let broker = try await MosquittoBroker.start(passwordFile: passwordFile)
-        defer { Task { await broker.stop() } }
+        try await withPasswordBroker(user: "light", password: "s3cret") { broker, directory in
+            let identityId = CoatyUUID()
+            let goodFile = try writeConfigurationFile(
+                AgentConfiguration(
+                    name: "Configured",
+                    identityId: identityId,
+                    brokerURL: broker.url,
+                    username: "light",
+                    password: "s3cret",
+                    keepAlive: 7
+                ),
+                in: directory,
+                name: "good.json"
+            )
+            let configuration = try AgentConfiguration.load(file: goodFile, environment: [:])
+            let agent = try CommunicationManager.mqtt(configuration: configuration)
+            let transport = try #require(agent.transport as? MQTTTransport)
+            #expect(transport.configuration.keepAlive == .seconds(7))
+            try await agent.start()
 
-        let identityId = CoatyUUID()
-        let goodFile = directory + "/good.json"
-        try write(
-            """
-            {"common": {"agentIdentity": {"name": "Configured", "objectId": "\(identityId)"}},
-             "communication": {"brokerUrl": "\(broker.url)",
-               "mqttClientOptions": {"username": "light", "password": "s3cret", "keepalive": 7}}}
-            """,
-            to: goodFile
-        )
-        let configuration = try AgentConfiguration.load(file: goodFile, environment: [:])
-        let agent = try CommunicationManager.mqtt(configuration: configuration)
-        let transport = try #require(agent.transport as? MQTTTransport)
-        #expect(transport.configuration.keepAlive == .seconds(7))
-        try await agent.start()
+            // A second agent with the credentials from the environment finds the first by its configured id.
+            let environmentConfiguration = try AgentConfiguration.load(environment: [
+                "COATY_BROKER": broker.url, "COATY_USERNAME": "light", "COATY_PASSWORD": "s3cret",
+            ])
+            let finder = try CommunicationManager.mqtt(configuration: environmentConfiguration)
+            try await finder.start()
+            let resolved = try await finder.publishDiscover(.objectId(identityId)).first(timeout: .seconds(20))
+            #expect(resolved?.data.object?.objectId == identityId)
+            #expect(resolved?.data.object?.name == "Configured")
+            await finder.stop()
+            await agent.stop()
 
-        // A second agent with the credentials from the environment finds the first by its configured id.
-        let environmentConfiguration = try AgentConfiguration.load(environment: [
-            "COATY_BROKER": broker.url, "COATY_USERNAME": "light", "COATY_PASSWORD": "s3cret",
-        ])
-        let finder = try CommunicationManager.mqtt(configuration: environmentConfiguration)
-        try await finder.start()
-        let resolved = try await finder.publishDiscover(.objectId(identityId)).first(timeout: .seconds(20))
-        #expect(resolved?.data.object?.objectId == identityId)
-        #expect(resolved?.data.object?.name == "Configured")
-        await finder.stop()
-        await agent.stop()
-
-        let wrongFile = directory + "/wrong.json"
-        try write(
-            """
-            {"communication": {"brokerUrl": "\(broker.url)", "mqttClientOptions": {"username": "light", "password": "wrong"}}}
-            """,
-            to: wrongFile
-        )
-        let refused = try CommunicationManager.mqtt(
-            configuration: AgentConfiguration.load(file: wrongFile, environment: [:])
-        )
-        let error = await #expect(throws: (any Error).self) { try await refused.start() }
-        #expect(!"\(error.map { "\($0)" } ?? "")".contains("wrong"), "the password is not in the error")
-        #expect("\(error.map { "\($0)" } ?? "")".contains("credentials"), "the error says the credentials were refused")
+            let wrongFile = try writeConfigurationFile(
+                AgentConfiguration(brokerURL: broker.url, username: "light", password: "wrong"),
+                in: directory,
+                name: "wrong.json"
+            )
+            let refused = try CommunicationManager.mqtt(
+                configuration: AgentConfiguration.load(file: wrongFile, environment: [:])
+            )
+            let error = await #expect(throws: (any Error).self) { try await refused.start() }
+            #expect(!"\(error.map { "\($0)" } ?? "")".contains("wrong"), "the password is not in the error")
+            #expect(
+                "\(error.map { "\($0)" } ?? "")".contains("credentials"),
+                "the error says the credentials were refused"
+            )
+        }
     }
 }
