@@ -294,6 +294,46 @@ public func withAgent<T>(
     }
 }
 
+/// Runs `body` with one started agent per name on `broker` (in that order), stopping them
+/// afterwards.
+/// - Parameters:
+///   - broker: the broker.
+///   - names: the identity names.
+///   - body: the test, given the agents in the order of `names`.
+/// - Returns: what `body` returns.
+/// - Throws: what starting an agent or `body` throws.
+public func withAgents<T>(
+    on broker: MosquittoBroker,
+    names: [String],
+    _ body: ([CommunicationManager]) async throws -> T
+) async throws -> T {
+    guard let name = names.first else { return try await body([]) }
+    return try await withAgent(on: broker, name: name) { agent in
+        try await withAgents(on: broker, names: Array(names.dropFirst())) { others in
+            try await body([agent] + others)
+        }
+    }
+}
+
+/// Runs `router` in a task and waits (up to 30 s) until `observer` sees it advertise its IO
+/// context: the router then observes IoNodes.
+/// - Parameters:
+///   - router: the router.
+///   - observer: an agent that watches for the Advertise.
+/// - Returns: the running router's task and the advertised context (`nil` when none came).
+/// - Throws: ``CommunicationError`` when the observation cannot be made.
+public func runRouter(
+    _ router: IoRouter,
+    seenBy observer: CommunicationManager
+) async throws -> (running: Task<Void, any Error>, advertised: AnyCoatyObject?) {
+    let contexts = try observer.observeAdvertise(coreType: .ioContext)
+    await contexts.subscribed()
+    let running = Task { try await router.run() }
+    let contextId = router.ioContext.objectId
+    let advertised = try await first(contexts, timeout: 30) { $0.object.objectId == contextId }
+    return (running, advertised?.object)
+}
+
 /// The first element of `sequence` satisfying `predicate`, or `nil` after `timeout` seconds.
 /// - Parameters:
 ///   - sequence: the sequence.
