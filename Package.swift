@@ -332,3 +332,21 @@ let package = Package(
         ),
     ]
 )
+
+// MARK: Subsets
+
+/// `COATY_PACKAGE_SUBSET=sanitizers` (Scripts/sanitize-test, Scripts/tsan-test): only the targets the sanitizer jobs
+/// test — the MQTT client, the agent with its communication manager, the recorder, and the back-pressure tests —
+/// so those jobs do not build PostgreSQL, the CLI, the examples, the benchmarks and the other test targets with a
+/// sanitizer ("build only the targets a job needs"). Package.swift is re-evaluated when the variable changes.
+if Context.environment["COATY_PACKAGE_SUBSET"] == "sanitizers" {
+    let kept: Set<String> = [
+        "CMosquitto", "CMosquittoShim", "CoatySync", "CoatyCore", "CoatyMQTT", "CoatyTesting", "CoatyStore",
+        "CoatySQLite", "CoatyKit", "AgentProcessTestSupport", "coaty-mqtt-probe",
+        "CoatyMQTTTests", "CoatyKitTests", "CoatyTestingTests",
+    ]
+    package.targets = package.targets.filter { kept.contains($0.name) }
+    package.products = package.products.filter { product in
+        product.name != "coaty" && product.name != "CoatyPostgres" && product.name != "CoatySensorThings"
+    }
+}

@@ -33,6 +33,7 @@ import BenchmarkSupport
 import CoatyKit
 import Foundation
 import Logging
+import Synchronization
 
 // MARK: - The object type
 
@@ -281,6 +282,107 @@ func requestSamples(
         if i >= 0 { samples.append(monotonicNanoseconds() - start) }
     }
     return samples
+}
+
+// MARK: - Soak load (Benchmarks/Soak/run.py drives it)
+
+/// The figures of one soak window: what was sent, and the round trips' latencies.
+struct SoakWindow: Sendable {
+    var advertised = 0
+    var discoverSamples: [UInt64] = []
+    var querySamples: [UInt64] = []
+    var unanswered = 0
+}
+
+/// The soak load's shared window, a class so that the load's tasks share one lock.
+final class SoakState: Sendable {
+    let window = Mutex(SoakWindow())
+}
+
+/// `soak-load HOST PORT SECONDS ADVERTISE-RATE REQUEST-RATE`: a steady mixed load for SECONDS against
+/// whatever records and answers (`coaty record`): ADVERTISE-RATE Advertise events per second over 1000 object ids,
+/// and REQUEST-RATE Discover-by-objectId and REQUEST-RATE Query round trips per second, each awaited with a 5 s
+/// timeout. Every 10 s it prints the window as a JSON line: `{"t":…,"advertised":…,"discoverP50":…,
+/// "discoverP99":…,"queryP50":…,"queryP99":…,"unanswered":…}` (latencies in µs).
+func runSoakLoad(_ args: [String]) async throws {
+    let (seconds, advertiseRate, requestRate) = (Int(args[2])!, Int(args[3])!, Int(args[4])!)
+    let manager = try await startManager(args[0], args[1], name: "soak-load", metrics: CountingMetrics())
+    let ids = (0..<1000).map { _ in CoatyUUID() }
+    let state = SoakState()
+    let start = ContinuousClock.now
+    let end = start + .seconds(seconds)
+    /// Runs `body` `rate` times per second (in 10 ms ticks) until the end.
+    @Sendable func paced(_ rate: Int, _ body: @escaping @Sendable (Int) async throws -> Void) async throws {
+        var done = 0
+        while ContinuousClock.now < end {
+            let elapsed: Double = (ContinuousClock.now - start) / Duration.seconds(1)
+            let due = Int(Double(rate) * elapsed)
+            while done < due {
+                try await body(done)
+                done += 1
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+    @Sendable func timed(_ request: () async throws -> Bool) async rethrows -> UInt64? {
+        let began = monotonicNanoseconds()
+        guard try await request() else { return nil }
+        return monotonicNanoseconds() - began
+    }
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        group.addTask {
+            try await paced(advertiseRate) { n in
+                var reading = Reading()
+                reading.objectId = ids[n % ids.count]
+                reading.sequence = n
+                try await manager.publishAdvertise(reading)
+                state.window.withLock { $0.advertised += 1 }
+            }
+        }
+        group.addTask {
+            try await paced(requestRate) { n in
+                let sample = try await timed {
+                    try await manager.publishDiscover(.objectId(ids[n % ids.count])).first(timeout: .seconds(5)) != nil
+                }
+                state.window.withLock { if let sample { $0.discoverSamples.append(sample) } else { $0.unanswered += 1 } }
+            }
+        }
+        group.addTask {
+            let filter = try JSONValueDecoder().decode(
+                ObjectFilter.self,
+                from: #"{"orderByProperties":[["sequence","Desc"]],"take":10}"#
+            )
+            try await paced(requestRate) { _ in
+                let data = QueryEventData(objectTypes: [Reading.objectType], objectFilter: filter)
+                let sample = try await timed { try await manager.publishQuery(data).first(timeout: .seconds(5)) != nil }
+                state.window.withLock { if let sample { $0.querySamples.append(sample) } else { $0.unanswered += 1 } }
+            }
+        }
+        group.addTask {
+            while ContinuousClock.now < end {
+                try await Task.sleep(for: .seconds(10))
+                let figures = state.window.withLock { window in
+                    defer { window = SoakWindow() }
+                    return window
+                }
+                func percentiles(_ samples: [UInt64]) -> (JSONValue, JSONValue) {
+                    guard !samples.isEmpty else { return (.null, .null) }
+                    let p = LatencyPercentiles(nanoseconds: samples)
+                    return (.double(p.p50), .double(p.p99))
+                }
+                let (discoverP50, discoverP99) = percentiles(figures.discoverSamples)
+                let (queryP50, queryP99) = percentiles(figures.querySamples)
+                let t: Double = (ContinuousClock.now - start) / Duration.seconds(1)
+                emit([
+                    "t": .double(t), "advertised": .int(Int64(figures.advertised)),
+                    "discoverP50": discoverP50, "discoverP99": discoverP99, "queryP50": queryP50, "queryP99": queryP99,
+                    "unanswered": .int(Int64(figures.unanswered)),
+                ])
+            }
+        }
+        try await group.waitForAll()
+    }
+    await manager.stop()
 }
 
 // MARK: - Driver
@@ -687,6 +789,7 @@ await benchmarkMain(
         "observe": runObserver, "advertise": runAdvertiser, "resolver": runResolver, "discoverer": runDiscoverer,
         "discover-loop": { try await runRequestLoop($0, query: false) },
         "query-loop": { try await runRequestLoop($0, query: true) },
+        "soak-load": runSoakLoad,
     ],
     defaults: [
         "--messages": 200_000, "--round-trips": 10_000, "--runs": 3, "--memory-events": 1_000_000,

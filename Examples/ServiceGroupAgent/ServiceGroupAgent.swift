@@ -3,7 +3,12 @@
 // (or --duration) shuts them down gracefully in reverse order: the heartbeat deadvertises its
 // status object, then the manager deadvertises the identity and disconnects.
 //
+// Its connection comes from an AgentConfiguration: a JSON file in Coaty JS's layout named by
+// $COATY_CONFIG (broker URL, namespace, credentials, keep-alive, TLS files, identity, agentInfo)
+// and the COATY_* variables; --broker overrides the broker URL.
+//
 //   swift run service-group-agent [--broker mqtt://127.0.0.1:1883] [--interval 1] [--duration SECONDS]
+//   COATY_CONFIG=agent.json swift run service-group-agent
 
 import ArgumentParser
 import CoatyKit
@@ -41,8 +46,11 @@ struct Heartbeat: Service {
 
 @main
 struct ServiceGroupAgent: AsyncParsableCommand {
-    @Option(help: "The broker, mqtt://HOST:PORT or mqtts://HOST:PORT; $COATY_BROKER sets the default.")
-    var broker = ProcessInfo.processInfo.environment["COATY_BROKER"] ?? "mqtt://127.0.0.1:1883"
+    @Option(
+        help:
+            "The broker, mqtt://HOST:PORT or mqtts://HOST:PORT; default: $COATY_BROKER, else $COATY_CONFIG's, else mqtt://127.0.0.1:1883."
+    )
+    var broker: String?
 
     @Option(help: "Seconds between two heartbeats.")
     var interval: Double = 1
@@ -53,11 +61,11 @@ struct ServiceGroupAgent: AsyncParsableCommand {
     func run() async throws {
         // Inject the logger; swift-log's default handler writes to stderr.
         let logger = Logger(label: "service-group-agent")
-        let agent = try CommunicationManager.mqtt(
-            url: broker,
-            identity: Identity(name: "Service group agent"),
-            logger: logger
-        )
+        var configuration = try AgentConfiguration.load()  // $COATY_CONFIG, then COATY_* variables
+        if let broker { configuration.brokerURL = broker }
+        if configuration.name == AgentConfiguration().name { configuration.name = "Service group agent" }
+        try configuration.validate()
+        let agent = try CommunicationManager.mqtt(configuration: configuration, logger: logger)
         // The manager first: graceful shutdown runs in reverse order, so the heartbeat stops
         // (and deadvertises) while the manager is still connected.
         let group = ServiceGroup(

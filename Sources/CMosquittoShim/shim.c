@@ -152,6 +152,11 @@ struct CMosquittoShim_Client {
     uint64_t pushedMessages; // messages ever put into the ring (stamps events, see CMosquittoShim_Client_popDueEvent)
     uint64_t takenMessages;  // messages ever taken from the ring
     atomic_uint_fast64_t dropped;
+    // Events lost because their allocation failed (see pushEvent), and whether the loop must end the session for it.
+    atomic_uint_fast64_t eventsLost;
+    atomic_bool resyncNeeded;
+    // Tests only (CMosquittoShim_Client_failEventAllocations): event allocations to fail on purpose.
+    atomic_int failEventAllocations;
 
     // Loop control, guarded by controlLock.
     pthread_mutex_t controlLock;
@@ -163,7 +168,8 @@ struct CMosquittoShim_Client {
     bool sessionUp;
     bool refusedThisAttempt;
 
-    // Tracked QoS 1/2 publish message ids, guarded by ackLock.
+    // Tracked QoS 1/2 publish message ids, guarded by ackLock. ackLock also keeps QoS 1/2 publishes, subscribes and
+    // unsubscribes out of mosquitto_connect_async (see loopMain).
     pthread_mutex_t ackLock;
     uint8_t tracked[65536 / 8];
 
@@ -261,8 +267,21 @@ static _Thread_local CMosquittoShim_Client *loopClientOfThisThread;
 /// Queues an event for the dispatcher and asks for a dispatch round (on the loop thread during a step, the round after
 /// the step takes it anyway; elsewhere, or during a round, the request makes the next loop step not wait).
 static void pushEvent(CMosquittoShim_Client *c, int kind, int code, int mid, const char *detail) {
-    CMosquittoShim_Event *event = calloc(1, sizeof(CMosquittoShim_Event));
-    if (!event) return;  // out of memory: nothing sensible left to do
+    CMosquittoShim_Event *event = NULL;
+    if (atomic_load(&c->failEventAllocations) > 0) {
+        atomic_fetch_sub(&c->failEventAllocations, 1);
+    } else {
+        event = calloc(1, sizeof(CMosquittoShim_Event));
+    }
+    if (!event) {
+        // Out of memory: the event is lost. Never silently: it is counted (the dispatch round logs it), and the loop
+        // ends the session, so the client reconnects and re-synchronizes what the event would have told (an
+        // acknowledgement, a subscription) instead of waiting for it forever.
+        atomic_fetch_add(&c->eventsLost, 1);
+        atomic_store(&c->resyncNeeded, true);
+        wantDispatch(c);
+        return;
+    }
     event->kind = kind;
     event->code = code;
     event->mid = mid;
@@ -614,6 +633,9 @@ CMosquittoShim_Client *CMosquittoShim_Client_create(const CMosquittoShim_Options
     atomic_init(&c->drainTargetPlusOne, 0);
     atomic_init(&c->drained, false);
     atomic_init(&c->unsent, 0);
+    atomic_init(&c->eventsLost, 0);
+    atomic_init(&c->resyncNeeded, false);
+    atomic_init(&c->failEventAllocations, 0);
     atomic_init(&c->packetsQueued, 0);
     atomic_init(&c->loopPolling, false);
     atomic_init(&c->wakePending, false);
@@ -1259,8 +1281,14 @@ static void *loopMain(void *arg) {
         // every packet sent and received.
         mosquitto_log_callback_set(c->mosq, onLog);
         bool logging = true;
+        // Under ackLock, which QoS 1/2 publishes, subscribes and unsubscribes hold while they queue a packet:
+        // libmosquitto sets the new socket before it queues CONNECT, and a packet queued in between would go out
+        // first (the broker closes such a connection: "protocol error"). A packet queued before this call is
+        // discarded by it (a QoS 1/2 message stays in libmosquitto's store and is sent after the CONNACK).
         int broker = atomic_load(&c->currentBroker);
+        pthread_mutex_lock(&c->ackLock);
         int rc = mosquitto_connect_async(c->mosq, c->hosts[broker], c->ports[broker], c->keepAlive);
+        pthread_mutex_unlock(&c->ackLock);
         if (rc == MOSQ_ERR_ERRNO) savedErrno = errno;
         setAccepting(c, rc == MOSQ_ERR_SUCCESS);
         if (rc == MOSQ_ERR_SUCCESS) {
@@ -1274,6 +1302,10 @@ static void *loopMain(void *arg) {
                 // handshake (which needs a read step when the socket turns writable); ours afterwards. (The first
                 // mosquitto_loop calls after a reconnect may each consume one leftover socket-pair byte without
                 // waiting: a few hundred cheap iterations at most.)
+                if (c->sessionUp && atomic_exchange(&c->resyncNeeded, false)) {
+                    rc = MOSQ_ERR_NOMEM;  // an event was lost (see pushEvent): start a new session
+                    break;
+                }
                 rc = c->sessionUp ? loopOnce(c, timeoutMs) : mosquitto_loop(c->mosq, SHIM_CONNECTING_STEP_MS, 1);
                 if (rc != MOSQ_ERR_SUCCESS) {
                     if (rc == MOSQ_ERR_ERRNO) savedErrno = errno;
@@ -1441,7 +1473,9 @@ int CMosquittoShim_Client_publish(CMosquittoShim_Client *c, int *mid, const char
 int CMosquittoShim_Client_subscribe(CMosquittoShim_Client *c, int *mid, const char *const *filters, int count,
                                     int qos) {
     int localMid = 0;
+    pthread_mutex_lock(&c->ackLock);  // not between the new socket and its CONNECT (see loopMain)
     int rc = mosquitto_subscribe_multiple(c->mosq, &localMid, count, (char *const *const)filters, qos, 0, NULL);
+    pthread_mutex_unlock(&c->ackLock);
     if (rc == MOSQ_ERR_SUCCESS) wakeLoop(c);
     if (mid) *mid = localMid;
     return rc;
@@ -1449,7 +1483,9 @@ int CMosquittoShim_Client_subscribe(CMosquittoShim_Client *c, int *mid, const ch
 
 int CMosquittoShim_Client_unsubscribe(CMosquittoShim_Client *c, int *mid, const char *filter) {
     int localMid = 0;
+    pthread_mutex_lock(&c->ackLock);  // not between the new socket and its CONNECT (see loopMain)
     int rc = mosquitto_unsubscribe(c->mosq, &localMid, filter);
+    pthread_mutex_unlock(&c->ackLock);
     if (rc == MOSQ_ERR_SUCCESS) wakeLoop(c);
     if (mid) *mid = localMid;
     return rc;
@@ -1600,6 +1636,12 @@ void CMosquittoShim_Client_setReadPaused(CMosquittoShim_Client *c, bool paused) 
 bool CMosquittoShim_Client_readingHeld(CMosquittoShim_Client *c) { return atomic_load(&c->readingHeld); }
 
 uint64_t CMosquittoShim_Client_droppedCount(CMosquittoShim_Client *c) { return atomic_load(&c->dropped); }
+
+uint64_t CMosquittoShim_Client_eventsLostCount(CMosquittoShim_Client *c) { return atomic_load(&c->eventsLost); }
+
+void CMosquittoShim_Client_failEventAllocations(CMosquittoShim_Client *c, int count) {
+    atomic_store(&c->failEventAllocations, count);
+}
 
 uint64_t CMosquittoShim_Client_unsentCount(CMosquittoShim_Client *c) { return atomic_load(&c->unsent); }
 

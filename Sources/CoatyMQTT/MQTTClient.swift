@@ -383,6 +383,7 @@ final class MessageHandler: Sendable {
 struct DropReport {
     var counted: UInt64 = 0
     var unsentCounted: UInt64 = 0
+    var eventsLostCounted: UInt64 = 0
     var logged: UInt64 = 0
     var lastLog: ContinuousClock.Instant?
 }
@@ -919,6 +920,7 @@ final class ClientCore: Sendable {
         }
         reportDrops(handle)
         reportUnsent(handle)
+        reportLostEvents(handle)
         // Ended: the jobs still queued move to the executor's fallback queue when the session detaches it.
         if stopped || mask & Int32(CMosquittoShim_WakeClosed) != 0 { return true }
         // Tasks resumed otherwise (by an event, a timer, another thread) run now, on this thread.
@@ -1193,14 +1195,55 @@ final class ClientCore: Sendable {
         }
     }
 
+    /// How much of a count of the network thread is new since the last report; records it as reported.
+    private func newSinceLastReport(_ total: UInt64, _ counted: WritableKeyPath<DropReport, UInt64>) -> UInt64 {
+        dropReport.withLock { report in
+            let delta = total - report[keyPath: counted]
+            report[keyPath: counted] = total
+            return delta
+        }
+    }
+
+    /// Logs the network thread's events lost to a failed allocation (an acknowledgement or a state
+    /// change; the network thread ended the session for each, and the client reconnects).
+    private func reportLostEvents(_ handle: MosquittoHandle) {
+        let total = handle.eventsLostCount
+        let delta = newSinceLastReport(total, \.eventsLostCounted)
+        guard delta > 0 else { return }
+        logger.error(
+            "MQTT events lost: no memory for them on the network thread; reconnecting to re-synchronize",
+            metadata: [
+                "mqtt.broker": .string(url),
+                "mqtt.events_lost": .stringConvertible(delta),
+                "mqtt.events_lost_total": .stringConvertible(total),
+            ]
+        )
+        // A lost acknowledgement would leave its publication waiting for good: every publication still
+        // waiting fails instead (it may have been delivered; one still unacknowledged is sent again after the
+        // reconnect). Subscriptions are re-established by the reconnect itself.
+        var resumptions = Resumptions()
+        state.withLock { state in
+            for token in state.publishMids.values {
+                resumptions.resolve(
+                    token,
+                    .failure(
+                        MQTTError(
+                            .protocolError,
+                            "The acknowledgement of a publication to \(url) may have been lost (no memory on the network thread): it may or may not have been delivered."
+                        )
+                    ),
+                    in: &state
+                )
+            }
+            state.publishMids = [:]
+        }
+        resumptions.resume()
+    }
+
     /// Counts and logs QoS 0 publications the network thread reported as never written.
     private func reportUnsent(_ handle: MosquittoHandle) {
         let total = handle.unsentCount
-        let delta: UInt64 = dropReport.withLock { report in
-            let delta = total - report.unsentCounted
-            report.unsentCounted = total
-            return delta
-        }
+        let delta = newSinceLastReport(total, \.unsentCounted)
         guard delta > 0 else { return }
         unsentCounter.increment(by: delta)
         logger.warning(

@@ -209,6 +209,12 @@ final class MosquittoHandle: @unchecked Sendable {
 
     var droppedCount: UInt64 { CMosquittoShim_Client_droppedCount(pointer) }
 
+    /// Network-thread events lost to a failed allocation (each also ended the session).
+    var eventsLostCount: UInt64 { CMosquittoShim_Client_eventsLostCount(pointer) }
+
+    /// Tests only: makes the next `count` event allocations of the shim fail.
+    func failEventAllocations(_ count: Int) { CMosquittoShim_Client_failEventAllocations(pointer, Int32(count)) }
+
     /// Releases the held acknowledgements through message number `through` (durable delivery).
     func acknowledge(through: UInt64) { CMosquittoShim_Client_acknowledgeThrough(pointer, through) }
 

@@ -185,6 +185,66 @@ public enum BrokerAvailability {
     public static let shouldRun = hasMosquitto || isInCI
 }
 
+/// Runs `body` with a fresh mosquitto that requires the user name `user` and the password
+/// `password`, and a temporary directory for the test's files; stops the broker and removes the
+/// directory afterwards.
+/// - Parameters:
+///   - user: the only user the broker accepts.
+///   - password: its password.
+///   - body: the test, given the started broker and the directory.
+/// - Returns: what `body` returns.
+/// - Throws: ``TestSupportError`` when `mosquitto_passwd` is missing or fails; what starting the
+///   broker or `body` throws.
+public func withPasswordBroker<T>(
+    user: String,
+    password: String,
+    _ body: (MosquittoBroker, String) async throws -> T
+) async throws -> T {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("coaty-auth-\(CoatyUUID())").path
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let passwordFile = directory + "/passwords"
+    let candidates = ["/usr/bin/mosquitto_passwd", "/usr/local/bin/mosquitto_passwd"]
+    guard let executable = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+        throw TestSupportError("mosquitto_passwd is needed (Debian package mosquitto)")
+    }
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = ["-b", "-c", passwordFile, user, password]
+    try process.run()
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else {
+        throw TestSupportError("mosquitto_passwd failed with status \(process.terminationStatus)")
+    }
+    let broker = try await MosquittoBroker.start(passwordFile: passwordFile)
+    do {
+        let result = try await body(broker, directory)
+        await broker.stop()
+        return result
+    } catch {
+        await broker.stop()
+        throw error
+    }
+}
+
+/// Writes `configuration` as a JSON file in Coaty JS's layout (``AgentConfiguration/json``) into
+/// `directory`, as a user would write it for `AgentConfiguration.load(file:)` or `$COATY_CONFIG`.
+/// - Parameters:
+///   - configuration: the configuration.
+///   - directory: the directory.
+///   - name: the file name.
+/// - Returns: the file's path.
+/// - Throws: when the file cannot be written.
+public func writeConfigurationFile(
+    _ configuration: AgentConfiguration,
+    in directory: String,
+    name: String = "agent.json"
+) throws -> String {
+    let path = directory + "/" + name
+    try Data(configuration.json.serializedBytes()).write(to: URL(fileURLWithPath: path))
+    return path
+}
+
 /// Runs `body` with a fresh mosquitto on a free loopback port, stopping it afterwards.
 /// - Parameter body: the test, given the started broker.
 /// - Returns: what `body` returns.
@@ -232,6 +292,46 @@ public func withAgent<T>(
         await manager.stop()
         throw error
     }
+}
+
+/// Runs `body` with one started agent per name on `broker` (in that order), stopping them
+/// afterwards.
+/// - Parameters:
+///   - broker: the broker.
+///   - names: the identity names.
+///   - body: the test, given the agents in the order of `names`.
+/// - Returns: what `body` returns.
+/// - Throws: what starting an agent or `body` throws.
+public func withAgents<T>(
+    on broker: MosquittoBroker,
+    names: [String],
+    _ body: ([CommunicationManager]) async throws -> T
+) async throws -> T {
+    guard let name = names.first else { return try await body([]) }
+    return try await withAgent(on: broker, name: name) { agent in
+        try await withAgents(on: broker, names: Array(names.dropFirst())) { others in
+            try await body([agent] + others)
+        }
+    }
+}
+
+/// Runs `router` in a task and waits (up to 30 s) until `observer` sees it advertise its IO
+/// context: the router then observes IoNodes.
+/// - Parameters:
+///   - router: the router.
+///   - observer: an agent that watches for the Advertise.
+/// - Returns: the running router's task and the advertised context (`nil` when none came).
+/// - Throws: ``CommunicationError`` when the observation cannot be made.
+public func runRouter(
+    _ router: IoRouter,
+    seenBy observer: CommunicationManager
+) async throws -> (running: Task<Void, any Error>, advertised: AnyCoatyObject?) {
+    let contexts = try observer.observeAdvertise(coreType: .ioContext)
+    await contexts.subscribed()
+    let running = Task { try await router.run() }
+    let contextId = router.ioContext.objectId
+    let advertised = try await first(contexts, timeout: 30) { $0.object.objectId == contextId }
+    return (running, advertised?.object)
 }
 
 /// The first element of `sequence` satisfying `predicate`, or `nil` after `timeout` seconds.

@@ -140,7 +140,7 @@ struct StandardControllerTests {
         let cache = ObjectCacheController(
             communicationManager: requester,
             capacity: 2,
-            resolveTimeout: .seconds(1)
+            resolveTimeout: .seconds(5)  // generous: a loaded CI machine answered a Discover in over 1 s
         )
         var lamp = BaseObject(name: "lamp v1")
 
@@ -186,6 +186,7 @@ struct StandardControllerTests {
             let c = BaseObject(name: "c")
             var handles: [DiscoverableObject] = []
             for object in [a, b, c] { handles.append(try await lifecycle.advertiseDiscoverableObject(object)) }
+            try await Task.sleep(for: .seconds(1))  // the responder's registrations settle (a loaded machine is slow)
             #expect(try await cache.resolve(objectId: a.objectId)?.name == "a")
             #expect(try await cache.resolve(objectId: b.objectId)?.name == "b")
             #expect(cache.cachedObject(objectId: a.objectId) != nil)  // a is now used more recently than b
@@ -198,7 +199,7 @@ struct StandardControllerTests {
             // Concurrent resolves of an id not cached share one Discover.
             let d = BaseObject(name: "d")
             handles.append(try await lifecycle.advertiseDiscoverableObject(d))
-            try await Task.sleep(for: .milliseconds(300))
+            try await Task.sleep(for: .seconds(1))  // the responder's registration settles (a loaded machine is slow)
             let before = discoverCount.value
             async let one = cache.resolve(objectId: d.objectId)
             async let two = cache.resolve(objectId: d.objectId)

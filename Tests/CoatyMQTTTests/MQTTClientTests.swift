@@ -1,4 +1,5 @@
 import AgentProcessTestSupport
+import CoatySync
 import Foundation
 import Logging
 import Synchronization
@@ -262,7 +263,8 @@ struct MQTTClientTests {
         let (warm, end) = (try usage(lines[0]), try usage(lines[1]))
         #expect(end["cycles"] == cycles)
         // After the warm-up tenth of the cycles, the rest change nothing but noise.
-        #expect(end["fds", default: .max] <= warm["fds", default: 0], "fds \(warm) → \(end)")
+        // (A runtime may open a descriptor or two lazily after the warm-up; a leak shows one per cycle.)
+        #expect(end["fds", default: .max] <= warm["fds", default: 0] + 2, "fds \(warm) → \(end)")
         #expect(end["threads", default: .max] <= warm["threads", default: 0] + 1, "threads \(warm) → \(end)")
         #expect(
             end["rssKiB", default: .max] - warm["rssKiB", default: 0] < 8 * 1024,
@@ -302,6 +304,131 @@ struct MQTTClientTests {
         #expect(losses >= 3, "\(logs.joined)")
         #expect(losses <= 20, "\(losses) losses in 8 s: \(logs.joined)")
         #expect(named >= 1 && named <= 2, "\(logs.joined)")
+        await broker.stop()
+    }
+
+    /// An event the network thread cannot allocate (memory exhausted) is never lost silently: it is
+    /// counted and logged at error, and the session is restarted, so what it would have told (here
+    /// the acknowledgement of a QoS 1 publication) is re-synchronized instead of awaited forever.
+    @Test func aLostShimEventIsCountedLoggedAndResynchronized() async throws {
+        let broker = try await MosquittoBroker.start()
+        let logs = RecordingLogHandler.Storage()
+        var configuration = try MQTTConfiguration(url: broker.url, clientId: uniqueClientId("oom"))
+        configuration.reconnectDelay = .milliseconds(100)
+        let client = MQTTClient(
+            configuration: configuration,
+            logger: Logger(label: "test.oom") { _ in RecordingLogHandler(storage: logs) }
+        )
+        try await client.connect()
+        let subscriber = try await connectedClient(broker.url, "oom-sub")
+        try await subscriber.subscribe("oom/#", qos: .atLeastOnce)
+        guard case .success(let handle) = client.core.setup else {
+            Issue.record("no shim client")
+            return
+        }
+        handle.failEventAllocations(1)  // the PUBACK's event is lost
+        // The publication waiting for it fails (it may have been delivered) instead of waiting for good.
+        await #expect(throws: MQTTError.self) {
+            try await withTimeout(20, "the QoS 1 publication after a lost event") {
+                try await client.publish("oom/a", payload: Array("one".utf8), qos: .atLeastOnce)
+            }
+        }
+        #expect(handle.eventsLostCount == 1)
+        #expect(logs.contains(.error, "MQTT events lost"), "\(logs.joined)")
+        // The network thread restarts the session right after (on its next turn).
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !logs.contains(.info, "Reconnected"), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(logs.contains(.warning, "Connection lost"), "the session was restarted: \(logs.joined)")
+        #expect(logs.contains(.info, "Reconnected"), "\(logs.joined)")
+        // The client goes on: the next QoS 1 publication is acknowledged, and both arrived.
+        try await withTimeout(20, "a QoS 1 publication after the reconnect") {
+            try await client.publish("oom/b", payload: Array("two".utf8), qos: .atLeastOnce)
+        }
+        let received = try await receive(subscriber, count: 2)
+        #expect(received.map(\.payload) == [Array("one".utf8), Array("two".utf8)])
+        await client.disconnect()
+        await subscriber.disconnect()
+        await broker.stop()
+    }
+
+    /// Stress on the shim's two write paths and its restart: 8 tasks publish at QoS 0 (the direct
+    /// path beside the loop's writes) and QoS 1 (libmosquitto's queue) while the client is stopped and
+    /// started 20 times. Nothing crashes or hangs, a publication either returns or fails with an
+    /// error, and every QoS 1 publication that returned arrives, exactly as sent.
+    @Test func publishersDuringStopAndStartLoseNothingAcknowledged() async throws {
+        let broker = try await MosquittoBroker.start()
+        let subscriber = try await connectedClient(broker.url, "stress-sub")
+        try await subscriber.subscribe("stress/#", qos: .atLeastOnce)
+        let client = try await connectedClient(broker.url, "stress-pub")
+        final class Shared: Sendable {
+            let acknowledged = CoatyMutex<Set<String>>([])
+            let stop = CoatyMutex(false)
+            let seen = CoatyMutex<Set<String>>([])
+        }
+        let shared = Shared()
+        // The publishers end when told to or when cancelled; the cycles' first error ends them too (a failed
+        // connect must fail the test, not leave eight publishers spinning).
+        var cycleError: String?
+        await withTaskGroup(of: Void.self) { group in
+            for publisher in 0..<8 {
+                group.addTask {
+                    var index = 0
+                    while !shared.stop.withLock({ $0 }), !Task.isCancelled {
+                        let payload = "p\(publisher)-\(index)"
+                        index += 1
+                        do {
+                            if index % 2 == 0 {
+                                try await client.publish("stress/q1", payload: Array(payload.utf8), qos: .atLeastOnce)
+                                shared.acknowledged.withLock { _ = $0.insert(payload) }
+                            } else {
+                                try await client.publish("stress/q0", payload: Array(payload.utf8))
+                            }
+                        } catch {
+                            // Not connected at the moment: refused, not lost silently. Back off a little, so
+                            // eight refused publishers do not starve the task that reconnects.
+                            try? await Task.sleep(for: .milliseconds(2))
+                        }
+                        if index % 8 == 0 { await Task.yield() }
+                    }
+                }
+            }
+            do {
+                for cycle in 0..<20 {
+                    try await Task.sleep(for: .milliseconds(50))
+                    await client.disconnect()
+                    do {
+                        try await client.connect()
+                    } catch {
+                        cycleError =
+                            "connect \(cycle + 1) of 20 failed: \(error); the broker's log: \(broker.diagnostics())"
+                        break
+                    }
+                }
+                try await Task.sleep(for: .milliseconds(200))
+            } catch {
+                cycleError = "cancelled: \(error)"
+            }
+            shared.stop.withLock { $0 = true }
+            await group.waitForAll()
+        }
+        if let cycleError { Issue.record(Comment(rawValue: cycleError)) }
+        await client.disconnect()
+        let expected = shared.acknowledged.withLock { $0 }
+        #expect(expected.count > 100, "QoS 1 publications acknowledged: \(expected.count)")
+        _ = try? await withTimeout(30, "every acknowledged publication") {
+            for await message in subscriber.messages where message.topic == "stress/q1" {
+                let done = shared.seen.withLock { seen in
+                    seen.insert(String(decoding: message.payload, as: UTF8.self))
+                    return seen.isSuperset(of: expected)
+                }
+                if done { break }
+            }
+        }
+        let missing = expected.subtracting(shared.seen.withLock { $0 })
+        #expect(missing.isEmpty, "acknowledged but not received: \(missing.count) of \(expected.count)")
+        await subscriber.disconnect()
         await broker.stop()
     }
 

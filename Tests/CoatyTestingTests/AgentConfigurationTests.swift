@@ -23,7 +23,7 @@ private let fileText = """
         "observerBufferLimit": 50
       },
       "controllers": { "LightController": { "room": "kitchen" } },
-      "databases": { "ignored": true }
+      "databases": { "store": { "adapter": "SqLiteNodeAdapter", "connectionString": "store.db" } }
     }
     """
 

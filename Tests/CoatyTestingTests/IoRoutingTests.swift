@@ -77,14 +77,14 @@ final class ManualClock: Clock, Sendable {
 }
 
 /// A source/actor pair as seen in Associate events.
-private struct Pair: Hashable, CustomStringConvertible {
+struct Pair: Hashable, CustomStringConvertible {
     let source: CoatyUUID
     let actor: CoatyUUID
     var description: String { "\(source.uuidString.prefix(4))→\(actor.uuidString.prefix(4))" }
 }
 
 /// A router agent, two point agents and a spy on the Associate events of the context.
-private struct IoWorld {
+struct IoWorld {
     static let context = "ctx"
     let broker = InProcessBroker()
     let routerAgent: TestAgent
@@ -99,6 +99,11 @@ private struct IoWorld {
         for agent in [routerAgent, sourceAgent, actorAgent] { try await agent.manager.start() }
         spy = try routerAgent.manager.observeAssociate(ioContextName: Self.context)
         await spy.subscribed()
+    }
+
+    /// The basic router of the context, on the router agent.
+    func basicRouter() -> IoRouter {
+        IoRouter.basic(communicationManager: routerAgent.manager, ioContext: IoContext(name: Self.context))
     }
 
     /// Runs the router until the body returns; waits until it advertised its context (it is
@@ -136,7 +141,7 @@ private struct IoWorld {
 }
 
 /// Collects Associate events until `sentinel` is associated; returns the others in order.
-private func associates(
+func associates(
     until sentinel: Pair,
     from iterator: inout EventObservation<AssociateEvent>.Iterator
 ) async -> [AssociateEventData] {
@@ -148,7 +153,7 @@ private func associates(
     return seen
 }
 
-private func pairs(_ events: [AssociateEventData], associating: Bool = true) -> Set<Pair> {
+func pairs(_ events: [AssociateEventData], associating: Bool = true) -> Set<Pair> {
     Set(
         events.filter { $0.isDisassociation != associating }.map { Pair(source: $0.ioSourceId, actor: $0.ioActorId) }
     )
@@ -164,10 +169,7 @@ struct IoRoutingTests {
     @Test("the basic router associates compatible pairs of its context only, on the source's Coaty route")
     func basicRouting() async throws {
         let world = try await IoWorld()
-        let router = IoRouter.basic(
-            communicationManager: world.routerAgent.manager,
-            ioContext: IoContext(name: IoWorld.context)
-        )
+        let router = world.basicRouter()
         let temperature = IoSource(name: "t", valueType: "test.Temperature", updateRate: 100)
         let humidity = IoSource(name: "h", valueType: "test.Humidity")
         let rawTemperature = IoSource(name: "raw t", valueType: "test.Temperature", useRawIoValues: true)
@@ -272,10 +274,7 @@ struct IoRoutingTests {
     @Test("a deadvertised node is disassociated; an external route is used as the associating route")
     func deadvertiseDisassociates() async throws {
         let world = try await IoWorld()
-        let router = IoRouter.basic(
-            communicationManager: world.routerAgent.manager,
-            ioContext: IoContext(name: IoWorld.context)
-        )
+        let router = world.basicRouter()
         let source = IoSource(name: "s", valueType: "test.Temperature", externalRoute: "plant/line1/temperature")
         let actor = IoActor(name: "a", valueType: "test.Temperature")
         let sourceNode = IoNode(name: IoWorld.context, ioSources: [source], ioActors: [])
@@ -304,10 +303,7 @@ struct IoRoutingTests {
     @Test("an actor receives the values of its associated sources and none after disassociation")
     func actorFollowsAssociations() async throws {
         let world = try await IoWorld()
-        let router = IoRouter.basic(
-            communicationManager: world.routerAgent.manager,
-            ioContext: IoContext(name: IoWorld.context)
-        )
+        let router = world.basicRouter()
         let first = IoSource(name: "first", valueType: "test.Temperature")
         let second = IoSource(name: "second", valueType: "test.Temperature", externalRoute: "plant/second")
         let actor = IoActor(name: "display", valueType: "test.Temperature")
@@ -398,10 +394,7 @@ struct IoRoutingTests {
             Void
     ) async throws {
         let world = try await IoWorld()
-        let router = IoRouter.basic(
-            communicationManager: world.routerAgent.manager,
-            ioContext: IoContext(name: IoWorld.context)
-        )
+        let router = world.basicRouter()
         let source = IoSource(name: "s", valueType: "test.Temperature", updateRate: rate, updateStrategy: strategy)
         let actor = IoActor(name: "a", valueType: "test.Temperature")
         let clock = ManualClock()

@@ -185,6 +185,56 @@ struct ExamplesTests {
         }
     }
 
+    @Test(
+        "service-group-agent configured by a Coaty JS file (broker, namespace, credentials, keep-alive, identity): killed, the broker publishes Coaty's last will"
+    )
+    func serviceGroupAgentFromConfigurationFile() async throws {
+        try await withPasswordBroker(user: "agent", password: "s3cret") { broker, directory in
+            let identityId = CoatyUUID()
+            let file = try writeConfigurationFile(
+                AgentConfiguration(
+                    name: "Configured agent",
+                    identityId: identityId,
+                    brokerURL: broker.url,
+                    namespace: "plant4",
+                    username: "agent",
+                    password: "s3cret",
+                    keepAlive: 10
+                ),
+                in: directory
+            )
+            // The observer needs the credentials too, and the agent's namespace.
+            let observer = try CommunicationManager.mqtt(
+                configuration: AgentConfiguration(
+                    brokerURL: broker.url,
+                    namespace: "plant4",
+                    username: "agent",
+                    password: "s3cret"
+                )
+            )
+            try await observer.start()
+            let deadvertises = try observer.observeDeadvertise()
+            await deadvertises.subscribed()
+            let started = try await startReadyProcess(
+                executable: try builtExecutable(named: "service-group-agent"),
+                ["--interval", "0.2"],
+                name: "Configured agent",
+                observer: observer,
+                environment: ["COATY_CONFIG": file]
+            )
+            #expect(started.identity.objectId == identityId)
+            #expect(started.identity.json["name"] == "Configured agent")
+
+            started.process.signal(SIGKILL)
+            _ = await started.process.finish(timeout: 30)
+            // No clean stop: only the will can tell. Coaty's will is the Deadvertise of the identity.
+            let will = try await first(deadvertises, timeout: 30) { $0.sourceId == identityId }
+            #expect(will?.objectIds == [identityId])
+            #expect(will?.topic.name == "coaty/3/plant4/DAD/\(identityId)")
+            await observer.stop()
+        }
+    }
+
     @Test("recorder-with-query records the readings into SQLite and prints the query's objects in order")
     func recorderWithQuery() async throws {
         try await withBroker { broker in

@@ -222,6 +222,13 @@ bool CMosquittoShim_Client_readingHeld(CMosquittoShim_Client *client);
 /// The number of incoming messages dropped because no memory was left for them (monotonic; the ring itself never
 /// drops: back-pressure holds the reads instead).
 uint64_t CMosquittoShim_Client_droppedCount(CMosquittoShim_Client *client);
+
+/// Shim events (acknowledgements, state changes) lost because their allocation failed; each also ends the session
+/// so that the client reconnects and re-synchronizes.
+uint64_t CMosquittoShim_Client_eventsLostCount(CMosquittoShim_Client *client);
+
+/// Tests only: makes the next `count` event allocations fail, as when memory runs out.
+void CMosquittoShim_Client_failEventAllocations(CMosquittoShim_Client *client, int count);
 /// The number of QoS 0 publications queued but never written to the socket (monotonic): lost with a connection,
 /// or still queued when the graceful stop's flush time ran out. Updated before the ConnectionLost / Stopped event.
 uint64_t CMosquittoShim_Client_unsentCount(CMosquittoShim_Client *client);

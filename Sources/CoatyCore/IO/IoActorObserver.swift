@@ -77,7 +77,7 @@ public final class IoActorObserver: Service, Sendable {
     private let continuation: AsyncStream<IoActorValue>.Continuation
     private let logger: Logger
     private let follower: AssociationFollower
-    private let routes = CoatyMutex<[String: [CoatyUUID]]>([:])
+    private let routes = CoatyMutex(ActorAssociations())
 
     /// Creates the observer and subscribes the Associate events of the context.
     ///
@@ -112,11 +112,11 @@ public final class IoActorObserver: Service, Sendable {
     }
 
     /// Whether at least one IoSource is associated with the actor (and its route subscribed).
-    public var isAssociated: Bool { follower.state.isAssociated }
+    public var isAssociated: Bool { follower.state.value }
 
     /// The IoSources currently associated with the actor.
     public var associatedSourceIds: [CoatyUUID] {
-        routes.withLock { $0.values.flatMap { $0 } }
+        routes.withLock { $0.sourceIds }
     }
 
     /// The association state now and at every change (distinct values).
@@ -141,34 +141,21 @@ public final class IoActorObserver: Service, Sendable {
                 if let route = added {
                     if let forwarder = await self.subscribe(route) {
                         forwarders[route] = forwarder
-                        self.routes.withLock { $0[route] = [event.data.ioSourceId] }
+                        self.routes.withLock { $0.enter(route, ioSourceId: event.data.ioSourceId) }
                     }
                 }
-                self.follower.state.set(!self.routes.withLock { $0.isEmpty })
+                self.follower.state.set(self.routes.withLock { $0.isAssociated })
             }
             for forwarder in forwarders.values { forwarder.cancel() }
         }
-        routes.withLock { $0 = [:] }
+        routes.withLock { $0 = ActorAssociations() }
         continuation.finish()
     }
 
     /// Applies an Associate for the actor; returns a new route to subscribe (entered once it is
     /// subscribed) and the routes to drop.
     private func apply(_ data: AssociateEventData) -> (added: String?, removed: [String]) {
-        routes.withLock { routes in
-            var removed: [String] = []
-            for (route, sources) in routes where route != data.associatingRoute && sources.contains(data.ioSourceId) {
-                let left = sources.filter { $0 != data.ioSourceId }
-                routes[route] = left.isEmpty ? nil : left
-                if left.isEmpty { removed.append(route) }
-            }
-            guard let route = data.associatingRoute else { return (nil, removed) }
-            if let sources = routes[route] {
-                if !sources.contains(data.ioSourceId) { routes[route] = sources + [data.ioSourceId] }
-                return (nil, removed)
-            }
-            return (route, removed)
-        }
+        routes.withLock { $0.apply(data) }
     }
 
     /// Subscribes a route (the exact Coaty `IOV` topic, or an external topic as Raw) and
@@ -203,7 +190,7 @@ public final class IoActorObserver: Service, Sendable {
     ) -> Task<Void, Never> {
         Task { [self] in
             for await element in observation {
-                guard let sources = routes.withLock({ $0[route] }) else { continue }
+                guard let sources = routes.withLock({ $0.routes[route] }) else { continue }
                 continuation.yield(IoActorValue(route: route, ioSourceIds: sources, payload: payload(element)))
             }
         }

@@ -9,6 +9,10 @@ import Synchronization
 /// While it runs, the router
 /// - advertises its IO context (with `parentObjectId` set to the agent's identity) and answers
 ///   Discovers of it;
+/// - accepts Update events of its IO context (core type IoContext, the context's objectId) from
+///   any agent: it takes the updated context (as ``updateContext(_:)``), re-advertises it,
+///   re-evaluates its rules (publishing the changed associations), then answers with a Complete
+///   carrying the context it now has;
 /// - manages every IoNode advertised (or resolved to its initial Discover of core type IoNode)
 ///   whose `name` is the context's name; a node advertised without sources and actors, or
 ///   deadvertised, is no longer managed;
@@ -103,16 +107,22 @@ public final class IoRouter: Service, Sendable {
 
     /// Replaces the IO context (keeping its `name` routes the same nodes; a new name drops none of
     /// the managed nodes until they are deadvertised); a running router re-advertises it and
-    /// re-evaluates its associations.
+    /// re-evaluates its associations. Another agent does the same with an Update of the context
+    /// (``CommunicationManager/publishUpdate(_:)``), which the router completes.
     /// - Parameter context: the new context.
     public func updateContext(_ context: IoContext) {
-        var context = context
-        context.parentObjectId = communicationManager.identity.objectId
         let inputs = state.withLock { state in
-            state.context = context
+            state.context = ownContext(context)
             return state.inputs
         }
         inputs?.yield(.contextChanged)
+    }
+
+    /// The context with its `parentObjectId` set to the agent's identity.
+    private func ownContext(_ context: IoContext) -> IoContext {
+        var context = context
+        context.parentObjectId = communicationManager.identity.objectId
+        return context
     }
 
     /// Ends ``run()``: the router disassociates every pair it associated and returns.
@@ -134,6 +144,7 @@ public final class IoRouter: Service, Sendable {
         let advertises = try communicationManager.observeAdvertise(coreType: .ioNode)
         let deadvertises = try communicationManager.observeDeadvertise()
         let discovers = try communicationManager.observeDiscover()
+        let updates = try communicationManager.observeUpdate(coreType: .ioContext)
         let (inputs, continuation) = AsyncStream.makeStream(of: RouterInput.self)
         let alreadyStopped = state.withLock { state -> Bool in
             guard !state.stopped else { return true }
@@ -154,10 +165,14 @@ public final class IoRouter: Service, Sendable {
             group.addTask {
                 for await event in discovers { continuation.yield(.discover(event)) }
             }
+            group.addTask {
+                for await event in updates { continuation.yield(.updated(event)) }
+            }
             group.addTask { [communicationManager] in
                 await advertises.subscribed()
                 await deadvertises.subscribed()
                 await discovers.subscribed()
+                await updates.subscribed()
                 continuation.yield(.contextChanged)
                 do {
                     for try await resolve in communicationManager.publishDiscover(.coreTypes([.ioNode])) {
@@ -206,15 +221,38 @@ public final class IoRouter: Service, Sendable {
                 logger.warning("IO router failed to resolve its IO context", metadata: ["error": "\(error)"])
             }
         case .contextChanged:
-            do {
-                try await communicationManager.publishAdvertise(ioContext)
-            } catch {
-                logger.warning("IO router failed to advertise its IO context", metadata: ["error": "\(error)"])
+            await contextChanged()
+        case .updated(let update):
+            // Coaty JS's IoRouter: take the context, re-advertise it, re-evaluate, then complete.
+            guard update.object.objectId == ioContext.objectId else { return }
+            guard let context = update.object.as(IoContext.self) else {
+                logger.warning("IO router received an Update of its IO context it cannot read")
+                return
             }
-            await evaluate()
+            state.withLock { $0.context = ownContext(context) }
+            await contextChanged()
+            do {
+                try await update.complete(object: ioContext)
+            } catch {
+                logger.warning(
+                    "IO router failed to complete an Update of its IO context",
+                    metadata: ["error": "\(error)"]
+                )
+            }
         case .reevaluate:
             await evaluate()
         }
+    }
+
+    /// Advertises the changed context and re-evaluates the associations (Coaty JS's
+    /// `onIoContextChanged` of its rule-based router).
+    private func contextChanged() async {
+        do {
+            try await communicationManager.publishAdvertise(ioContext)
+        } catch {
+            logger.warning("IO router failed to advertise its IO context", metadata: ["error": "\(error)"])
+        }
+        await evaluate()
     }
 
     /// Matches the rules, resolves update rates and publishes the differences (Coaty JS's
@@ -385,6 +423,7 @@ private enum RouterInput: Sendable {
     case advertised(IoNode)
     case deadvertised([CoatyUUID])
     case discover(DiscoverEvent)
+    case updated(UpdateEvent<AnyCoatyObject>)
     case contextChanged
     case reevaluate
 }

@@ -71,7 +71,7 @@ public final class IoSourcePublisher<C: Clock>: Service, Sendable where C.Durati
     }
 
     /// Whether at least one IoActor is associated with the source.
-    public var isAssociated: Bool { follower.state.isAssociated }
+    public var isAssociated: Bool { follower.state.value }
 
     /// The route values are published on, while associated.
     public var route: String? { state.withLock { $0.route } }
@@ -139,7 +139,7 @@ public final class IoSourcePublisher<C: Clock>: Service, Sendable where C.Durati
             driver?.cancel()
         }
         state.withLock { state in
-            state.route = nil
+            state.associations = SourceAssociations()
             state.signal?.finish()
         }
     }
@@ -154,21 +154,7 @@ public final class IoSourcePublisher<C: Clock>: Service, Sendable where C.Durati
         let (epoch, associated) = state.withLock { state -> (SourceEpoch<C.Instant>?, Bool) in
             let wasAssociated = state.route != nil
             let previousRate = state.updateRate
-            if let route = data.associatingRoute {
-                if state.route == route {
-                    if !state.actorIds.contains(data.ioActorId) { state.actorIds.append(data.ioActorId) }
-                } else {
-                    state.route = route
-                    state.actorIds = [data.ioActorId]
-                }
-                state.updateRate = data.updateRate
-            } else {
-                state.actorIds.removeAll { $0 == data.ioActorId }
-                if state.actorIds.isEmpty {
-                    state.route = nil
-                    state.updateRate = nil
-                }
-            }
+            state.associations.apply(data)
             let associated = state.route != nil
             guard associated != wasAssociated || state.updateRate != previousRate else { return (nil, associated) }
             state.pending = nil
@@ -318,9 +304,11 @@ struct SourceEpoch<Instant: InstantProtocol>: Sendable where Instant.Duration ==
 }
 
 struct SourceState<Instant: InstantProtocol> where Instant.Duration == Duration {
-    var route: String?
-    var actorIds: [CoatyUUID] = []
-    var updateRate: Double?
+    var associations = SourceAssociations()
+    /// The route values are published on, while associated.
+    var route: String? { associations.route }
+    /// The update rate of the latest Associate.
+    var updateRate: Double? { associations.updateRate }
     var mode: SourceMode = .direct
     var epochStart: Instant?
     /// Sample: the latest value of each update interval since the epoch started.

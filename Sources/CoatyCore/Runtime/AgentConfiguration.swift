@@ -2,26 +2,62 @@ import Foundation
 public import Logging
 public import Metrics
 
-/// An agent's configuration: identity, broker, namespace and the options of its controllers,
-/// from code, a JSON file in Coaty JS's layout, and `COATY_*` environment variables.
+/// An agent's configuration: identity, agent information, broker connection (URL, credentials,
+/// keep-alive, TLS), namespace, QoS, databases and the options of its controllers, from code, a
+/// JSON file in Coaty JS 2.4's layout, and `COATY_*` environment variables.
 ///
 /// ```json
 /// {
-///   "common": { "agentIdentity": { "name": "Light agent", "objectId": "…" } },
-///   "communication": { "brokerUrl": "mqtt://broker:1883", "namespace": "home", "shouldEnableCrossNamespacing": false },
-///   "controllers": { "LightController": { "room": "kitchen" } }
+///   "common": {
+///     "agentIdentity": { "name": "Light agent", "objectId": "…" },
+///     "agentInfo": { "packageInfo": { "name": "light-agent", "version": "1.2.0" },
+///                    "buildInfo": { "buildDate": "2024-05-01T10:00:00.000Z", "buildMode": "production" },
+///                    "configInfo": { "serviceHost": "" } },
+///     "extra": { "site": "plant 4" }
+///   },
+///   "communication": {
+///     "brokerUrl": "mqtts://broker:8883", "namespace": "home", "shouldEnableCrossNamespacing": false,
+///     "mqttClientOptions": { "username": "light", "password": "…", "keepalive": 30,
+///                            "ca": "/etc/coaty/ca.pem", "cert": "/etc/coaty/light.pem", "key": "/etc/coaty/light.key" }
+///   },
+///   "controllers": { "LightController": { "room": "kitchen" } },
+///   "databases": { "store": { "adapter": "SqLiteNodeAdapter", "connectionString": "/var/lib/light.db" } }
 /// }
 /// ```
 ///
-/// Failover brokers come from `communication.servers` (or `communication.mqttClientOptions.servers`), MQTT.js's
-/// `[{ "host": "b", "port": 1883, "protocol": "mqtt" }]`, or from a comma-separated `COATY_BROKER`.
+/// The connection members may also stand in `communication.binding.options` (Coaty JS 2.1's
+/// `MqttBinding.withOptions({…})` layout; `tlsOptions` holds `ca`, `cert`, `key`,
+/// `rejectUnauthorized` there), which wins over `communication` and
+/// `communication.mqttClientOptions`. Two differences from MQTT.js: `ca`, `cert` and `key` are
+/// **paths** of PEM files (MQTT.js takes the PEM text, which libmosquitto cannot), and a `will` is
+/// ignored, as Coaty JS's MQTT binding ignores it: an agent's last will is always the Deadvertise
+/// of its identity (and IO nodes). `communication.qos` (0 or 1) is CoatyKit's opt-in.
+///
+/// Failover brokers (``fallbackBrokerURLs``) come from MQTT.js's `servers`,
+/// `[{ "host": "b", "port": 1883, "protocol": "mqtt" }]`, in any of those objects (the same
+/// precedence), or from a comma-separated `COATY_BROKER`. `servers` lists every broker: without a
+/// `brokerUrl` its first entry is the primary one, and an entry equal to `brokerUrl` is not repeated.
 ///
 /// ``load(file:environment:)`` applies, from lowest to highest precedence: the defaults, the
-/// file (`COATY_CONFIG` when no path is given), then the environment variables `COATY_BROKER`,
-/// `COATY_NAMESPACE`, `COATY_NAME`, `COATY_IDENTITY_ID`, `COATY_CROSS_NAMESPACE` and `COATY_QOS`. Code may
-/// change the result afterwards. Every problem is an ``AgentConfigurationError`` naming the
-/// file and field, or the variable.
-public struct AgentConfiguration: Codable, Sendable, Hashable {
+/// file (`COATY_CONFIG` when no path is given), then the environment variables:
+///
+/// | variable | sets |
+/// |---|---|
+/// | `COATY_BROKER` | ``brokerURL``; a comma-separated list sets ``fallbackBrokerURLs`` too (the brokers after the first) |
+/// | `COATY_NAMESPACE` | ``namespace`` |
+/// | `COATY_CROSS_NAMESPACE` | ``shouldEnableCrossNamespacing`` (true/false, yes/no, on/off, 1/0) |
+/// | `COATY_NAME`, `COATY_IDENTITY_ID` | ``name``, ``identityId`` |
+/// | `COATY_QOS` | ``qos`` (0 or 1) |
+/// | `COATY_USERNAME`, `COATY_PASSWORD` | ``username``, ``password`` |
+/// | `COATY_KEEPALIVE` | ``keepAlive`` (seconds: 0, or 5…65535) |
+/// | `COATY_CA_FILE`, `COATY_CERT_FILE`, `COATY_KEY_FILE` | ``caFile``, ``certificateFile``, ``privateKeyFile`` (PEM) |
+/// | `COATY_TLS_VERIFY` | ``verifiesServer`` (a boolean; only for tests) |
+/// | `COATY_ENV`, `COATY_SERVICE_HOST` | ``agentInfo``'s build mode and service host (Coaty's variables) |
+/// | `COATY_DATABASE_<NAME>` | ``databases``[`<NAME>`] from `postgres://…`, `sqlite:PATH` or `memory:` |
+///
+/// Code may change the result afterwards (then call ``validate()``). Every problem is one
+/// ``AgentConfigurationError`` naming the file and field, or the variable: the first one found.
+public struct AgentConfiguration: Codable, Sendable, Hashable, CustomStringConvertible {
     /// The default broker URL.
     public static let defaultBrokerURL = "mqtt://127.0.0.1:1883"
 
@@ -32,8 +68,10 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
     /// The broker, `mqtt://HOST[:PORT]` or `mqtts://HOST[:PORT]`. Default ``defaultBrokerURL``.
     public var brokerURL: String
     /// Brokers tried in order after ``brokerURL`` when it cannot be reached or its connection is lost (same scheme
-    /// and credentials). JSON: `communication.servers`, MQTT.js's `[{host, port, protocol}]`, which lists every
-    /// broker (a server equal to `brokerUrl` is not repeated here). Default none.
+    /// and credentials). JSON: `mqttClientOptions.servers` (read also from `communication` and
+    /// `binding.options`), MQTT.js's `[{host, port, protocol}]`, which lists every broker (a server equal to
+    /// `brokerUrl` is not repeated here); environment: the URLs after the first in a comma-separated
+    /// `COATY_BROKER`. Default none.
     public var fallbackBrokerURLs: [String]
     /// The Coaty namespace. Default `-`.
     public var namespace: String
@@ -49,6 +87,34 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
     /// The options of each controller under its ``Controller/name`` (handed to it as
     /// ``ControllerContext/options``).
     public var controllers: JSONObject
+    /// The user name sent to the broker, or `nil`. JSON: `mqttClientOptions.username`.
+    public var username: String?
+    /// The password sent to the broker, or `nil`; never in ``description``. JSON:
+    /// `mqttClientOptions.password`.
+    public var password: String?
+    /// The MQTT keep-alive interval in seconds: 0 (off) or 5…65535 (libmosquitto's range), or
+    /// `nil` for Coaty's 60 s. JSON: `mqttClientOptions.keepalive`.
+    public var keepAlive: Int?
+    /// A PEM file with the CA certificates that signed the broker certificate (`mqtts://` only),
+    /// or `nil` for the system CAs. JSON: `mqttClientOptions.ca`; environment: `COATY_CA_FILE`.
+    public var caFile: String?
+    /// A PEM client certificate for mutual TLS (with ``privateKeyFile``). JSON:
+    /// `mqttClientOptions.cert`; environment: `COATY_CERT_FILE`.
+    public var certificateFile: String?
+    /// The PEM private key of ``certificateFile``. JSON: `mqttClientOptions.key`; environment:
+    /// `COATY_KEY_FILE`.
+    public var privateKeyFile: String?
+    /// Whether an `mqtts://` broker's certificate and host name are verified (default `true`; turn
+    /// it off only for tests). JSON: `mqttClientOptions.rejectUnauthorized`; environment:
+    /// `COATY_TLS_VERIFY`.
+    public var verifiesServer: Bool
+    /// Package, build and configuration information (`common.agentInfo`), or `nil`; ``logHost``
+    /// sends it with Log objects.
+    public var agentInfo: AgentInfo?
+    /// Application-specific values shared by the controllers (`common.extra`).
+    public var extra: JSONObject
+    /// The databases by name (`databases`).
+    public var databases: [String: DatabaseOptions]
 
     /// Creates a configuration in code.
     /// - Parameters:
@@ -62,6 +128,16 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
     ///   - observerBufferLimit: the observer buffer size.
     ///   - qos: the least QoS, 0 or 1 (`nil`: 0).
     ///   - controllers: controller options by controller name.
+    ///   - username: the broker user name.
+    ///   - password: the broker password.
+    ///   - keepAlive: the keep-alive interval in seconds (`nil`: 60).
+    ///   - caFile: a PEM CA file, or `nil` for the system CAs.
+    ///   - certificateFile: a PEM client certificate.
+    ///   - privateKeyFile: its PEM private key.
+    ///   - verifiesServer: whether to verify the broker (default `true`).
+    ///   - agentInfo: package, build and configuration information.
+    ///   - extra: application-specific values.
+    ///   - databases: the databases by name.
     public init(
         name: String = "Coaty Agent",
         identityId: CoatyUUID? = nil,
@@ -72,9 +148,29 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
         deferredPublicationLimit: Int? = nil,
         observerBufferLimit: Int? = nil,
         qos: Int? = nil,
-        controllers: JSONObject = [:]
+        controllers: JSONObject = [:],
+        username: String? = nil,
+        password: String? = nil,
+        keepAlive: Int? = nil,
+        caFile: String? = nil,
+        certificateFile: String? = nil,
+        privateKeyFile: String? = nil,
+        verifiesServer: Bool = true,
+        agentInfo: AgentInfo? = nil,
+        extra: JSONObject = [:],
+        databases: [String: DatabaseOptions] = [:]
     ) {
         self.qos = qos
+        self.username = username
+        self.password = password
+        self.keepAlive = keepAlive
+        self.caFile = caFile
+        self.certificateFile = certificateFile
+        self.privateKeyFile = privateKeyFile
+        self.verifiesServer = verifiesServer
+        self.agentInfo = agentInfo
+        self.extra = extra
+        self.databases = databases
         self.name = name
         self.identityId = identityId
         self.brokerURL = brokerURL
@@ -101,10 +197,17 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
     ) throws(AgentConfigurationError) -> AgentConfiguration {
         let environment = environment ?? ProcessInfo.processInfo.environment
         var configuration = AgentConfiguration()
-        if let path = file ?? environment["COATY_CONFIG"] {
-            configuration = try AgentConfiguration(contentsOfFile: path)
-        }
+        let path = file ?? environment["COATY_CONFIG"]
+        if let path { configuration = try AgentConfiguration(contentsOfFile: path) }
         try configuration.applyEnvironment(environment)
+        if configuration.hasTLSOptions, !configuration.usesTLS {
+            let fromEnvironment = environment["COATY_BROKER"] != nil
+            throw AgentConfigurationError(
+                source: fromEnvironment ? nil : path,
+                field: fromEnvironment ? "COATY_BROKER" : "communication.brokerUrl",
+                reason: Self.tlsWithoutMQTTS(configuration.brokerURL)
+            )
+        }
         return configuration
     }
 
@@ -145,36 +248,43 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
                     identityId = try Self.identityId(id, field: path + ".objectId")
                 }
             }
+            if let info = common["agentInfo"], !info.isNull {
+                agentInfo = try AgentInfo(json: info, at: "common.agentInfo")
+            }
+            if let extra = try ConfigurationReader.object(common, "extra", at: "common") { self.extra = extra }
         }
         if let communication = try ConfigurationReader.object(root, "communication", at: "") {
             let path = "communication"
-            let primary = try ConfigurationReader.string(communication, "brokerUrl", at: path)
-            if let primary { brokerURL = try Self.brokerURL(primary, field: path + ".brokerUrl") }
-            var servers = try Self.servers(communication, at: path)
-            if primary == nil, !servers.isEmpty { brokerURL = servers.removeFirst() }
-            let primaryKey = Self.brokerKey(brokerURL)
-            fallbackBrokerURLs = servers.filter { Self.brokerKey($0) != primaryKey }
-            if let namespace = try ConfigurationReader.string(communication, "namespace", at: path) {
-                self.namespace = try Self.namespace(namespace, field: path + ".namespace")
-            }
-            if let cross = try ConfigurationReader.bool(communication, "shouldEnableCrossNamespacing", at: path) {
-                shouldEnableCrossNamespacing = cross
-            }
+            var brokers = BrokerList()
+            _ = try readConnection(communication, at: path, brokers: &brokers)
             deferredPublicationLimit = try ConfigurationReader.count(
                 communication,
                 "deferredPublicationLimit",
                 at: path
             )
             observerBufferLimit = try ConfigurationReader.count(communication, "observerBufferLimit", at: path)
-            if let qos = try ConfigurationReader.count(communication, "qos", at: path) {
-                self.qos = try Self.qos(qos, field: path + ".qos")
+            var tlsPath = path + ".mqttClientOptions"
+            if let options = try ConfigurationReader.object(communication, "mqttClientOptions", at: path) {
+                tlsPath = try readConnection(options, at: path + ".mqttClientOptions", brokers: &brokers) ?? tlsPath
             }
+            if let binding = try ConfigurationReader.object(communication, "binding", at: path),
+                let options = try ConfigurationReader.object(binding, "options", at: path + ".binding")
+            {
+                tlsPath = try readConnection(options, at: path + ".binding.options", brokers: &brokers) ?? tlsPath
+            }
+            resolveBrokers(brokers)
+            try checkTLSPair(certificateField: tlsPath + ".cert", keyField: tlsPath + ".key")
         }
         if let controllers = try ConfigurationReader.object(root, "controllers", at: "") {
             for (name, options) in controllers where options.objectValue == nil {
                 throw AgentConfigurationError(field: "controllers.\(name)", reason: "must be an object of options")
             }
             self.controllers = controllers
+        }
+        if let databases = try ConfigurationReader.object(root, "databases", at: "") {
+            for (name, info) in databases {
+                self.databases[name] = try DatabaseOptions(json: info, at: "databases.\(name)")
+            }
         }
     }
 
@@ -203,15 +313,19 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
             self.qos = try Self.qos(level, field: "COATY_QOS")
         }
         if let cross = environment["COATY_CROSS_NAMESPACE"] {
-            switch cross.lowercased() {
-            case "1", "true", "yes", "on": shouldEnableCrossNamespacing = true
-            case "0", "false", "no", "off", "": shouldEnableCrossNamespacing = false
-            default:
-                throw AgentConfigurationError(
-                    field: "COATY_CROSS_NAMESPACE",
-                    reason: "'\(cross)' is not a boolean; use true/false, yes/no, on/off or 1/0"
-                )
-            }
+            shouldEnableCrossNamespacing = try ConfigurationReader.flag(cross, variable: "COATY_CROSS_NAMESPACE")
+        }
+        try applyConnectionEnvironment(environment)
+        if environment["COATY_ENV"] != nil || environment["COATY_SERVICE_HOST"] != nil {
+            var info = agentInfo ?? AgentInfo.current(environment: environment)
+            if let mode = environment["COATY_ENV"] { info.buildInfo.buildMode = mode }
+            if let host = environment["COATY_SERVICE_HOST"] { info.configInfo.serviceHost = host }
+            agentInfo = info
+        }
+        let prefix = "COATY_DATABASE_"
+        for (variable, url) in environment.sorted(by: { $0.key < $1.key })
+        where variable.hasPrefix(prefix) && variable.count > prefix.count {
+            databases[String(variable.dropFirst(prefix.count))] = try DatabaseOptions(url: url, field: variable)
         }
     }
 
@@ -223,6 +337,33 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
         _ = try Self.namespace(namespace, field: "namespace")
         if let identityId { _ = try Self.identityId(identityId.uuidString, field: "identityId") }
         if let qos { _ = try Self.qos(qos, field: "qos") }
+        if let keepAlive { _ = try Self.keepAlive(keepAlive, field: "keepAlive") }
+        if let caFile { _ = try ConfigurationReader.pemFile(caFile, field: "caFile") }
+        if let certificateFile { _ = try ConfigurationReader.pemFile(certificateFile, field: "certificateFile") }
+        if let privateKeyFile { _ = try ConfigurationReader.pemFile(privateKeyFile, field: "privateKeyFile") }
+        try checkTLSPair(certificateField: "certificateFile", keyField: "privateKeyFile")
+        if hasTLSOptions, !usesTLS {
+            throw AgentConfigurationError(field: "brokerURL", reason: Self.tlsWithoutMQTTS(brokerURL))
+        }
+        for (name, database) in databases where database.adapter.isEmpty {
+            throw AgentConfigurationError(field: "databases.\(name).adapter", reason: "is empty; name the adapter")
+        }
+    }
+
+    /// Whether ``brokerURL`` is an `mqtts://` URL (TLS).
+    public var usesTLS: Bool { brokerURL.lowercased().hasPrefix("mqtts://") }
+
+    /// Host information for the Log objects of this agent, with ``agentInfo`` as
+    /// `logHost.agentInfo` (Coaty JS's controllers send `common.agentInfo` so), the process id and
+    /// the host name; hand it to ``CoatyLogPublisher`` or
+    /// ``CommunicationManager/publishLog(_:_:tags:labels:host:name:)``.
+    public var logHost: LogHost { .currentProcess(agentInfo: agentInfo?.json) }
+
+    /// The configuration in Coaty JS's layout with the password replaced by `***`.
+    public var description: String {
+        var redacted = self
+        if redacted.password != nil { redacted.password = "***" }
+        return "AgentConfiguration(\(redacted.json))"
     }
 
     // MARK: Mapping onto the communication manager
@@ -302,15 +443,22 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
         }
         if let observerBufferLimit { communication["observerBufferLimit"] = .int(Int64(observerBufferLimit)) }
         if let qos { communication["qos"] = .int(Int64(qos)) }
-        if !fallbackBrokerURLs.isEmpty {
-            let servers = ([brokerURL] + fallbackBrokerURLs).compactMap { Self.server($0) }
-            communication["servers"] = .array(servers.map { .object($0) })
-        }
-        return [
-            "common": ["agentIdentity": .object(identity)],
+        let clientOptions = mqttClientOptionsJSON
+        if !clientOptions.isEmpty { communication["mqttClientOptions"] = .object(clientOptions) }
+        var common: JSONObject = ["agentIdentity": .object(identity)]
+        if let agentInfo { common["agentInfo"] = agentInfo.json }
+        if !extra.isEmpty { common["extra"] = .object(extra) }
+        var root: JSONObject = [
+            "common": .object(common),
             "communication": .object(communication),
             "controllers": .object(controllers),
         ]
+        if !databases.isEmpty {
+            root["databases"] = .object(
+                JSONObject(databases.sorted { $0.key < $1.key }.map { ($0.key, $0.value.json) })
+            )
+        }
+        return .object(root)
     }
 
     // MARK: Field checks
@@ -323,67 +471,7 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
         return level
     }
 
-    /// The broker URLs of MQTT.js's `servers` (`[{host, port, protocol}]`) under `communication` or
-    /// `communication.mqttClientOptions`.
-    private static func servers(_ communication: JSONObject, at path: String) throws(AgentConfigurationError)
-        -> [String]
-    {
-        var parent = communication
-        var serversPath = ConfigurationReader.path(path, "servers")
-        if communication["servers"] == nil,
-            let options = try ConfigurationReader.object(communication, "mqttClientOptions", at: path)
-        {
-            parent = options
-            serversPath = ConfigurationReader.path(path, "mqttClientOptions.servers")
-        }
-        guard let value = parent["servers"] else { return [] }
-        guard case .array(let entries) = value else {
-            throw AgentConfigurationError(field: serversPath, reason: "must be an array of {host, port, protocol}")
-        }
-        var urls: [String] = []
-        for (index, entry) in entries.enumerated() {
-            let field = "\(serversPath)[\(index)]"
-            let server = try ConfigurationReader.object(entry, at: field)
-            guard let host = try ConfigurationReader.string(server, "host", at: field), !host.isEmpty else {
-                throw AgentConfigurationError(field: field + ".host", reason: "is missing; give the broker's host")
-            }
-            let scheme = (try ConfigurationReader.string(server, "protocol", at: field) ?? "mqtt").lowercased()
-            let hostPart = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
-            var url = "\(scheme)://\(hostPart)"
-            if let port = try ConfigurationReader.count(server, "port", at: field) { url += ":\(port)" }
-            urls.append(try brokerURL(url, field: field))
-        }
-        return urls
-    }
-
-    /// `scheme://host:port` of a broker URL (default ports filled in), to tell whether two URLs name one broker.
-    private static func brokerKey(_ url: String) -> String {
-        guard let server = server(url), case .string(let scheme) = server["protocol"],
-            case .string(let host) = server["host"], case .int(let port) = server["port"]
-        else { return url }
-        return "\(scheme)://\(host):\(port)"
-    }
-
-    /// MQTT.js's `{host, port, protocol}` of a valid broker URL (credentials and path left out).
-    private static func server(_ url: String) -> JSONObject? {
-        let parts = url.split(separator: "://", maxSplits: 1, omittingEmptySubsequences: false)
-        guard parts.count == 2 else { return nil }
-        let scheme = parts[0].lowercased()
-        let authority = parts[1].split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)[0]
-        let hostPort = authority.split(separator: "@").last.map(String.init) ?? ""
-        var host = Substring(hostPort)
-        var port = scheme == "mqtts" ? 8883 : 1883
-        if let colon = hostPort.lastIndex(of: ":"), !hostPort.hasSuffix("]"),
-            let value = Int(hostPort[hostPort.index(after: colon)...])
-        {
-            host = hostPort[..<colon]
-            port = value
-        }
-        if host.hasPrefix("["), host.hasSuffix("]") { host = host.dropFirst().dropLast() }
-        return ["host": .string(String(host)), "port": .int(Int64(port)), "protocol": .string(scheme)]
-    }
-
-    private static func brokerURL(_ url: String, field: String) throws(AgentConfigurationError) -> String {
+    static func brokerURL(_ url: String, field: String) throws(AgentConfigurationError) -> String {
         let parts = url.split(separator: "://", maxSplits: 1, omittingEmptySubsequences: false)
         guard parts.count == 2, ["mqtt", "mqtts"].contains(parts[0].lowercased()) else {
             throw AgentConfigurationError(
@@ -406,7 +494,7 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
         return url
     }
 
-    private static func namespace(_ namespace: String, field: String) throws(AgentConfigurationError) -> String {
+    static func namespace(_ namespace: String, field: String) throws(AgentConfigurationError) -> String {
         do throws(CoatyTopicError) {
             _ = try CoatyTopic.subscriptionFilter(for: .discover, namespace: namespace)
         } catch {
@@ -418,7 +506,7 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
         return namespace
     }
 
-    private static func identityId(_ text: String, field: String) throws(AgentConfigurationError) -> CoatyUUID {
+    static func identityId(_ text: String, field: String) throws(AgentConfigurationError) -> CoatyUUID {
         guard let id = CoatyUUID(text.lowercased()),
             (try? CoatyTopic(event: .deadvertise, namespace: CoatyTopic.defaultNamespace, sourceId: id)) != nil
         else {
@@ -452,53 +540,5 @@ public struct AgentConfigurationError: Error, Sendable, Hashable, CustomStringCo
     /// `file: field: reason`, leaving out what is unknown.
     public var description: String {
         [source, field, reason].compactMap { $0 }.joined(separator: ": ")
-    }
-}
-
-/// Typed reads of configuration members with errors that name the field.
-enum ConfigurationReader {
-    static func path(_ parent: String, _ key: String) -> String { parent.isEmpty ? key : parent + "." + key }
-
-    static func object(_ value: JSONValue, at path: String) throws(AgentConfigurationError) -> JSONObject {
-        guard let object = value.objectValue else {
-            throw AgentConfigurationError(field: path.isEmpty ? nil : path, reason: "must be a JSON object")
-        }
-        return object
-    }
-
-    static func object(_ parent: JSONObject, _ key: String, at path: String) throws(AgentConfigurationError)
-        -> JSONObject?
-    {
-        guard let value = parent[key], !value.isNull else { return nil }
-        return try object(value, at: Self.path(path, key))
-    }
-
-    static func string(_ parent: JSONObject, _ key: String, at path: String) throws(AgentConfigurationError)
-        -> String?
-    {
-        guard let value = parent[key], !value.isNull else { return nil }
-        guard let string = value.stringValue else {
-            throw AgentConfigurationError(field: Self.path(path, key), reason: "must be a string, not \(value)")
-        }
-        return string
-    }
-
-    static func bool(_ parent: JSONObject, _ key: String, at path: String) throws(AgentConfigurationError) -> Bool? {
-        guard let value = parent[key], !value.isNull else { return nil }
-        guard let bool = value.boolValue else {
-            throw AgentConfigurationError(field: Self.path(path, key), reason: "must be true or false, not \(value)")
-        }
-        return bool
-    }
-
-    static func count(_ parent: JSONObject, _ key: String, at path: String) throws(AgentConfigurationError) -> Int? {
-        guard let value = parent[key], !value.isNull else { return nil }
-        guard let count = value.intValue, count >= 0 else {
-            throw AgentConfigurationError(
-                field: Self.path(path, key),
-                reason: "must be a whole number of at least 0, not \(value)"
-            )
-        }
-        return count
     }
 }

@@ -275,6 +275,8 @@ public final class CommunicationManager: Sendable {
     let wakeups = ObservationWakeups()
     /// Whether the manager reads from the transport (back-pressure of full observers).
     let gate: BackPressureGate
+    /// The association states of the agent's IO points (see ``observeIoState(for:)-(IoSource)``).
+    let ioStateTable = IoStateTable()
 
     /// Creates a manager; nothing happens until ``start()``.
     ///
@@ -377,12 +379,19 @@ public final class CommunicationManager: Sendable {
     /// added to the last will (which may reconnect the transport; see
     /// ``CoatyTransport/updateWill(_:)``).
     ///
+    /// Before the node is advertised, the manager subscribes the Associate events of its IO
+    /// context (the node's `name`), so ``observeIoState(for:)-(IoSource)`` follows its points.
+    ///
     /// - Parameter node: the IoNode.
-    /// - Throws: ``CommunicationError`` when the will cannot be updated or the Advertise fails.
+    /// - Throws: ``CommunicationError/invalidTopic(_:)`` when the node's name cannot be an IO
+    ///   context name (a topic level); ``CommunicationError`` when the will cannot be updated or
+    ///   the Advertise fails.
     public func addIoNode(_ node: IoNode) async throws(CommunicationError) {
-        state.withLock { state in
-            state.ioNodes.removeAll { $0.objectId == node.objectId }
-            state.ioNodes.append(node)
+        _ = try subscriptionFilter(.associate(ioContextName: node.name))
+        await changeIoNodes { nodes in
+            nodes.removeAll { $0.objectId == node.objectId }
+            nodes.append(node)
+            return true
         }
         try await updateWillIfStarted()
         let wrapped = try AnyCoatyObject.wrapping(node)
@@ -391,15 +400,16 @@ public final class CommunicationManager: Sendable {
         }
     }
 
-    /// Removes an IoNode: it is deadvertised and taken out of the last will.
+    /// Removes an IoNode: it is deadvertised and taken out of the last will; its points are no
+    /// longer associated (their ``observeIoState(for:)-(IoSource)`` reports it at once).
     ///
     /// - Parameter objectId: the IoNode's objectId.
     /// - Throws: ``CommunicationError`` when the will cannot be updated or the Deadvertise fails.
     public func removeIoNode(objectId: CoatyUUID) async throws(CommunicationError) {
-        let removed = state.withLock { state -> Bool in
-            let before = state.ioNodes.count
-            state.ioNodes.removeAll { $0.objectId == objectId }
-            return state.ioNodes.count != before
+        let removed = await changeIoNodes { nodes in
+            let before = nodes.count
+            nodes.removeAll { $0.objectId == objectId }
+            return nodes.count != before
         }
         guard removed else { return }
         try await updateWillIfStarted()
@@ -474,7 +484,8 @@ public final class CommunicationManager: Sendable {
     }
 
     /// Publishes the Deadvertise of the identity, disconnects, and ends dispatching. Observations
-    /// stay registered and are served again after the next ``start()``.
+    /// stay registered and are served again after the next ``start()``; every IO point's state
+    /// becomes not associated (see ``observeIoState(for:)-(IoSource)``).
     public func stop() async {
         let tasks = state.withLock { state -> (Task<Void, Never>?, Task<Void, Never>?)? in
             guard state.started else { return nil }
@@ -498,6 +509,9 @@ public final class CommunicationManager: Sendable {
         await tasks.0?.value
         await tasks.1?.value
         setOnline(false)
+        // The associations are the routers' to give again after the next start (Coaty JS reports
+        // every IO point not associated when it stops).
+        ioStateTable.forget(pointsNotIn: nil)
     }
 
     /// Follows the transport's connection states: on every connection, subscribes what is
@@ -728,7 +742,7 @@ public final class CommunicationManager: Sendable {
         spawnReconcile(filter)
     }
 
-    private func spawnReconcile(_ filter: String) {
+    func spawnReconcile(_ filter: String) {
         let start = state.withLock { state -> Bool in
             guard state.started else { return false }
             state.pendingReconciles += 1
