@@ -75,6 +75,7 @@ def main():
     with open(conf, "w") as f:
         f.write(f"listener {port} 127.0.0.1\nallow_anonymous true\n")
     processes = []
+    keep = False
     try:
         broker = subprocess.Popen(["mosquitto", "-c", conf], stdout=subprocess.DEVNULL,
                                   stderr=open(os.path.join(work, "mosquitto.log"), "w"))
@@ -103,9 +104,13 @@ def main():
             if not line.startswith("{"):
                 continue
             window = json.loads(line)
+            for process, what, log in ((recorder, "coaty record", "record.log"), (broker, "mosquitto", "mosquitto.log")):
+                if process.poll() is not None:  # a zombie's /proc entry still reads as 0 KiB
+                    keep = True
+                    head = open(os.path.join(work, log)).read()[:1500]
+                    sys.exit(f"{what} exited with status {process.returncode} at t = {window['t']:.0f} s "
+                             f"(log kept in {work}):\n{head}")
             rec, gen, brk = (process_figures(p.pid) for p in (recorder, load, broker))
-            if rec is None:
-                sys.exit("coaty record exited during the soak (see its log)")
             row = {"t": window["t"], "rec": rec, "load": gen, "broker": brk, **window}
             rows.append(row)
             print("| " + " | ".join([
@@ -126,7 +131,8 @@ def main():
                     p.wait(timeout=10)
                 except subprocess.TimeoutExpired:
                     p.kill()
-        shutil.rmtree(work, ignore_errors=True)
+        if not keep:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 def summarize(rows):

@@ -279,9 +279,13 @@ public struct SQLiteConnection: ConnectionType, JSONPropertyIndexing {
                 },
                 Unmanaged.passUnretained(budget).toOpaque()
             )
-            defer { withExtendedLifetime(budget) { sqlite3_progress_handler(connection, 0, nil, nil) } }
+            // The handler goes before the transaction ends: SQLite counts a cached statement's steps
+            // across its runs, so the handler can fire inside COMMIT, and an interrupted COMMIT would
+            // leave the transaction open (the soak benchmark crashed a loaded recorder so).
+            let removeHandler = { withExtendedLifetime(budget) { sqlite3_progress_handler(connection, 0, nil, nil) } }
+            defer { removeHandler() }
             do {
-                let result = try inBriefTransaction(db, body)
+                let result = try inBriefTransaction(db, body, beforeEnd: removeHandler)
                 // A body that caught SQLite's interruption must not return what it read so far.
                 return budget.exceeded ? nil : result
             } catch  where budget.exceeded {
@@ -306,11 +310,22 @@ public struct SQLiteConnection: ConnectionType, JSONPropertyIndexing {
         try briefReader.inDatabase { db in try inBriefTransaction(db, body) }
     }
 
-    private func inBriefTransaction<T>(_ db: Database, _ body: (SQLiteTransaction) throws -> T) throws -> T {
+    /// - Parameter beforeEnd: runs after `body`, before the transaction ends.
+    private func inBriefTransaction<T>(
+        _ db: Database,
+        _ body: (SQLiteTransaction) throws -> T,
+        beforeEnd: () -> Void = {}
+    ) throws -> T {
         try db.cachedStatement(sql: "BEGIN DEFERRED TRANSACTION").execute()
-        // A read transaction's commit only releases the snapshot; it cannot fail for a reason
-        // the read's result would depend on.
-        defer { try? db.cachedStatement(sql: "COMMIT TRANSACTION").execute() }
+        defer {
+            beforeEnd()
+            // A read transaction's commit only releases the snapshot; it cannot fail for a reason
+            // the read's result would depend on. Should it fail anyway, the transaction is rolled
+            // back: GRDB stops the process when a transaction outlives its database access.
+            if (try? db.cachedStatement(sql: "COMMIT TRANSACTION").execute()) == nil, db.isInsideTransaction {
+                try? db.execute(sql: "ROLLBACK TRANSACTION")
+            }
+        }
         return try body(SQLiteTransaction(db, indexes: indexes, numericKnowledge: numericKnowledge))
     }
 

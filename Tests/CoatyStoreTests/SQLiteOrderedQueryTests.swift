@@ -217,6 +217,39 @@ struct SQLiteOrderedQueryTests {
         #expect(try await memory.readBrieflyIfPossible { _ in 1 } == 1)
     }
 
+    /// Reads that outlive the budget after their last SQLite step, thousands of them in a row (a
+    /// loaded machine): SQLite counts the cached COMMIT's steps across runs, so the budget's handler
+    /// fires inside a COMMIT sooner or later. Before the fix the interrupted COMMIT left the
+    /// transaction open and GRDB stopped the process ("A transaction has been left opened"), as it
+    /// stopped a recorder in the soak benchmark.
+    @Test func readsPastTheBudgetEndTheirTransaction() async throws {
+        let database = try SQLiteDatabase(path: TemporaryDirectory().file("late.sqlite"))
+        let connection = database.makeConnection()
+        try await connection.write { tx in
+            _ = try tx.write(StoreRow(index: StoreIndex("c", "k"), object: ["n": 1]), mode: .upsert)
+        }
+        let lookup = StoreQuery(scope: .collection("c"), keys: ["k"])
+        var (stopped, answered) = (0, 0)
+        for _ in 0..<1500 {
+            let result = try await connection.readIfBrief { tx in
+                let rows = try tx.rows(matching: lookup)
+                let end = ContinuousClock.now + briefReadBudget + .microseconds(100)
+                while ContinuousClock.now < end {}  // the thread is "descheduled" past the deadline
+                return rows.count
+            }
+            // The budget is checked every 1000 SQLite steps: a read is stopped (nil: read again
+            // through the pool) only when a check fell past the deadline; otherwise its rows stand.
+            switch result {
+            case nil: stopped += 1
+            case 1?: answered += 1
+            default: break
+            }
+        }
+        #expect(stopped + answered == 1500, "every read ended (before the fix the process stopped)")
+        #expect(try await connection.readIfBrief { tx in try tx.rows(matching: lookup).count } == 1)
+        #expect(try await connection.readBriefly { tx in try tx.rows(matching: lookup).count } == 1)
+    }
+
     /// GRDB keeps every cached statement; the budget empties a connection's cache after 256
     /// distinct texts, so Queries naming ever new properties cannot grow it without end.
     @Test func statementCacheIsBounded() async throws {
