@@ -45,15 +45,19 @@ struct LosslessTests {
         try await withBroker { broker in
             try await withAgent(on: broker, name: "watcher") { agent in
                 let coaty = try coatyExecutable()
-                // The reader takes nothing for 8 s (the pipe fills at once, and the observer's buffer
-                // soon after, even when a loaded machine publishes the burst slowly), then counts the lines.
+                // The reader takes nothing until the whole burst is published (the pipe fills at once,
+                // and the observer's buffer soon after, however slowly a loaded machine publishes), then
+                // 1 s more, then counts the lines.
+                let published = NSTemporaryDirectory() + "coaty-burst-published-\(UUID().uuidString)"
+                defer { try? FileManager.default.removeItem(atPath: published) }
                 let script = """
                     "$0" observe advertise --object-type com.example.Burst --count \(count) --timeout 120 \
-                    --broker \(broker.url) --name stalled-observer | (sleep 8; wc -l)
+                    --broker \(broker.url) --name stalled-observer \
+                    | (while [ ! -e "$1" ]; do sleep 0.1; done; sleep 1; wc -l)
                     """
                 let ready = try await startReadyProcess(
                     executable: "/bin/sh",
-                    ["-c", script, coaty],
+                    ["-c", script, coaty, published],
                     name: "stalled-observer",
                     observer: agent
                 )
@@ -63,6 +67,7 @@ struct LosslessTests {
                     objectType: "com.example.Burst",
                     level: "ADV::com.example.Burst"
                 )
+                FileManager.default.createFile(atPath: published, contents: nil)
                 let result = await ready.process.finish(timeout: 180)
                 #expect(result.status == 0, "stderr: \(result.stderr)")
                 #expect(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "\(count)")

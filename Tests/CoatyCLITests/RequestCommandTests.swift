@@ -31,7 +31,8 @@ struct RequestCommandTests {
                 )
                 let result = try await runCoaty(
                     [
-                        "discover", "--core-types", "Identity", "--timeout", "2", "--broker", broker.url, "--name",
+                        // 5 s: on a loaded machine the in-process agent answered after 2 s.
+                        "discover", "--core-types", "Identity", "--timeout", "5", "--broker", broker.url, "--name",
                         "asker",
                     ]
                 )
