@@ -64,7 +64,9 @@ public enum SensorThingsError: Error, Sendable, Hashable, CustomStringConvertibl
 /// try await AgentContainer(communicationManager: manager, controllers: [source]).run()
 /// ```
 ///
-/// In an ``AgentContainer`` the container calls ``run(_:)``; otherwise run ``run()`` in a
+/// In an ``AgentContainer`` the container calls ``onInit(_:)``, which also registers the sensors
+/// of the `sensors` option of the agent configuration (Coaty JS's ``SensorDefinition``s, their IOs
+/// made by ``Options-swift.struct/sensorIos``), and then ``run(_:)``; otherwise run ``run()`` in a
 /// task of your own (it returns when cancelled).
 public final class SensorSourceController: Controller {
     /// Coaty JS's controller options (all `false` by default), the IO factories its `sensors`
