@@ -7,7 +7,20 @@
 // published on the sensor's channel and observed with a SensorObserverController, as a Coaty JS
 // agent using @coaty/core/sensor-things would see them.
 //
-//   swift run sensor-agent [--broker mqtt://127.0.0.1:1883] [--count N] [--interval SECONDS] [--sensor-things]
+// With --config FILE (and --sensor-things) the sensors come from a Coaty JS style agent
+// configuration, as a Coaty JS SensorSourceController reads its `sensors` option; the agent
+// observes the channeled observations of the first one:
+//
+//   { "controllers": { "SensorSourceController": { "sensors": [ {
+//       "sensor": { "objectId": "…", "coreType": "CoatyObject", "objectType": "coaty.sensorThings.Sensor",
+//                   "name": "CPU load", "description": "…", "encodingType": "", "metadata": {},
+//                   "unitOfMeasurement": { "name": "Percentage", "symbol": "%", "definition": "…" },
+//                   "observationType": "http://www.opengis.net/def/observationType/OGC-OM/2.0/OM_Measurement",
+//                   "observedProperty": { "name": "CPU load", "description": "…", "definition": "…" } },
+//       "io": "MockSensorIo", "parameters": { "values": [12, 15, 11] },
+//       "observationPublicationType": "channel", "samplingInterval": 1000 } ] } } }
+//
+//   swift run sensor-agent [--broker mqtt://127.0.0.1:1883] [--count N] [--interval SECONDS] [--sensor-things [--config FILE]]
 
 import ArgumentParser
 import CoatyKit
@@ -37,6 +50,16 @@ struct SensorAgent: AsyncParsableCommand {
 
     @Flag(help: "Publish a Sensor Things Thing, Sensor and Observations (Coaty JS's model) instead of readings.")
     var sensorThings = false
+
+    @Option(
+        help:
+            "With --sensor-things: a Coaty agent configuration (JSON) whose controllers.SensorSourceController.sensors define the sensors (Coaty JS's SensorDefinitions) instead of this machine's temperature."
+    )
+    var config: String?
+
+    func validate() throws {
+        if config != nil, !sensorThings { throw ValidationError("--config needs --sensor-things.") }
+    }
 
     func run() async throws {
         if sensorThings {
@@ -125,28 +148,46 @@ struct SensorAgent: AsyncParsableCommand {
         )
         let source = SensorSourceController(communicationManager: agent)
         let observer = SensorObserverController(communicationManager: agent)
-        let observations = try observer.observeChanneledObservations(sensorId: sensor.objectId)
+        // From a configuration: Coaty JS's `sensors` option of the SensorSourceController.
+        let configured = try config.map { file in
+            let options = try AgentConfiguration(contentsOfFile: file).controllers["SensorSourceController"]?
+                .objectValue
+            return (options: options ?? [:], definitions: try SensorDefinition.definitions(in: options ?? [:], at: ""))
+        }
+        if let configured, configured.definitions.isEmpty {
+            throw ValidationError("\(config ?? ""): controllers.SensorSourceController.sensors defines no sensor.")
+        }
+        let watched = configured?.definitions[0].sensor ?? sensor
+        let observations = try observer.observeChanneledObservations(sensorId: watched.objectId)
         try await agent.start()
         await observations.subscribed()
         try await agent.publishAdvertise(thing)
-        try await source.register(sensor, io: io, publication: .channel(every: .seconds(interval)))
+        if let configured {
+            try await source.registerSensors(inOptions: configured.options, at: "controllers.SensorSourceController")
+        } else {
+            try await source.register(sensor, io: io, publication: .channel(every: .seconds(interval)))
+        }
 
         let count = self.count
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await source.run() }  // answers Discover/Query, publishes periodically
             try await source.subscribed()
             if let found = try await observer.discoverSensors().first(timeout: .seconds(5)) {
-                print("discovered sensor \(found.name) of thing \(thing.name)")
+                print("discovered sensor \(found.name)" + (configured == nil ? " of thing \(thing.name)" : ""))
             }
             var observed = 0
             for await observation in observations {
                 observed += 1
-                print("observed observation #\(observed) of \(sensor.name): \(observation.result) °C")
+                let symbol = watched.unitOfMeasurement.symbol
+                let unit = symbol == "degC" ? " °C" : symbol.map { " " + $0 } ?? ""
+                print("observed observation #\(observed) of \(watched.name): \(observation.result)\(unit)")
                 if observed == count { break }
             }
             group.cancelAll()
         }
-        try await source.unregister(sensor.objectId)  // deadvertises the sensor
+        for registered in source.registeredSensors {
+            try await source.unregister(registered.objectId)  // deadvertises the sensor
+        }
         await agent.stop()
     }
 }

@@ -1,3 +1,4 @@
+public import CoatyCore
 public import CoatyStore
 import CoatySync
 import Foundation
@@ -77,6 +78,25 @@ public final class PostgresDatabase: DatabaseType, Service, JSONPropertyIndexing
     /// - Throws: ``CoatyPostgresError`` when the string is not such a URL.
     public convenience init(url: String, logger: Logger? = nil) throws {
         try self.init(configuration: Self.configuration(url: url), logger: logger)
+    }
+
+    /// A database for the PostgreSQL database that database options of an agent configuration
+    /// name (adapter `PostgresAdapter`, the connection string a `postgres://` URL; see
+    /// ``init(url:logger:)``). Nothing connects before ``run()``.
+    ///
+    /// ```swift
+    /// let configuration = try AgentConfiguration.load()
+    /// let database = try PostgresDatabase(options: configuration.database(named: "db"), at: "databases.db")
+    /// ```
+    /// - Parameters:
+    ///   - options: the options, e.g. ``CoatyCore/AgentConfiguration/database(named:)``.
+    ///   - path: their field path for errors.
+    ///   - logger: where the client and the transactions log; nothing is logged when `nil`.
+    /// - Throws: ``CoatyCore/AgentConfigurationError`` naming `adapter` (another backend) or
+    ///   `connectionString` (not a `postgres://` URL); ``CoatyPostgresError`` when the URL is
+    ///   incomplete.
+    public convenience init(options: DatabaseOptions, at path: String = "", logger: Logger? = nil) throws {
+        try self.init(url: options.postgresURL(at: path), logger: logger)
     }
 
     /// Parses a connection string (see ``init(url:logger:)``).

@@ -50,6 +50,22 @@ public final class SQLiteDatabase: DatabaseType, JSONPropertyIndexing {
     /// The WAL size, in pages, at which a commit checkpoints it.
     static let walAutocheckpointPages = 10_000
 
+    /// Opens (creating if needed) the SQLite file that database options of an agent
+    /// configuration name (adapter `SqLiteNodeAdapter`, the connection string the file path).
+    ///
+    /// ```swift
+    /// let configuration = try AgentConfiguration.load()
+    /// let database = try SQLiteDatabase(options: configuration.database(named: "db"), at: "databases.db")
+    /// ```
+    /// - Parameters:
+    ///   - options: the options, e.g. ``CoatyCore/AgentConfiguration/database(named:)``.
+    ///   - path: their field path for errors.
+    /// - Throws: ``CoatyCore/AgentConfigurationError`` naming `adapter` (another backend) or
+    ///   `connectionString` (no path); ``CoatySQLiteError`` when the file cannot be opened.
+    public convenience init(options: DatabaseOptions, at path: String = "") throws {
+        try self.init(path: options.sqlitePath(at: path))
+    }
+
     /// Opens (creating if needed) a database file and brings its schema up to date.
     /// - Parameter path: the file path.
     /// - Throws: ``CoatySQLiteError`` when the file cannot be opened or migrated (check the path

@@ -64,10 +64,14 @@ public enum SensorThingsError: Error, Sendable, Hashable, CustomStringConvertibl
 /// try await AgentContainer(communicationManager: manager, controllers: [source]).run()
 /// ```
 ///
-/// In an ``AgentContainer`` the container calls ``run(_:)``; otherwise run ``run()`` in a
+/// In an ``AgentContainer`` the container calls ``onInit(_:)``, which also registers the sensors
+/// of the `sensors` option of the agent configuration (Coaty JS's ``SensorDefinition``s, their IOs
+/// made by ``Options-swift.struct/sensorIos``), and then ``run(_:)``; otherwise run ``run()`` in a
 /// task of your own (it returns when cancelled).
 public final class SensorSourceController: Controller {
-    /// Coaty JS's controller options (all `false` by default) and its `getChannelId` hook.
+    /// Coaty JS's controller options (all `false` by default), the IO factories its `sensors`
+    /// option may name, and its overridable hooks (`getChannelId`, `createObservation`,
+    /// `onObservationWillPublish`, `onObservationDidPublish`) as closures.
     public struct Options: Sendable {
         /// Do not answer Discovers for sensors (`ignoreSensorDiscoverEvents`).
         public var ignoreSensorDiscoverEvents = false
@@ -80,6 +84,19 @@ public final class SensorSourceController: Controller {
         /// The channel id of a sensor's channeled observations: its objectId by default, as in
         /// Coaty JS.
         public var channelId: @Sendable (Sensor) -> String = { $0.objectId.uuidString }
+        /// The IO factories the `sensors` option of the agent configuration may name (see
+        /// ``SensorDefinition``): ``SensorIoRegistry/standard`` by default.
+        public var sensorIos = SensorIoRegistry.standard
+        /// Coaty JS's `createObservation` hook: gets the sensor and the observation the controller
+        /// made of a reading (Coaty JS's: named `Observation of <sensor name>`, the sensor as
+        /// parent, both times now) and returns the observation to publish; unchanged by default.
+        public var createObservation: @Sendable (SensorRegistration, Observation) -> Observation = { $1 }
+        /// Coaty JS's `onObservationWillPublish` hook: called just before an observation is
+        /// published (advertised or channeled); nothing by default.
+        public var observationWillPublish: (@Sendable (SensorRegistration, Observation) -> Void)?
+        /// Coaty JS's `onObservationDidPublish` hook: called once an observation is published;
+        /// nothing by default.
+        public var observationDidPublish: (@Sendable (SensorRegistration, Observation) -> Void)?
 
         /// The defaults.
         public init() {}
@@ -143,6 +160,14 @@ public final class SensorSourceController: Controller {
     /// The registered sensors, in registration order.
     public var registeredSensors: [Sensor] { registeredSensorContainers.map(\.sensor) }
 
+    /// The first registered sensor (in registration order) a predicate accepts; Coaty JS's
+    /// `findSensor`.
+    /// - Parameter predicate: whether a sensor is the one looked for.
+    /// - Returns: the sensor, or `nil`.
+    public func findSensor(where predicate: (Sensor) throws -> Bool) rethrows -> Sensor? {
+        try registeredSensors.first(where: predicate)
+    }
+
     /// Whether a sensor with this id is registered.
     /// - Parameter sensorId: the sensor's objectId.
     /// - Returns: whether it is registered.
@@ -193,6 +218,16 @@ public final class SensorSourceController: Controller {
         if !options.skipSensorAdvertise {
             try await communicationManager.publishAdvertise(sensor)
         }
+    }
+
+    /// Registers the sensor of a definition with the IO made by the factory the definition names
+    /// in ``Options-swift.struct/sensorIos``; see ``register(_:io:publication:)``.
+    /// - Parameter definition: the definition.
+    /// - Throws: ``AgentConfigurationError`` naming `io` for an unknown IO name or `parameters`
+    ///   when the IO cannot be made; otherwise as ``register(_:io:publication:)``.
+    public func register(_ definition: SensorDefinition) async throws {
+        let io = try definition.makeIo(with: options.sensorIos)
+        try await register(definition.sensor, io: io, publication: definition.publication)
     }
 
     /// Unregisters a sensor: stops its periodic publication, ends its value sequences, and
@@ -289,12 +324,18 @@ public final class SensorSourceController: Controller {
         }
         let value = try await registration.io.read()
         state.withLock { $0.entries[sensorId]?.values }?.yield(value)
-        let observation = Observation(of: registration.sensor, result: value, details)
+        let options = self.options
+        let observation = options.createObservation(
+            registration,
+            Observation(of: registration.sensor, result: value, details)
+        )
+        options.observationWillPublish?(registration, observation)
         if channeled {
             try await communicationManager.publishChannel(options.channelId(registration.sensor), object: observation)
         } else {
             try await communicationManager.publishAdvertise(observation)
         }
+        options.observationDidPublish?(registration, observation)
         return observation
     }
 
@@ -302,8 +343,15 @@ public final class SensorSourceController: Controller {
 
     /// Applies the boolean members `ignoreSensorDiscoverEvents`, `ignoreSensorQueryEvents`,
     /// `skipSensorAdvertise` and `skipSensorDeadvertise` of the controller's options (from
-    /// ``AgentConfiguration/controllers``, as Coaty JS reads them) over the initializer's.
+    /// ``AgentConfiguration/controllers``, as Coaty JS reads them) over the initializer's, then
+    /// registers the sensors of its `sensors` member (Coaty JS's array of ``SensorDefinition``),
+    /// in order; their Advertises go out when the agent is online.
+    ///
+    /// Coaty JS silently ignores the whole `sensors` array when one definition is invalid; here the
+    /// agent does not start, and the error names the field.
     /// - Parameter context: the controller's context.
+    /// - Throws: ``AgentConfigurationError`` naming the bad member of a definition (e.g.
+    ///   `controllers.SensorSourceController.sensors[1].io` for an IO name no factory has).
     public func onInit(_ context: ControllerContext) async throws {
         let flags: [(String, WritableKeyPath<Options, Bool>)] = [
             ("ignoreSensorDiscoverEvents", \.ignoreSensorDiscoverEvents),
@@ -314,6 +362,29 @@ public final class SensorSourceController: Controller {
             for (name, flag) in flags {
                 if let value = context.options[name]?.boolValue { options[keyPath: flag] = value }
             }
+        }
+        try await registerSensors(inOptions: context.options, at: "controllers." + name)
+    }
+
+    /// Registers the sensors that the `sensors` member of controller options defines (Coaty JS's
+    /// array of ``SensorDefinition``), in order, after checking every definition and making every
+    /// IO (nothing is registered when one is bad). ``onInit(_:)`` does this with the options of
+    /// the agent configuration.
+    /// - Parameters:
+    ///   - options: the controller options, e.g. `AgentConfiguration.controllers["SensorSourceController"]`.
+    ///   - path: their field path for errors.
+    /// - Throws: ``AgentConfigurationError`` naming the bad member; ``CommunicationError`` when an
+    ///   Advertise cannot be published.
+    public func registerSensors(inOptions options: JSONObject, at path: String = "") async throws {
+        let definitions = try SensorDefinition.definitions(in: options, at: path)
+        let registry = self.options.sensorIos
+        let field = path.isEmpty ? "sensors" : path + ".sensors"
+        var made: [(SensorDefinition, any SensorIo)] = []
+        for (index, definition) in definitions.enumerated() {
+            made.append((definition, try definition.makeIo(with: registry, at: "\(field)[\(index)]")))
+        }
+        for (definition, io) in made {
+            try await register(definition.sensor, io: io, publication: definition.publication)
         }
     }
 

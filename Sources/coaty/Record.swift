@@ -20,6 +20,11 @@ struct Record: AsyncParsableCommand {
 
             The store is a SQLite file (WAL mode; created when missing) or, with a \
             postgres:// connection string, a PostgreSQL database (schema created on first use). \
+            Without --db it is a database of the agent configuration (--config, else \
+            $COATY_CONFIG, in Coaty JS's layout "databases": {"db": {"adapter": \
+            "SqLiteNodeAdapter", "connectionString": "objects.sqlite"}}; a variable \
+            COATY_DATABASE_<NAME>=sqlite:PATH|postgres://…|memory: adds or replaces one): the one \
+            --database names, else "db", else the only one; with none configured, ./coaty.sqlite. \
             The identity Advertise means "ready": it is published after the recorder's \
             subscriptions are acknowledged. On SIGINT/SIGTERM it commits what it received, \
             deadvertises its identity and exits 0. With --verbose, stdout has one JSON line per \
@@ -34,6 +39,8 @@ struct Record: AsyncParsableCommand {
               coaty record --db /var/lib/coaty/objects.sqlite --channel telemetry --verbose
               coaty record --index com.example.Light:luminance --auto-index 0
               coaty record --db postgres://coaty@127.0.0.1:5432/coaty --accept-updates
+              coaty record --config agent.json --database history
+              COATY_DATABASE_DB=sqlite:/var/lib/coaty/objects.sqlite coaty record
             """
     )
 
@@ -41,11 +48,27 @@ struct Record: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "A SQLite file, or postgres://user[:password]@host[:port]/database.",
+            "A SQLite file, or postgres://user[:password]@host[:port]/database. Default: the configuration's database (see --database), else ./coaty.sqlite.",
             valueName: "path|url"
         )
     )
-    var db = "./coaty.sqlite"
+    var db: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "A Coaty agent configuration file (JSON) whose databases may give the store; only its databases are used. Default: $COATY_CONFIG.",
+            valueName: "path"
+        )
+    )
+    var config: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "The database of the configuration (and COATY_DATABASE_<NAME> variables) to record into. Default: db, else the only one configured.",
+            valueName: "name"
+        )
+    )
+    var database: String?
 
     @Option(
         name: .customLong("channel"),
@@ -96,7 +119,11 @@ struct Record: AsyncParsableCommand {
         for channel in channels {
             try validateTopicLevel(.channel(id: channel), option: "--channel", value: channel)
         }
-        if db.isEmpty { throw ValidationError("--db must not be empty.") }
+        if db?.isEmpty == true { throw ValidationError("--db must not be empty.") }
+        if db != nil, database != nil {
+            throw ValidationError("--db and --database both name the store; give one of them.")
+        }
+        if database?.isEmpty == true { throw ValidationError("--database must not be empty.") }
         if buffer < 1 { throw ValidationError("--buffer must be at least 1.") }
         if autoIndex < 0 { throw ValidationError("--auto-index must be 0 or more.") }
         for index in indexes where Self.parseIndex(index) == nil {
@@ -123,14 +150,83 @@ struct Record: AsyncParsableCommand {
         return (objectType, property)
     }
 
-    var usesPostgres: Bool { db.hasPrefix("postgres://") || db.hasPrefix("postgresql://") }
+    /// Where the recorder stores objects.
+    enum Store: Equatable, CustomStringConvertible {
+        /// A SQLite file.
+        case sqlite(path: String)
+        /// A PostgreSQL database.
+        case postgres(url: String)
+        /// Memory (a configuration's `InMemoryAdapter` or `memory:`): gone when the recorder exits.
+        case memory
+
+        /// `--db`'s value: a `postgres://` URL, else a SQLite file.
+        init(db: String) {
+            let lowercased = db.lowercased()
+            self =
+                lowercased.hasPrefix("postgres://") || lowercased.hasPrefix("postgresql://")
+                ? .postgres(url: db) : .sqlite(path: db)
+        }
+
+        /// The database of the configuration named by `database`, else its default one.
+        init?(configuration: AgentConfiguration, database: String?) throws(AgentConfigurationError) {
+            let name: String
+            let options: DatabaseOptions
+            if let database {
+                name = database
+                options = try configuration.database(named: database)
+            } else if let entry = try configuration.defaultDatabase() {
+                (name, options) = entry
+            } else {
+                return nil
+            }
+            let path = "databases.\(name)"
+            switch options.backend {
+            case .sqlite: self = .sqlite(path: try options.sqlitePath(at: path))
+            case .postgres: self = .postgres(url: try options.postgresURL(at: path))
+            case .inMemory: self = .memory
+            case .other(let adapter):
+                throw AgentConfigurationError(
+                    field: path + ".adapter",
+                    reason:
+                        "\(adapter) is not a store of coaty record; use SqLiteNodeAdapter, PostgresAdapter or InMemoryAdapter"
+                )
+            }
+        }
+
+        /// For messages: the file, the URL without its password, or `memory`.
+        var description: String {
+            switch self {
+            case .sqlite(let path): path
+            case .postgres(let url): Record.redacted(url)
+            case .memory: "memory"
+            }
+        }
+    }
+
+    /// The store: `--db`, else the configuration's database, else `./coaty.sqlite`.
+    func resolveStore(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> Store {
+        if let db { return Store(db: db) }
+        do {
+            var configuration = AgentConfiguration()
+            if let file = config ?? environment["COATY_CONFIG"] {
+                configuration = try AgentConfiguration(contentsOfFile: file)
+            }
+            // Only the database variables: the connection comes from the options.
+            try configuration.applyEnvironment(environment.filter { $0.key.hasPrefix("COATY_DATABASE_") })
+            if let store = try Store(configuration: configuration, database: database) { return store }
+        } catch {
+            throw CLIError("The store of the configuration cannot be used: \(oneLine(String(describing: error))).")
+        }
+        return .sqlite(path: "./coaty.sqlite")
+    }
 
     func run() async throws {
+        let store = try resolveStore()
         let agent = try CLIAgent(
             connection,
             defaultName: "coaty record",
             observerBufferLimit: buffer,
-            durableIdentityId: durable ? Self.durableIdentityId(for: usesPostgres ? Self.redacted(db) : db) : nil
+            durableIdentityId: durable ? Self.durableIdentityId(for: store.description) : nil
         )
         let signals = ShutdownSignals()
         let configuration = CoatyRecorder.Configuration(
@@ -139,10 +235,11 @@ struct Record: AsyncParsableCommand {
             acknowledgesAfterCommit: durable,
             automaticIndexesPerObjectType: autoIndex
         )
-        if usesPostgres {
+        switch store {
+        case .postgres(let url):
             let database: PostgresDatabase
             do {
-                database = try PostgresDatabase(url: db, logger: agent.logger)
+                database = try PostgresDatabase(url: url, logger: agent.logger)
             } catch {
                 throw CLIError("\(error)")
             }
@@ -151,27 +248,40 @@ struct Record: AsyncParsableCommand {
                 defer { group.cancelAll() }
                 let timeout = self.connection.connectTimeout
                 let connection = try await interruptible(by: signals) {
-                    try await openPostgres(database, timeout: timeout)
+                    try await openPostgres(database, store: store, timeout: timeout)
                 }
                 try await declareIndexes(on: database)
                 try await record(
                     agent,
+                    store: store,
                     storage: ConnectionRecorderStorage(connection),
                     indexing: database,
                     configuration,
                     signals
                 )
             }
-        } else {
+        case .sqlite(let path):
             let database: SQLiteDatabase
             do {
-                database = try SQLiteDatabase(path: db)
+                database = try SQLiteDatabase(path: path)
                 try await declareIndexes(on: database)
             } catch {
-                throw CLIError("Cannot open the SQLite database at \(db): \(error)")
+                throw CLIError("Cannot open the SQLite database at \(path): \(error)")
             }
             try await record(
                 agent,
+                store: store,
+                storage: ConnectionRecorderStorage(database.makeConnection()),
+                indexing: database,
+                configuration,
+                signals
+            )
+        case .memory:
+            let database = InMemoryDatabase()
+            try await declareIndexes(on: database)
+            try await record(
+                agent,
+                store: store,
                 storage: ConnectionRecorderStorage(database.makeConnection()),
                 indexing: database,
                 configuration,
@@ -181,8 +291,12 @@ struct Record: AsyncParsableCommand {
     }
 
     /// Connects to PostgreSQL (bringing the schema up to date) within `timeout` seconds.
-    private func openPostgres(_ database: PostgresDatabase, timeout: Double) async throws -> PostgresStoreConnection {
-        let redacted = Self.redacted(db)
+    private func openPostgres(
+        _ database: PostgresDatabase,
+        store: Store,
+        timeout: Double
+    ) async throws -> PostgresStoreConnection {
+        let redacted = store.description
         do {
             return try await withThrowingTaskGroup(of: PostgresStoreConnection?.self) { group in
                 group.addTask { try await database.makeConnection() }
@@ -246,6 +360,7 @@ struct Record: AsyncParsableCommand {
     /// Runs the recorder with `agent` until a signal, then commits, deadvertises and returns.
     private func record(
         _ agent: CLIAgent,
+        store: Store,
         storage: some RecorderStorage,
         indexing: (any JSONPropertyIndexing)? = nil,
         _ configuration: CoatyRecorder.Configuration,
@@ -275,7 +390,6 @@ struct Record: AsyncParsableCommand {
             _ = try? await recording.value
             throw error
         }
-        let store = usesPostgres ? Self.redacted(db) : db
         agent.logger.info("Recording", metadata: ["store": "\(store)", "broker": "\(agent.options.brokerForMessages)"])
 
         // Until a signal, or until the recorder ends by itself (a failure).

@@ -327,6 +327,107 @@ struct RecordCommandTests {
         #expect(badURL.status == 1)
         #expect(badURL.stderr.contains("the user is missing"), "stderr: \(badURL.stderr)")
     }
+
+    /// Writes a configuration file with Coaty JS's `databases` layout.
+    func writeDatabases(_ databases: JSONValue, in directory: String) throws -> String {
+        let file = directory + "/agent.json"
+        let text = JSONValue.object(["databases": databases]).serializedString()
+        try Data(text.utf8).write(to: URL(fileURLWithPath: file))
+        return file
+    }
+
+    @Test(
+        "record without --db stores into the configuration's database: db of the file, replaced by COATY_DATABASE_DB, overridden by --db"
+    )
+    func recordsIntoConfiguredDatabase() async throws {
+        try await withTemporaryDirectory { directory in
+            let configured = directory + "/configured.sqlite"
+            let fromVariable = directory + "/variable.sqlite"
+            let explicit = directory + "/explicit.sqlite"
+            let file = try writeDatabases(
+                [
+                    "db": ["adapter": "SqLiteNodeAdapter", "connectionString": .string(configured)],
+                    "other": ["adapter": "PostgresAdapter", "connectionString": "postgres://coaty@127.0.0.1:1/x"],
+                ],
+                in: directory
+            )
+            try await withBroker { broker in
+                try await withAgent(on: broker, name: "publisher") { agent in
+                    let runs: [(arguments: [String], environment: [String: String], expected: String)] = [
+                        (["--config", file], [:], configured),
+                        ([], ["COATY_CONFIG": file, "COATY_DATABASE_DB": "sqlite:" + fromVariable], fromVariable),
+                        (["--config", file, "--db", explicit], [:], explicit),
+                    ]
+                    for (index, run) in runs.enumerated() {
+                        let recorder = try await startReadyCoaty(
+                            ["record", "--verbose", "--broker", broker.url] + run.arguments,
+                            name: "recorder \(index)",
+                            observer: agent,
+                            environment: run.environment
+                        )
+                        let task = try CoatyObjectRegistry().decode(Samples.task("Run \(index)"))
+                        try await agent.publishAdvertise(task)
+                        let tasks = try await queryUntil(["--core-types", "Task"], broker: broker, count: 1)
+                        #expect(tasks.map { $0["name"] } == [.string("Run \(index)")])
+                        recorder.signal(SIGTERM)
+                        let result = await recorder.finish(timeout: 30)
+                        #expect(result.status == 0, "stderr: \(result.stderr)")
+                        #expect(
+                            FileManager.default.fileExists(atPath: run.expected),
+                            "run \(index) stores into \(run.expected)"
+                        )
+                    }
+                }
+            }
+        }
+    }
+
+    @Test("record names the configuration's problem in one line and exits 1; --db with --database is a usage error")
+    func configuredDatabaseErrors() async throws {
+        try await withTemporaryDirectory { directory in
+            let file = try writeDatabases(
+                [
+                    "history": ["adapter": "SqLiteNodeAdapter", "connectionString": .string(directory + "/h.sqlite")],
+                    "mongo": ["adapter": "MongoAdapter", "connectionString": "mongodb://x"],
+                    "empty": ["adapter": "SqLiteNodeAdapter"],
+                ],
+                in: directory
+            )
+            let cases: [(arguments: [String], environment: [String: String], says: String)] = [
+                (
+                    ["--database", "missing"], [:],
+                    "databases.missing: is not configured; the configuration has empty, history, mongo"
+                ),
+                (["--database", "mongo"], [:], "databases.mongo.adapter: MongoAdapter is not a store of coaty record"),
+                (["--database", "empty"], [:], "databases.empty.connectionString: is missing or empty"),
+                ([], [:], "databases: has empty, history, mongo and none named db; name the one to use"),
+                (
+                    ["--database", "db"], ["COATY_DATABASE_DB": "mysql://x"],
+                    "COATY_DATABASE_DB: 'mysql://x' is not a database URL"
+                ),
+            ]
+            for (arguments, environment, says) in cases {
+                let result = try await runCoaty(
+                    ["record", "--config", file, "--broker", "mqtt://127.0.0.1:1"] + arguments,
+                    environment: environment,
+                    timeout: 30
+                )
+                #expect(result.status == 1, "\(arguments): \(result.stderr)")
+                #expect(result.stderrLines.count == 1, "\(arguments): \(result.stderr)")
+                #expect(result.stderr.contains(says), "\(arguments): \(result.stderr)")
+            }
+            let missingFile = try await runCoaty(
+                ["record", "--config", directory + "/none.json", "--broker", "mqtt://127.0.0.1:1"],
+                timeout: 30
+            )
+            #expect(missingFile.status == 1)
+            #expect(missingFile.stderr.contains("none.json: cannot read the file"), "\(missingFile.stderr)")
+
+            let both = try await runCoaty(["record", "--db", "x.sqlite", "--database", "db"], timeout: 30)
+            #expect(both.status == 2, "stderr: \(both.stderr)")
+            #expect(both.stderr.contains("--db and --database"))
+        }
+    }
 }
 
 @Suite(

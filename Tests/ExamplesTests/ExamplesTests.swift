@@ -146,6 +146,51 @@ struct ExamplesTests {
         }
     }
 
+    @Test("sensor-agent --sensor-things --config registers the sensors a Coaty JS style configuration defines")
+    func sensorAgentConfigured() async throws {
+        let sensorId = CoatyUUID()
+        let sensor: JSONValue = [
+            "objectId": .string(sensorId.uuidString), "coreType": "CoatyObject",
+            "objectType": "coaty.sensorThings.Sensor", "name": "CPU load", "description": "The CPU load",
+            "encodingType": "", "metadata": [:],
+            "unitOfMeasurement": ["name": "Percentage", "symbol": "%", "definition": "urn:percent"],
+            "observationType": "http://www.opengis.net/def/observationType/OGC-OM/2.0/OM_Measurement",
+            "observedProperty": ["name": "CPU load", "description": "CPU load", "definition": "urn:cpu-load"],
+        ]
+        let configuration: JSONValue = [
+            "controllers": [
+                "SensorSourceController": [
+                    "sensors": [
+                        [
+                            "sensor": sensor, "io": "MockSensorIo", "parameters": ["values": [12, 15]],
+                            "observationPublicationType": "channel", "samplingInterval": 50,
+                        ]
+                    ]
+                ]
+            ]
+        ]
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("sensor-agent-\(UUID()).json").path
+        try Data(configuration.serializedString().utf8).write(to: URL(fileURLWithPath: file))
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        try await withBroker { broker in
+            try await withAgent(on: broker) { agent in
+                let sensors = try agent.observeAdvertise(objectType: "coaty.sensorThings.Sensor")
+                await sensors.subscribed()
+                let result = try await runExample(
+                    "sensor-agent",
+                    ["--broker", broker.url, "--count", "2", "--sensor-things", "--config", file]
+                )
+                #expect(result.status == 0, "stderr: \(result.stderr)")
+                let lines = result.stdoutLines
+                #expect(lines.first == "discovered sensor CPU load", "stdout: \(result.stdout)")
+                #expect(lines.contains("observed observation #1 of CPU load: 12 %"), "stdout: \(result.stdout)")
+                #expect(lines.contains("observed observation #2 of CPU load: 15 %"), "stdout: \(result.stdout)")
+                let advertised = try #require(try await collect(sensors, count: 1).first?.object)
+                #expect(advertised.objectId == sensorId)
+            }
+        }
+    }
+
     @Test(
         "service-group-agent shuts down gracefully: status then identity deadvertised, exit 0",
         arguments: [

@@ -53,7 +53,7 @@ public import Metrics
 /// | `COATY_CA_FILE`, `COATY_CERT_FILE`, `COATY_KEY_FILE` | ``caFile``, ``certificateFile``, ``privateKeyFile`` (PEM) |
 /// | `COATY_TLS_VERIFY` | ``verifiesServer`` (a boolean; only for tests) |
 /// | `COATY_ENV`, `COATY_SERVICE_HOST` | ``agentInfo``'s build mode and service host (Coaty's variables) |
-/// | `COATY_DATABASE_<NAME>` | ``databases``[`<NAME>`] from `postgres://…`, `sqlite:PATH` or `memory:` |
+/// | `COATY_DATABASE_<NAME>` | ``databases``[`<NAME>`] from `postgres://…`, `sqlite:PATH` or `memory:` (replacing a database whose name differs only in case: `COATY_DATABASE_DB` sets `db`) |
 ///
 /// Code may change the result afterwards (then call ``validate()``). Every problem is one
 /// ``AgentConfigurationError`` naming the file and field, or the variable: the first one found.
@@ -325,7 +325,10 @@ public struct AgentConfiguration: Codable, Sendable, Hashable, CustomStringConve
         let prefix = "COATY_DATABASE_"
         for (variable, url) in environment.sorted(by: { $0.key < $1.key })
         where variable.hasPrefix(prefix) && variable.count > prefix.count {
-            databases[String(variable.dropFirst(prefix.count))] = try DatabaseOptions(url: url, field: variable)
+            // Variables are named in capitals: COATY_DATABASE_DB replaces the database `db`.
+            let name = String(variable.dropFirst(prefix.count))
+            let key = databases.keys.first { $0 != name && $0.lowercased() == name.lowercased() } ?? name
+            databases[key] = try DatabaseOptions(url: url, field: variable)
         }
     }
 
