@@ -250,7 +250,7 @@ let package = Package(
         ),
         .target(
             name: "AgentProcessTestSupport",
-            dependencies: ["CoatyKit"],
+            dependencies: ["CoatyKit", "CoatySync"],
             path: "Tests/AgentProcessTestSupport",
             swiftSettings: swiftSettings
         ),
@@ -265,14 +265,14 @@ let package = Package(
         .testTarget(
             name: "CoatyCoreTests",
             dependencies: [
-                "CoatyCore", "CoatyFuzzTargets",
+                "CoatyCore", "CoatySync", "CoatyFuzzTargets",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "CoatyMQTTTests",
-            dependencies: ["CoatyMQTT", "AgentProcessTestSupport"],
+            dependencies: ["CoatyMQTT", "CoatySync", "AgentProcessTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -290,7 +290,9 @@ let package = Package(
         ),
         .testTarget(
             name: "CoatyKitTests",
-            dependencies: ["CoatyKit", "CoatyTesting", "CoatyStore", "CoatySQLite", "AgentProcessTestSupport"],
+            dependencies: [
+                "CoatyKit", "CoatySync", "CoatyTesting", "CoatyStore", "CoatySQLite", "AgentProcessTestSupport",
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -310,7 +312,7 @@ let package = Package(
         .testTarget(
             name: "CoatyPostgresTests",
             dependencies: [
-                "CoatyPostgres", "CoatyStore", "CoatyCore", "CoatyStoreTestSupport",
+                "CoatyPostgres", "CoatyStore", "CoatyCore", "CoatySync", "CoatyStoreTestSupport",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             swiftSettings: swiftSettings
@@ -318,13 +320,13 @@ let package = Package(
         .testTarget(
             // Against the real Coaty JS 2.4.1 (../shared/coaty-js, or COATY_JS_AGENT) and mosquitto.
             name: "CoatyJSInteropTests",
-            dependencies: ["CoatyKit", "AgentProcessTestSupport"],
+            dependencies: ["CoatyKit", "CoatySync", "AgentProcessTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "CoatyTestingTests",
             dependencies: [
-                "CoatyTesting", "CoatyCore", .product(name: "Logging", package: "swift-log"),
+                "CoatyTesting", "CoatyCore", "CoatySync", .product(name: "Logging", package: "swift-log"),
                 .product(name: "InMemoryLogging", package: "swift-log"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],

@@ -3,7 +3,7 @@
 // (`SilentListener`).
 public import CoatyKit
 import Foundation
-import Synchronization
+import CoatySync
 
 #if canImport(Glibc)
     import Glibc
@@ -376,7 +376,7 @@ public func collect<S: AsyncSequence & Sendable>(
     timeout: Double = 30,
     where predicate: @escaping @Sendable (S.Element) -> Bool = { _ in true }
 ) async throws -> [S.Element] where S.Element: Sendable {
-    let collected = Mutex<[S.Element]>([])
+    let collected = CoatyMutex<[S.Element]>([])
     _ = try await first(sequence, timeout: timeout) { element in
         guard predicate(element) else { return false }
         return collected.withLock { elements in
@@ -479,7 +479,7 @@ extension JSONValue {
 public final class SilentListener: Sendable {
     let descriptor: Int32
     /// Connections taken with ``acceptConnection(within:)``, held open (and silent) until release.
-    private let accepted = Mutex<[Int32]>([])
+    private let accepted = CoatyMutex<[Int32]>([])
     /// The port it listens on.
     public let port: Int
 

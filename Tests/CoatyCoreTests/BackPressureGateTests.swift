@@ -1,6 +1,6 @@
 import Logging
 import Metrics
-import Synchronization
+import CoatySync
 import Testing
 
 @testable import CoatyCore
@@ -9,8 +9,8 @@ import Testing
 /// and how stalls are reported and (by choice) detached.
 struct BackPressureGateTests {
     final class Calls: Sendable {
-        let paused = Mutex<[Bool]>([])
-        let overflows = Mutex(0)
+        let paused = CoatyMutex<[Bool]>([])
+        let overflows = CoatyMutex(0)
         var last: Bool? { paused.withLock { $0.last } }
     }
 

@@ -1,4 +1,4 @@
-import Synchronization
+import CoatySync
 import Testing
 
 @testable import CoatyCore
@@ -7,9 +7,9 @@ import Testing
 /// delivered batch of messages.
 struct ObservationBufferTests {
     final class Record: Sendable {
-        let values = Mutex<[Int]>([])
-        let overflows = Mutex(0)
-        let released = Mutex(false)
+        let values = CoatyMutex<[Int]>([])
+        let overflows = CoatyMutex(0)
+        let released = CoatyMutex(false)
         var all: [Int] { values.withLock { $0 } }
     }
 

@@ -1,6 +1,6 @@
 import Foundation
 import PropertyBased
-import Synchronization
+import CoatySync
 import Testing
 
 @testable import CoatyCore
@@ -404,7 +404,7 @@ struct ReceivedObjectDecodingTests {
     @Test("random payloads read the same from the text and from the tree")
     func randomPayloadsAgree() async {
         let generator = Generator<[UInt8], Shrink.None<[UInt8]>>(run: { rng in randomPayload(&rng) })
-        let outcomes = Mutex((fromText: 0, succeeded: 0, failed: 0))
+        let outcomes = CoatyMutex((fromText: 0, succeeded: 0, failed: 0))
         await propertyCheck(count: 3000, input: generator) { bytes in
             let (fromText, fromTree) = bothReadings(bytes)
             let text = String(decoding: bytes, as: UTF8.self)

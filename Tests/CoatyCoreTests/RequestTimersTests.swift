@@ -1,4 +1,4 @@
-import Synchronization
+import CoatySync
 import Testing
 
 @testable import CoatyCore
@@ -6,7 +6,7 @@ import Testing
 /// The shared timer behind request timeouts (`ResponseSequence.responses(limit:timeout:)`).
 struct RequestTimersTests {
     final class Fired: Sendable {
-        let names = Mutex<[String]>([])
+        let names = CoatyMutex<[String]>([])
         func append(_ name: String) { names.withLock { $0.append(name) } }
         var all: [String] { names.withLock { $0 } }
     }

@@ -3,7 +3,7 @@
 @_exported import AgentProcessTestSupport
 import CoatyKit
 import Foundation
-import Synchronization
+import CoatySync
 import Testing
 
 #if canImport(Glibc)
@@ -84,7 +84,7 @@ private final class PeerOutput: Sendable {
         var status: Int32?
     }
 
-    let state = Mutex(State())
+    let state = CoatyMutex(State())
 
     func appendStdout(_ data: Data) {
         state.withLock { state in

@@ -1,7 +1,7 @@
 import CoatyKit
 import CoatyTesting
 import Foundation
-import Synchronization
+import CoatySync
 import Testing
 
 #if canImport(Glibc)
@@ -64,8 +64,8 @@ enum HostileNetwork {
 
 /// The numbers of the Lamps an observer received, in arrival order (duplicates included).
 final class ReceivedLamps: Sendable {
-    private let numbers = Mutex<[Int]>([])
-    private let consumer: Mutex<Task<Void, Never>?> = Mutex(nil)
+    private let numbers = CoatyMutex<[Int]>([])
+    private let consumer: CoatyMutex<Task<Void, Never>?> = CoatyMutex(nil)
 
     /// Observes the Lamp Advertises of `manager` (subscribed when it returns) and records their numbers.
     static func observe(_ manager: CommunicationManager) async throws -> ReceivedLamps {
@@ -111,9 +111,9 @@ final class ReceivedLamps: Sendable {
 
 /// Publishes Lamps named `0`, `1`, … one after the other, remembering which publish calls returned.
 final class LampStream: Sendable {
-    private let returned = Mutex<[Int]>([])
-    private let failures = Mutex<[String]>([])
-    private let task: Mutex<Task<Void, Never>?> = Mutex(nil)
+    private let returned = CoatyMutex<[Int]>([])
+    private let failures = CoatyMutex<[String]>([])
+    private let task: CoatyMutex<Task<Void, Never>?> = CoatyMutex(nil)
 
     /// Starts publishing `count` Lamps from `publisher`, `pause` apart (at the agent's QoS 1), numbered from `first`.
     static func start(
@@ -149,8 +149,8 @@ final class LampStream: Sendable {
 
 /// The connection states of a transport with the time each was entered.
 final class ConnectionLog: Sendable {
-    private let entries = Mutex<[(state: TransportConnectionState, at: ContinuousClock.Instant)]>([])
-    private let task: Mutex<Task<Void, Never>?> = Mutex(nil)
+    private let entries = CoatyMutex<[(state: TransportConnectionState, at: ContinuousClock.Instant)]>([])
+    private let task: CoatyMutex<Task<Void, Never>?> = CoatyMutex(nil)
 
     /// Starts following `transport`'s connection states.
     static func follow(_ transport: any CoatyTransport) -> ConnectionLog {

@@ -2,7 +2,7 @@ import CoatyKit
 import CoatySQLite
 import CoatyStore
 import Foundation
-import Synchronization
+import CoatySync
 import Testing
 
 #if canImport(Glibc)
@@ -64,7 +64,7 @@ struct RecorderCrashTests {
 
     /// The output shared between the reading thread and the test.
     final class ChildOutputBox: Sendable {
-        let state = Mutex(ChildOutput())
+        let state = CoatyMutex(ChildOutput())
 
         func withLock<T: Sendable>(_ body: (inout ChildOutput) -> T) -> T { state.withLock { body(&$0) } }
     }

@@ -1,6 +1,6 @@
 import CoatyMQTT
 import Foundation
-import Synchronization
+import CoatySync
 import Testing
 
 /// `MQTTDeliveryExecutor`: tasks preferring it run on the client's network thread, right after the batch that
@@ -9,7 +9,7 @@ import Testing
 struct MQTTDeliveryExecutorTests {
     /// A one-shot hand-off from the message handler to a waiting task.
     final class Handoff: Sendable {
-        private let waiter = Mutex<CheckedContinuation<UInt, Never>?>(nil)
+        private let waiter = CoatyMutex<CheckedContinuation<UInt, Never>?>(nil)
 
         func wait() async -> UInt {
             await withCheckedContinuation { continuation in waiter.withLock { $0 = continuation } }

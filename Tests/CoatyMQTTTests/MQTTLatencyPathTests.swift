@@ -1,11 +1,12 @@
 import CoatyMQTT
 import Foundation
+import CoatySync
 import Synchronization
 import Testing
 
 /// Things appended from several threads, read by the test.
 final class Log<Item: Sendable>: Sendable {
-    private let items = Mutex<[Item]>([])
+    private let items = CoatyMutex<[Item]>([])
 
     func append(_ item: Item) { items.withLock { $0.append(item) } }
 

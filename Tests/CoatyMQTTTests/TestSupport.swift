@@ -2,6 +2,7 @@ import CoatyMQTT
 import CoreMetrics
 import Foundation
 import Logging
+import CoatySync
 import Synchronization
 import Testing
 
@@ -184,7 +185,7 @@ final class NoOpRecorder: RecorderHandler, TimerHandler, Sendable {
 
 /// A metrics factory that records counters by label.
 final class RecordingMetrics: MetricsFactory, Sendable {
-    let counters = Mutex<[String: RecordingCounter]>([:])
+    let counters = CoatyMutex<[String: RecordingCounter]>([:])
 
     func makeCounter(label: String, dimensions: [(String, String)]) -> any CounterHandler {
         counters.withLock { counters in
@@ -212,7 +213,7 @@ final class RecordingMetrics: MetricsFactory, Sendable {
 /// A log handler that keeps every record.
 struct RecordingLogHandler: LogHandler {
     final class Storage: Sendable {
-        let records = Mutex<[(Logger.Level, String)]>([])
+        let records = CoatyMutex<[(Logger.Level, String)]>([])
         func contains(_ level: Logger.Level, _ text: String) -> Bool {
             records.withLock { $0.contains { $0.0 == level && $0.1.contains(text) } }
         }

@@ -1,5 +1,5 @@
 import Logging
-import Synchronization
+import CoatySync
 import Testing
 
 @testable import CoatyPostgres
@@ -20,7 +20,7 @@ private struct RecordingHandler: LogHandler {
 }
 
 private final class Recorded: Sendable {
-    let messages = Mutex<[String]>([])
+    let messages = CoatyMutex<[String]>([])
 }
 
 @Suite("PostgreSQL client log filter")

@@ -2,12 +2,12 @@ import CoatyCore
 import CoatyTesting
 import Logging
 import ServiceLifecycle
-import Synchronization
+import CoatySync
 import Testing
 
 /// What the recording controllers saw, in order.
 final class HookLog: Sendable {
-    let entries = Mutex<[String]>([])
+    let entries = CoatyMutex<[String]>([])
     let running: AsyncStream<String>
     let runningContinuation: AsyncStream<String>.Continuation
 

@@ -2,7 +2,7 @@ import CoatyCore
 import CoatyTesting
 import Logging
 import ServiceLifecycle
-import Synchronization
+import CoatySync
 import Testing
 
 /// Starts an agent on a fresh broker with a subscribed observation of Log objects.
@@ -144,7 +144,7 @@ struct CoatyLoggingTests {
 /// the publisher that needs the manager exists).
 struct LateLogHandler: LogHandler {
     final class Target: Sendable {
-        let handler = Mutex<CoatyLogHandler?>(nil)
+        let handler = CoatyMutex<CoatyLogHandler?>(nil)
     }
 
     let box = Target()

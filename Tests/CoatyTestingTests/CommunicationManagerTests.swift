@@ -2,7 +2,7 @@ import CoatyCore
 import CoatyTesting
 import Logging
 import ServiceLifecycle
-import Synchronization
+import CoatySync
 import Testing
 
 /// A custom object type based on CoatyObject: published twice (core type and object type topic).
@@ -389,7 +389,7 @@ struct CommunicationManagerTests {
         #expect(throws: CommunicationError.self) { try responder.manager.observeUpdate(objectType: "a/b") }
         await lights.subscribed()
         await tasks.subscribed()
-        final class Seen: Sendable { let ids = Mutex<[CoatyUUID]>([]) }
+        final class Seen: Sendable { let ids = CoatyMutex<[CoatyUUID]>([]) }
         let seenTasks = Seen()
         let answers = Task {
             await withTaskGroup(of: Void.self) { group in
@@ -436,7 +436,7 @@ struct CommunicationManagerTests {
         let withoutContext = try plainResponder.manager.observeCall(operation: "switch")
         await withContext.subscribed()
         await withoutContext.subscribed()
-        let handledWithContext = Mutex<[String]>([])
+        let handledWithContext = CoatyMutex<[String]>([])
         let contextAnswers = Task {
             for await call in withContext {
                 handledWithContext.withLock { $0.append(call.data.parameter("tag")?.stringValue ?? "") }

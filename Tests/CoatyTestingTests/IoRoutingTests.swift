@@ -1,6 +1,6 @@
 import CoatyCore
 import CoatyTesting
-import Synchronization
+import CoatySync
 import Testing
 
 /// A clock that moves only when a test advances it, so sample and throttle are deterministic.
@@ -24,7 +24,7 @@ final class ManualClock: Clock, Sendable {
         var sleepers: [Int: Sleeper] = [:]
     }
 
-    private let state = Mutex(State())
+    private let state = CoatyMutex(State())
 
     var now: Instant { state.withLock { $0.now } }
     var minimumResolution: Duration { .zero }
