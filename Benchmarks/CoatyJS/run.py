@@ -32,28 +32,14 @@ reported as such.
 import argparse, json, os, resource, shutil, signal, socket, statistics, subprocess, sys, tempfile, time, uuid
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "Support"))
+from benchsupport import cpu_seconds, free_port  # noqa: E402
 RELEASE = os.path.join(ROOT, ".build", "release")
 COATY = os.environ.get("COATY", os.path.join(RELEASE, "coaty"))
 AGENT_JS = os.environ.get("COATY_JS_AGENT", os.path.join(ROOT, "..", "shared", "coaty-js", "agent.js"))
 BASELINE = os.path.join(RELEASE, "mqtt-baseline")
 AGENT_BENCH = os.path.join(RELEASE, "agent-benchmark")
 OBJECT_TYPE = "com.example.Bench"
-TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def cpu_seconds(pid):
-    """User + system CPU seconds of a running process (from /proc, clock-tick resolution)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
 
 
 def make_objects(n, seed=0):

@@ -16,18 +16,12 @@ as ratios, so drift shows as a number. Not a test: no assertion on time; an unan
 import argparse, json, os, shutil, socket, statistics, subprocess, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "Support"))
+from benchsupport import free_port  # noqa: E402
 RELEASE = os.path.join(ROOT, ".build", "release")
 COATY = os.environ.get("COATY", os.path.join(RELEASE, "coaty"))
 AGENT_BENCH = os.path.join(RELEASE, "agent-benchmark")
 PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def process_figures(pid):

@@ -308,6 +308,8 @@ struct BrokerState {
     var clients: [ClientState] = []
     var retained: [String: TransportMessage] = [:]
     var publications: [InProcessBroker.Publication] = []
+    /// Per shared-subscription group and filter, how many messages it was given (round robin).
+    var sharedTurns: [String: Int] = [:]
     var nextToken = 0
 
     mutating func makeToken() -> Int {
@@ -408,13 +410,36 @@ struct BrokerState {
         var delivered = message
         delivered.retain = false
         let perSubscription = configuration.deliversCopyPerMatchingSubscription
+        // Shared subscriptions (`$share/<group>/<filter>`): one member per group and filter gets it.
+        var sharedMembers: [String: [(client: Int, qos: TransportQoS)]] = [:]
         for i in clients.indices where clients[i].lifecycle == .connected {
-            for subscription in clients[i].subscriptions
-            where MQTTTopicFilter.matches(topic: message.topic, filter: subscription.filter) {
+            for subscription in clients[i].subscriptions {
+                if let shared = Self.splitShared(subscription.filter) {
+                    if MQTTTopicFilter.matches(topic: message.topic, filter: shared.filter) {
+                        sharedMembers[subscription.filter, default: []].append((i, subscription.qos))
+                    }
+                    continue
+                }
+                guard MQTTTopicFilter.matches(topic: message.topic, filter: subscription.filter) else { continue }
                 delivered.qos = min(message.qos, subscription.qos)
                 clients[i].deliver(delivered)
                 if !perSubscription { break }
             }
         }
+        for (key, members) in sharedMembers.sorted(by: { $0.key < $1.key }) {
+            let turn = sharedTurns[key, default: 0]
+            sharedTurns[key] = turn &+ 1
+            let member = members[turn % members.count]
+            delivered.qos = min(message.qos, member.qos)
+            clients[member.client].deliver(delivered)
+        }
+    }
+
+    /// The filter of a shared subscription `$share/<group>/<filter>`, or `nil` for another filter.
+    static func splitShared(_ filter: String) -> (group: Substring, filter: String)? {
+        guard filter.hasPrefix("$share/") else { return nil }
+        let rest = filter.dropFirst("$share/".count)
+        guard let slash = rest.firstIndex(of: "/") else { return nil }
+        return (rest[..<slash], String(rest[rest.index(after: slash)...]))
     }
 }

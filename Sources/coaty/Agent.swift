@@ -27,6 +27,8 @@ struct CLIAgent: Sendable {
     let manager: CommunicationManager
     let logger: Logger
     let options: ConnectionOptions
+    /// The MQTT configuration the agent connects with.
+    let mqttConfiguration: MQTTConfiguration
 
     /// Creates the agent (not connected yet); register observations before ``start(interruptedBy:)`` so they
     /// are subscribed before the identity is advertised (the identity Advertise means "ready").
@@ -35,12 +37,14 @@ struct CLIAgent: Sendable {
         defaultName: String,
         registry: CoatyObjectRegistry = CoatyObjectRegistry(),
         observerBufferLimit: Int? = nil,
-        durableIdentityId: CoatyUUID? = nil
+        durableIdentityId: CoatyUUID? = nil,
+        sharedSubscriptionGroup: String? = nil
     ) throws {
         self.options = options
         logger = options.makeLogger()
         var managerOptions = options.managerOptions
         if let observerBufferLimit { managerOptions.observerBufferLimit = observerBufferLimit }
+        managerOptions.sharedSubscriptionGroup = sharedSubscriptionGroup
         let identity = Identity(objectId: durableIdentityId ?? CoatyUUID(), name: options.name ?? defaultName)
         var configuration = try options.mqttConfiguration(identityId: identity.objectId)
         if durableIdentityId != nil {
@@ -50,6 +54,7 @@ struct CLIAgent: Sendable {
             configuration.holdsAcknowledgements = true
             managerOptions.qos = .atLeastOnce
         }
+        mqttConfiguration = configuration
         let transport = MQTTTransport(configuration: configuration, logger: logger)
         do {
             manager = try CommunicationManager(

@@ -85,6 +85,22 @@ struct Record: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
+            "Record as a member of a recorder group: every member subscribes through MQTT shared subscriptions ($share/NAME/…), so the broker gives each Advertise to one member (stored once) and each Discover or Query to one member (answered once). Members are durable (a persistent session at QoS 1, acknowledged after commit); when one is gone, another takes over its broker session, so nothing the broker gave it is lost. Run the members on one shared database (PostgreSQL) to answer from all of it.",
+            valueName: "name"
+        )
+    )
+    var group: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "The member's name in its --group: it fixes the member's client id, so a member restarted under the same name resumes its broker session (unless another member took it over meanwhile). Default: a new id each run.",
+            valueName: "name"
+        )
+    )
+    var member: String?
+
+    @Option(
+        help: ArgumentHelp(
             "Events each observation may hold while the store is behind, before reading from the broker pauses (back-pressure; nothing is dropped). A recorder's buffer absorbs bursts faster than the store writes, so the broker's own queue limits are not reached; memory is about 1 KiB per held event.",
             valueName: "events"
         )
@@ -126,6 +142,12 @@ struct Record: AsyncParsableCommand {
         if database?.isEmpty == true { throw ValidationError("--database must not be empty.") }
         if buffer < 1 { throw ValidationError("--buffer must be at least 1.") }
         if autoIndex < 0 { throw ValidationError("--auto-index must be 0 or more.") }
+        if let group, !CommunicationManager.isValidSharedSubscriptionGroup(group) {
+            throw ValidationError("--group must be a non-empty name without '/', '+', '#' or NUL.")
+        }
+        if member != nil && group == nil {
+            throw ValidationError("--member names a member of a --group; give --group too.")
+        }
         for index in indexes where Self.parseIndex(index) == nil {
             throw ValidationError(
                 "--index \(index) is not objectType:property (a property named with letters, digits and _)."
@@ -222,17 +244,26 @@ struct Record: AsyncParsableCommand {
 
     func run() async throws {
         let store = try resolveStore()
+        // A group member is durable: its persistent session is what another member takes over when it is gone.
+        let identityId: CoatyUUID? =
+            if let group {
+                member.map { Self.durableIdentityId(for: store.description, member: "\(group)/\($0)") } ?? CoatyUUID()
+            } else {
+                durable ? Self.durableIdentityId(for: store.description) : nil
+            }
         let agent = try CLIAgent(
             connection,
-            defaultName: "coaty record",
+            defaultName: group.map { "coaty record (group \($0)\(member.map { ", member \($0)" } ?? ""))" }
+                ?? "coaty record",
             observerBufferLimit: buffer,
-            durableIdentityId: durable ? Self.durableIdentityId(for: store.description) : nil
+            durableIdentityId: identityId,
+            sharedSubscriptionGroup: group
         )
         let signals = ShutdownSignals()
         let configuration = CoatyRecorder.Configuration(
             channelIds: channels,
             acceptUpdates: acceptUpdates,
-            acknowledgesAfterCommit: durable,
+            acknowledgesAfterCommit: durable || group != nil,
             automaticIndexesPerObjectType: autoIndex
         )
         switch store {
@@ -322,8 +353,10 @@ struct Record: AsyncParsableCommand {
     /// The identity id of a durable recorder of `store`: the same for every run on the same store
     /// (its MQTT client id names the broker's persistent session), a version 4 UUID drawn from a
     /// hash of the store's absolute path or URL.
-    static func durableIdentityId(for store: String) -> CoatyUUID {
-        let key = store.contains("://") ? store : URL(fileURLWithPath: store).standardizedFileURL.path
+    /// A member of a recorder group (`member`: "group/member") has its own.
+    static func durableIdentityId(for store: String, member: String? = nil) -> CoatyUUID {
+        let storeKey = store.contains("://") ? store : URL(fileURLWithPath: store).standardizedFileURL.path
+        let key = member.map { "\(storeKey)\u{0}\($0)" } ?? storeKey
         var generator = FNVGenerator(key)
         return CoatyUUID(randomUsing: &generator)
     }
@@ -366,11 +399,20 @@ struct Record: AsyncParsableCommand {
         _ configuration: CoatyRecorder.Configuration,
         _ signals: ShutdownSignals
     ) async throws {
+        let handover =
+            group == nil
+            ? nil
+            : SessionHandover.mqtt(
+                template: agent.mqttConfiguration,
+                options: agent.manager.options,
+                logger: agent.logger
+            )
         let recorder = CoatyRecorder(
             manager: agent.manager,
             storage: storage,
             configuration: configuration,
             indexing: indexing,
+            handover: handover,
             logger: agent.logger
         )
         let events = verbose ? recorder.events() : nil
@@ -418,6 +460,17 @@ struct Record: AsyncParsableCommand {
         }
         _ = try? await recording.value
         await agent.stop()
+        if let handover {
+            // The member left its group: end its broker session (nothing is queued there any more).
+            do {
+                try await handover.end(agent.manager.identity.objectId)
+            } catch {
+                agent.logger.warning(
+                    "Could not end this group member's broker session",
+                    metadata: ["error": "\(error)"]
+                )
+            }
+        }
         await printing.value
         agent.logger.info("Recorder stopped", metadata: ["statistics": "\(recorder.statistics)"])
         let statistics = recorder.statistics

@@ -194,6 +194,77 @@ struct RecordCommandTests {
         }
     }
 
+    @Test("record --group: two members each store a share of the Advertise events, every one exactly once")
+    func groupMembersShareTheEvents() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withBroker { broker in
+                try await withAgent(on: broker, name: "publisher") { agent in
+                    var members: [CoatyProcess] = []
+                    for index in 0..<2 {
+                        members.append(
+                            try await startReadyCoaty(
+                                ["record", "--group", "recorders", "--db", directory + "/m\(index).sqlite"]
+                                    + ["--broker", broker.url],
+                                name: "member \(index)",
+                                observer: agent
+                            )
+                        )
+                    }
+                    let count = 200
+                    var ids: Set<String> = []
+                    for i in 0..<count {
+                        let task = CoatyTask(
+                            name: "Task \(i)",
+                            status: .pending,
+                            creatorId: agent.identity.objectId,
+                            creationTimestamp: 1
+                        )
+                        ids.insert(task.objectId.uuidString)
+                        try await agent.publishAdvertise(task)
+                    }
+                    // Each file holds the tasks its member got; together they hold each task once.
+                    var perMember: [[String]] = []
+                    for _ in 0..<100 {
+                        perMember = []
+                        for index in 0..<2 {
+                            perMember.append(
+                                try await DatabaseQueue(path: directory + "/m\(index).sqlite").read { db in
+                                    try String.fetchAll(
+                                        db,
+                                        sql: "SELECT objectId FROM coaty_rows WHERE coreType = 'Task'"
+                                    )
+                                }
+                            )
+                        }
+                        if perMember.map(\.count).reduce(0, +) >= count { break }
+                        try await Task.sleep(for: .milliseconds(100))
+                    }
+                    #expect(perMember.map(\.count).reduce(0, +) == count, "\(perMember.map(\.count))")
+                    #expect(Set(perMember.flatMap { $0 }) == ids)
+                    #expect(perMember.allSatisfy { !$0.isEmpty }, "each member stores a share")
+                    for member in members {
+                        member.signal(SIGINT)
+                        let result = await member.finish(timeout: 30)
+                        #expect(result.status == 0, "stderr: \(result.stderr)")
+                    }
+                }
+            }
+        }
+    }
+
+    @Test("record --group and --member are checked: a usage error, exit 2")
+    func groupUsageErrors() async throws {
+        let cases: [(arguments: [String], says: String)] = [
+            (["--group", "a/b"], "--group must be a non-empty name"),
+            (["--member", "m1"], "--member names a member of a --group"),
+        ]
+        for (arguments, says) in cases {
+            let result = try await runCoaty(["record", "--broker", "mqtt://127.0.0.1:1"] + arguments, timeout: 30)
+            #expect(result.status == 2, "\(arguments): \(result.stderr)")
+            #expect(result.stderr.contains(says), "\(arguments): \(result.stderr)")
+        }
+    }
+
     @Test("record --accept-updates applies an Update of a stored object and answers Complete")
     func acceptsUpdates() async throws {
         try await withTemporaryDirectory { directory in
@@ -462,6 +533,86 @@ struct RecordPostgresCommandTests {
                 let result = await recorder.finish(timeout: 30)
                 #expect(result.status == 0, "stderr: \(result.stderr)")
                 #expect(try result.jsonLines().filter { $0["event"] == "Stored" }.count >= 3)
+            }
+        }
+    }
+
+    @Test(
+        "record --group: three members on one PostgreSQL store 30 000 Advertise events once each at QoS 1, answer each Discover once, and lose nothing when one is killed"
+    )
+    func groupSurvivesAKilledMember() async throws {
+        let server = try PostgresTestServer.start()
+        defer { server.stop() }
+        let url = try server.makeDatabase()
+        try await withBroker { broker in
+            try await withAgent(on: broker, name: "requester") { agent in
+                var members: [CoatyProcess] = []
+                for index in 0..<3 {
+                    members.append(
+                        try await startReadyCoaty(
+                            [
+                                "record", "--group", "recorders", "--db", url, "--broker", broker.url, "--log-level",
+                                "info",
+                            ],
+                            name: "member \(index)",
+                            observer: agent
+                        )
+                    )
+                }
+                let publisherId = CoatyUUID()
+                let publisher = MQTTClient(
+                    configuration: try MQTTConfiguration(url: broker.url, clientId: "group-test-publisher")
+                )
+                try await publisher.connect()
+                let count = 30_000
+                var ids: [CoatyUUID] = []
+                for i in 0..<count {
+                    let id = CoatyUUID()
+                    ids.append(id)
+                    let payload =
+                        #"{"object":{"objectType":"coaty.Task","coreType":"Task","objectId":"\#(id)","name":"T\#(i)","creatorId":"\#(publisherId)","creationTimestamp":1,"status":0}}"#
+                    try await publisher.publish(
+                        "coaty/3/-/ADV:Task/\(publisherId)",
+                        payload: Array(payload.utf8),
+                        qos: .atLeastOnce
+                    )
+                    // Mid-run, one member dies without a word.
+                    if i == count / 3 { members[1].signal(SIGKILL) }
+                }
+                var stored = 0
+                for _ in 0..<600 {
+                    stored =
+                        Int(
+                            try server.query("SELECT count(*) FROM coaty_rows WHERE \"coreType\" = 'Task'", in: url)
+                                .first ?? ""
+                        ) ?? 0
+                    if stored >= count { break }
+                    try await Task.sleep(for: .milliseconds(200))
+                }
+                #expect(stored == count, "every Advertise stored once, the killed member's share too")
+                let distinct = try server.query(
+                    "SELECT count(DISTINCT \"objectId\") FROM coaty_rows WHERE \"coreType\" = 'Task'",
+                    in: url
+                )
+                #expect(distinct.first == "\(count)")
+
+                // Each Discover answered once, by one of the two members left.
+                for id in ids.suffix(20) {
+                    let resolves = try await agent.publishDiscover(.objectId(id))
+                        .responses(timeout: .milliseconds(500)).collect()
+                    #expect(resolves.count == 1)
+                    #expect(resolves.first?.data.object?.objectId == id)
+                }
+                await publisher.disconnect()
+                var tookOver = false
+                for (index, member) in members.enumerated() where index != 1 {
+                    member.signal(SIGINT)
+                    let result = await member.finish(timeout: 60)
+                    #expect(result.status == 0, "stderr: \(result.stderr)")
+                    if result.stderr.contains("took over the broker session") { tookOver = true }
+                }
+                #expect(tookOver, "a member took over the killed member's session")
+                _ = await members[1].finish(timeout: 5)
             }
         }
     }

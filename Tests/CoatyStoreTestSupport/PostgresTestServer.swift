@@ -114,6 +114,22 @@ public final class PostgresTestServer: Sendable {
         )
     }
 
+    /// Runs one SQL query with `psql` in a database made by ``makeDatabase()`` and returns its
+    /// rows unaligned, one per line, columns separated by `|`.
+    /// - Parameters:
+    ///   - sql: the query.
+    ///   - url: the database's connection string.
+    /// - Returns: the rows.
+    /// - Throws: ``Failure`` when the query fails.
+    public func query(_ sql: String, in url: String) throws -> [String] {
+        let name = url.split(separator: "/").last.map { String($0.split(separator: "?")[0]) } ?? ""
+        let output = try tool(
+            "psql",
+            ["-h", directory, "-p", "\(port)", "-U", "postgres", "-d", name, "-v", "ON_ERROR_STOP=1", "-At", "-c", sql]
+        )
+        return output.split(separator: "\n").map(String.init)
+    }
+
     /// Stops the server (immediately) and removes its directory.
     public func stop() {
         try? pgctl(["-D", dataDirectory, "-m", "immediate", "-w", "stop"])
@@ -135,21 +151,24 @@ public final class PostgresTestServer: Sendable {
         try tool("pg_ctl", arguments)
     }
 
-    private func tool(_ name: String, _ arguments: [String]) throws {
+    @discardableResult
+    private func tool(_ name: String, _ arguments: [String]) throws -> String {
         let path = "\(binaries)/\(name)"
         if asPostgresUser {
-            try Self.run("/usr/sbin/runuser", ["-u", "postgres", "--", path] + arguments)
+            return try Self.run("/usr/sbin/runuser", ["-u", "postgres", "--", path] + arguments)
         } else {
-            try Self.run(path, arguments)
+            return try Self.run(path, arguments)
         }
     }
 
-    /// Runs a command to its end; throws with its output when it fails.
+    /// Runs a command to its end and returns its output (stdout and stderr); throws with it when
+    /// the command fails.
     ///
     /// posix_spawn and waitpid rather than Foundation's `Process`: a `Process` running `runuser`
     /// was never seen to exit (its child stayed a zombie and `waitUntilExit` hung), and the child
     /// must not inherit the blocked signals of a concurrency thread (`pg_ctl` waits for signals).
-    private static func run(_ executable: String, _ arguments: [String]) throws {
+    @discardableResult
+    private static func run(_ executable: String, _ arguments: [String]) throws -> String {
         let outputPath = FileManager.default.temporaryDirectory
             .appendingPathComponent("coaty-pg-tool-\(UUID().uuidString).log").path
         defer { try? FileManager.default.removeItem(atPath: outputPath) }
@@ -178,12 +197,13 @@ public final class PostgresTestServer: Sendable {
         }
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        let output = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
         // Exited normally with 0 (WIFEXITED and WEXITSTATUS, which Swift does not import).
         guard status & 0xffff == 0 else {
-            let output = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
             throw Failure(
                 description: "\(words.joined(separator: " ")) failed with status \(status): \(output)"
             )
         }
+        return output
     }
 }

@@ -1,8 +1,8 @@
 import CoatyCore
+import CoatySync
 import CoatyTesting
 import Logging
 import ServiceLifecycle
-import CoatySync
 import Testing
 
 /// A custom object type based on CoatyObject: published twice (core type and object type topic).
@@ -58,7 +58,8 @@ struct TestAgent {
         name: String = "agent",
         namespace: String = "-",
         crossNamespacing: Bool = false,
-        deferredLimit: Int = 1000
+        deferredLimit: Int = 1000,
+        sharedSubscriptionGroup: String? = nil
     ) throws {
         let identity = Identity(name: name)
         transport = broker.makeTransport(clientId: CoatyConnection.clientId(identityId: identity.objectId))
@@ -69,7 +70,8 @@ struct TestAgent {
             options: .init(
                 namespace: namespace,
                 crossNamespacing: crossNamespacing,
-                deferredPublicationLimit: deferredLimit
+                deferredPublicationLimit: deferredLimit,
+                sharedSubscriptionGroup: sharedSubscriptionGroup
             )
         )
     }

@@ -25,6 +25,8 @@ public enum CoatyTopicError: Error, Sendable, Hashable, CustomStringConvertible 
     case unsupportedProtocolVersion(String)
     /// The namespace is empty or contains NUL, `+`, `#` or `/`.
     case invalidNamespace(String)
+    /// The shared-subscription group name is empty or contains NUL, `+`, `#` or `/`.
+    case invalidSharedSubscriptionGroup(String)
     /// The event level does not start with a known three-letter event code.
     case unknownEventType(String)
     /// The event type requires a filter (`ADV:…`, `UPD:…`, `CHN:…`, `CLL:…`, `ASC:…`) but has none.
@@ -69,6 +71,8 @@ public enum CoatyTopicError: Error, Sendable, Hashable, CustomStringConvertible 
             "Unsupported Coaty protocol version '\(version)'; only version 3 is supported."
         case .invalidNamespace(let namespace):
             "Invalid namespace '\(namespace)': it must be non-empty without NUL, '+', '#' or '/' (use [A-Za-z0-9._-])."
+        case .invalidSharedSubscriptionGroup(let group):
+            "Invalid shared-subscription group '\(group)': it must be non-empty without NUL, '+', '#' or '/'."
         case .unknownEventType(let level):
             "Unknown event level '\(level)'; expected a code such as ADV, DAD, CHN, DSC, RSV, QRY, RTV, UPD, CPL, CLL, RTN, ASC, IOV."
         case .missingFilter(let type):

@@ -122,12 +122,14 @@ public final class CoatyRecorder: Service, Sendable {
     /// The logger.
     public let logger: Logger
     /// Where automatic indexes are created, if the store can index.
-    private let indexing: (any JSONPropertyIndexing)?
+    let indexing: (any JSONPropertyIndexing)?
+    /// How this member of a recorder group takes over the sessions of members that are gone.
+    let handover: SessionHandover?
     /// The properties indexed automatically, by object type.
     private let automaticIndexes = CoatyMutex<[String: Set<String>]>([:])
 
     private let queue: IngestQueue
-    private let stats = CoatyMutex(RecorderStatistics())
+    let stats = CoatyMutex(RecorderStatistics())
     /// Events each ingest observation's pump handed to the queue completely, by observation
     /// (durable recording compares them with what the observations delivered).
     private let handed = CoatyMutex<[Int: UInt64]>([:])
@@ -154,14 +156,20 @@ public final class CoatyRecorder: Service, Sendable {
     ///   - configuration: what to observe and how to write.
     ///   - indexing: the store's indexes, for automatic indexes
     ///     (``Configuration/automaticIndexesPerObjectType``); e.g. the `SQLiteDatabase`.
+    ///   - handover: for a member of a recorder group (a manager with a
+    ///     ``CommunicationManager/Options/sharedSubscriptionGroup``): how it takes over the
+    ///     broker sessions of members that are gone (see "Recorder groups" in "Running a
+    ///     recorder"); `nil` (default) otherwise.
     ///   - logger: where to log; nothing by default.
     public init(
         manager: CommunicationManager,
         storage: any RecorderStorage,
         configuration: Configuration = Configuration(),
         indexing: (any JSONPropertyIndexing)? = nil,
+        handover: SessionHandover? = nil,
         logger: Logger = Logger(label: "coaty.recorder", factory: { _ in SwiftLogNoOpLogHandler() })
     ) {
+        self.handover = handover
         self.manager = manager
         self.storage = storage
         self.indexing = indexing
@@ -176,11 +184,14 @@ public final class CoatyRecorder: Service, Sendable {
     ///   - manager: the communication manager (started separately).
     ///   - connection: the connection.
     ///   - configuration: what to observe and how to write.
+    ///   - handover: for a member of a recorder group, how it takes over the sessions of members
+    ///     that are gone; `nil` (default) otherwise.
     ///   - logger: where to log; nothing by default.
     public convenience init(
         manager: CommunicationManager,
         connection: some ConnectionType,
         configuration: Configuration = Configuration(),
+        handover: SessionHandover? = nil,
         logger: Logger = Logger(label: "coaty.recorder", factory: { _ in SwiftLogNoOpLogHandler() })
     ) {
         self.init(
@@ -188,6 +199,7 @@ public final class CoatyRecorder: Service, Sendable {
             storage: ConnectionRecorderStorage(connection),
             configuration: configuration,
             indexing: connection as? any JSONPropertyIndexing,
+            handover: handover,
             logger: logger
         )
     }
@@ -261,6 +273,7 @@ public final class CoatyRecorder: Service, Sendable {
         }
         let updates = updateObservations
         let deadvertises = try manager.observeDeadvertise()
+        let membership = try makeGroupMembership()
         ingestProgress.withLock { sources in
             for (index, observation) in ingest.enumerated() { sources[index] = { observation.progress } }
             sources[ingest.count] = { deadvertises.progress }
@@ -278,6 +291,7 @@ public final class CoatyRecorder: Service, Sendable {
                 if configuration.acknowledgesAfterCommit {
                     group.addTask { await self.acknowledgeCommitted() }
                 }
+                if let membership { group.addTask { await self.serveGroup(membership) } }
                 // Requests are answered on the thread that routes received events (the transport's
                 // delivery executor): no switch to another thread between a request and its answer.
                 // A Discover's lookup is a brief read right there; a Query's read (SQL, filtering,
@@ -294,14 +308,18 @@ public final class CoatyRecorder: Service, Sendable {
                     await queries?.subscribed()
                     await discovers?.subscribed()
                     for update in updates { await update.subscribed() }
+                    await membership?.announcements.subscribed()
+                    await membership?.barrier.subscribed()
                     self.markReady()
                 }
                 group.addTask { await self.waitForStop() }
                 while await group.next() != nil {
                     if control.withLock({ $0.stopRequested }) || Task.isCancelled { break }
                 }
-                // Take over what the observers already hold before ending them (not possible
-                // after cancellation: the observations end at once then).
+                // A group member first leaves the group (nothing more comes; what the broker
+                // queued for it arrives). Then take over what the observers already hold before
+                // ending them (not possible after cancellation: the observations end at once then).
+                if let membership, !Task.isCancelled { await self.leaveGroup(membership) }
                 if !Task.isCancelled { await self.settleAndFlush(finalHandOver: true) }
                 if !Task.isCancelled, configuration.acknowledgesAfterCommit {
                     await self.acknowledgeIfCommitted()
@@ -479,7 +497,7 @@ public final class CoatyRecorder: Service, Sendable {
     }
 
     /// On stop: acknowledges what was received when everything of it is committed.
-    private func acknowledgeIfCommitted() async {
+    func acknowledgeIfCommitted() async {
         let transport = manager.transport
         guard let due = transport.acknowledgementDue, transport.deliveredCount >= due, handedOver() else { return }
         _ = await commitAndAcknowledge(through: due)
@@ -826,6 +844,9 @@ public struct RecorderStatistics: Sendable, Hashable, CustomStringConvertible {
     /// ``CoatyRecorder/Configuration/eventBufferLimit`` events behind (never objects: the store
     /// gets every one).
     public var droppedEvents = 0
+    /// Broker sessions of gone recorder group members this member took over (what they held is
+    /// counted in ``received`` and ``stored``).
+    public var handedOverSessions = 0
 
     /// No counts.
     public init() {}
@@ -835,7 +856,7 @@ public struct RecorderStatistics: Sendable, Hashable, CustomStringConvertible {
         "received \(received), stored \(stored), removed \(removed), batches \(batches), "
             + "failed writes \(failedWrites), queries \(answeredQueries), discovers \(answeredDiscovers), "
             + "updates \(completedUpdates) (ignored \(ignoredUpdates)), failed answers \(failedAnswers), "
-            + "dropped recorder events \(droppedEvents)"
+            + "dropped recorder events \(droppedEvents), handed-over sessions \(handedOverSessions)"
     }
 }
 
@@ -887,11 +908,21 @@ public struct RecorderEvents: AsyncSequence, Sendable {
 public enum RecorderError: Error, Sendable, Hashable, CustomStringConvertible {
     /// ``CoatyRecorder/run()`` was called while it runs; run one recorder once at a time.
     case alreadyRunning
+    /// Handing over the session of a gone member of a recorder group: what the broker held for
+    /// it did not all arrive within a minute (the session is kept; the handover is retried).
+    case groupBarrierTimedOut
+    /// Handing over the session of a gone member of a recorder group: the connection under its
+    /// client id was lost (another member took the session, or the broker went away); retried.
+    case groupHandoverInterrupted
 
     /// What happened and what to do.
     public var description: String {
         switch self {
         case .alreadyRunning: "The recorder is already running; call run() once and stop() it before running again."
+        case .groupBarrierTimedOut:
+            "The session of a gone recorder group member did not drain within a minute; it is kept and retried."
+        case .groupHandoverInterrupted:
+            "The connection taking over a gone recorder group member's session was lost; the handover is retried."
         }
     }
 }

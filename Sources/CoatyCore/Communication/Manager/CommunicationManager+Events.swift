@@ -19,13 +19,32 @@ extension CommunicationManager {
         _ event: CoatyTopic.Event,
         transform: @escaping @Sendable (IncomingEvent) -> Element?
     ) throws(CommunicationError) -> EventObservation<Element> {
-        makeObservation(filter: try subscriptionFilter(event), routeKey: event.level, transform: transform)
+        makeObservation(
+            filter: try subscriptionFilter(event),
+            routeKey: event.level,
+            shared: Self.isSharedInGroup(event),
+            transform: transform
+        )
     }
 
-    /// Registers an observation of Coaty events received on `filter` and routed by `routeKey`.
+    /// Whether observations of `event` subscribe in the shared-subscription group (see
+    /// ``Options/sharedSubscriptionGroup``): the events that carry work — Advertise, Channel,
+    /// Update, Discover, Query, Call. Deadvertise (agents and objects gone, which every member
+    /// must learn), Associate and IoValue (addressed to each IO point) and the responses reach
+    /// every observer.
+    static func isSharedInGroup(_ event: CoatyTopic.Event) -> Bool {
+        switch event {
+        case .advertise, .channel, .update, .discover, .query, .call: true
+        case .deadvertise, .associate, .ioValue, .resolve, .retrieve, .complete, .return: false
+        }
+    }
+
+    /// Registers an observation of Coaty events received on `filter` and routed by `routeKey`;
+    /// a `shared` one subscribes in the shared-subscription group when there is one.
     func makeObservation<Element: Sendable>(
         filter: String,
         routeKey: String,
+        shared: Bool = false,
         transform: @escaping @Sendable (IncomingEvent) -> Element?
     ) -> EventObservation<Element> {
         let token = state.withLock { $0.makeToken() }
@@ -37,7 +56,7 @@ extension CommunicationManager {
             guard let element = transform(incoming) else { return }
             buffer.push(element)
         }
-        retain(filter) { state in state.setRoute(routeKey, token: token, sink: sink) }
+        retain(filter, shared: shared) { state in state.setRoute(routeKey, token: token, sink: sink) }
         return EventObservation(
             buffer: buffer,
             registration: ObservationRegistration(manager: self, filter: filter, releaser: releaser)

@@ -203,6 +203,25 @@ public final class CommunicationManager: Sendable {
         /// object, and a bound on the memory one message can make the agent allocate while
         /// parsing. IO values and Raw messages are not limited (their data is not parsed here).
         public var maximumPayloadSize: Int
+        /// The MQTT shared-subscription group of this agent's event observations, or `nil` (the
+        /// default: every observation gets every event).
+        ///
+        /// With a group name, the observations of the events that carry work — Advertise, Channel,
+        /// Update, Discover, Query, Call — subscribe `$share/<group>/<filter>`: the broker
+        /// delivers each matching event to **one** of the agents observing it in the same group
+        /// (MQTT 5 shared subscriptions; mosquitto offers them to MQTT 3.1.1 clients too). Agents
+        /// in a group share the load of one job, e.g. recorders that each store a part of the
+        /// Advertise events and answer a part of the Discover and Query requests (recorder
+        /// groups). Deadvertise events (agents and objects gone), Associate and IoValue events
+        /// and the responses to this agent's own requests reach every member. A Discover for a
+        /// member's identity is answered only by the member the broker gives it to. The name
+        /// must be a valid topic level without wildcards (``isValidSharedSubscriptionGroup(_:)``).
+        public var sharedSubscriptionGroup: String?
+        /// Whether the manager announces its identity (default `true`): the join Advertise on
+        /// every connection, the Deadvertise as its last will and when it stops. `false` is for a
+        /// connection that acts on behalf of another agent without joining as one, e.g. a member
+        /// of a recorder group resuming the broker session of a member that is gone.
+        public var announcesIdentity: Bool = true
 
         /// The default ``maximumPayloadSize``: 16 MiB.
         public static let defaultMaximumPayloadSize = 16 << 20
@@ -221,6 +240,8 @@ public final class CommunicationManager: Sendable {
         ///   - dropLogInterval: the shortest interval between two drop warnings of an observation.
         ///   - qos: the least QoS of every publication and subscription (default QoS 0).
         ///   - maximumPayloadSize: the largest Coaty event payload read, in bytes (default 16 MiB).
+        ///   - sharedSubscriptionGroup: the shared-subscription group of the event observations,
+        ///     or `nil` (default) for none.
         public init(
             namespace: String = CoatyTopic.defaultNamespace,
             crossNamespacing: Bool = false,
@@ -232,8 +253,10 @@ public final class CommunicationManager: Sendable {
             stallPolicy: StallPolicy = .keepBackPressure,
             dropLogInterval: Duration = .seconds(5),
             qos: TransportQoS = .atMostOnce,
-            maximumPayloadSize: Int = Options.defaultMaximumPayloadSize
+            maximumPayloadSize: Int = Options.defaultMaximumPayloadSize,
+            sharedSubscriptionGroup: String? = nil
         ) {
+            self.sharedSubscriptionGroup = sharedSubscriptionGroup
             self.maximumPayloadSize = maximumPayloadSize
             self.qos = qos
             self.requestHeadroom = requestHeadroom
@@ -317,6 +340,9 @@ public final class CommunicationManager: Sendable {
         } catch {
             throw .invalidTopic(error)
         }
+        if let group = options.sharedSubscriptionGroup, !Self.isValidSharedSubscriptionGroup(group) {
+            throw .invalidTopic(.invalidSharedSubscriptionGroup(String(group.prefix(80))))
+        }
         var initial = ManagerState()
         initial.gate = gate
         self.state = CoatyMutex(initial)
@@ -357,7 +383,8 @@ public final class CommunicationManager: Sendable {
     }
 
     /// The last will: the Deadvertise of the identity.
-    func lastWill() throws(CommunicationError) -> TransportMessage {
+    func lastWill() throws(CommunicationError) -> TransportMessage? {
+        guard options.announcesIdentity else { return nil }
         do throws(CoatyTopicError) {
             return try CoatyConnection.lastWill(
                 namespace: options.namespace,
@@ -537,7 +564,9 @@ public final class CommunicationManager: Sendable {
         for filter in missing { await reconcile(filter) }
         // 2. Join events: the Advertise of the identity on ADV:Identity only, then of each IoNode
         //    on ADV:IoNode only.
-        if let join = try? advertiseMessage(identityJSON, privateData: nil, filters: [.coreType(.identity)]) {
+        if options.announcesIdentity,
+            let join = try? advertiseMessage(identityJSON, privateData: nil, filters: [.coreType(.identity)])
+        {
             for message in join { try? await transport.publish(atLeastOptionsQoS(message)) }
         }
         for node in state.withLock({ $0.ioNodes }) {
@@ -719,8 +748,10 @@ public final class CommunicationManager: Sendable {
     // MARK: Subscriptions (reference counted per topic filter)
 
     /// Adds one reference to `filter` and registers the route in the same critical section.
-    func retain(_ filter: String, register: (inout ManagerState) -> Void) {
+    /// A `shared` filter is subscribed in ``Options/sharedSubscriptionGroup`` when there is one.
+    func retain(_ filter: String, shared: Bool = false, register: (inout ManagerState) -> Void) {
         state.withLock { state in
+            if shared, options.sharedSubscriptionGroup != nil { state.sharedFilters.insert(filter) }
             state.refCounts[filter, default: 0] += 1
             register(&state)
         }
@@ -780,10 +811,11 @@ public final class CommunicationManager: Sendable {
             }
             guard let action else { return }
             var succeeded = true
+            let brokerFilter = self.brokerFilter(filter)
             do {
                 switch action {
-                case .subscribe: try await transport.subscribe(filter, qos: options.qos)
-                case .unsubscribe: try await transport.unsubscribe(filter)
+                case .subscribe: try await transport.subscribe(brokerFilter, qos: options.qos)
+                case .unsubscribe: try await transport.unsubscribe(brokerFilter)
                 }
             } catch {
                 succeeded = false
@@ -803,6 +835,33 @@ public final class CommunicationManager: Sendable {
             }
             if !again { return }
         }
+    }
+
+    /// The filter subscribed on the broker for `filter`: in the shared-subscription group when
+    /// `filter` is shared and there is a group.
+    func brokerFilter(_ filter: String) -> String {
+        guard let group = options.sharedSubscriptionGroup, state.withLock({ $0.sharedFilters.contains(filter) }) else {
+            return filter
+        }
+        return Self.sharedSubscriptionFilter(filter, group: group)
+    }
+
+    /// The MQTT shared-subscription filter of `filter` in `group`: `$share/<group>/<filter>`.
+    ///
+    /// - Parameters:
+    ///   - filter: a topic filter.
+    ///   - group: the group name: not empty, without `/`, `+`, `#` or NUL.
+    /// - Returns: the shared filter.
+    public static func sharedSubscriptionFilter(_ filter: String, group: String) -> String {
+        "$share/\(group)/\(filter)"
+    }
+
+    /// Whether `group` can name a shared-subscription group: not empty, no `/`, `+`, `#` or NUL.
+    ///
+    /// - Parameter group: the name.
+    /// - Returns: `true` when it is valid.
+    public static func isValidSharedSubscriptionGroup(_ group: String) -> Bool {
+        !group.isEmpty && !group.contains { $0 == "/" || $0 == "+" || $0 == "#" || $0 == "\0" }
     }
 
     /// Waits until `filter` is subscribed on the broker, or no longer wanted, or the manager
@@ -988,7 +1047,7 @@ public final class CommunicationManager: Sendable {
                 || (data.objectTypes?.contains(CoreType.identity.objectType) ?? false)
                 || data.objectId == identityId
             var answers: [AnyCoatyObject] = []
-            if asksIdentity, data.matches(identity) { answers.append(identity) }
+            if asksIdentity, self.options.announcesIdentity, data.matches(identity) { answers.append(identity) }
             if data.coreTypes?.contains(.ioNode) ?? false {
                 for node in self.state.withLock({ $0.ioNodes }) {
                     if let wrapped = try? AnyCoatyObject(node), data.matches(wrapped) { answers.append(wrapped) }
@@ -1022,6 +1081,8 @@ struct AdvertisedType: Hashable {
 struct ManagerState {
     var started = false
     var online = false
+    /// The filters subscribed in the shared-subscription group (see ``CommunicationManager/Options/sharedSubscriptionGroup``).
+    var sharedFilters: Set<String> = []
     var draining = false
     var nextToken = 0
 
