@@ -4,6 +4,7 @@ import CoatySync
 import Dispatch
 import Foundation
 import Logging
+import Metrics
 import Synchronization
 
 #if canImport(Glibc)
@@ -35,7 +36,8 @@ struct CLIAgent: Sendable {
         defaultName: String,
         registry: CoatyObjectRegistry = CoatyObjectRegistry(),
         observerBufferLimit: Int? = nil,
-        durableIdentityId: CoatyUUID? = nil
+        durableIdentityId: CoatyUUID? = nil,
+        metricsFactory: (any MetricsFactory)? = nil
     ) throws {
         self.options = options
         logger = options.makeLogger()
@@ -50,14 +52,15 @@ struct CLIAgent: Sendable {
             configuration.holdsAcknowledgements = true
             managerOptions.qos = .atLeastOnce
         }
-        let transport = MQTTTransport(configuration: configuration, logger: logger)
+        let transport = MQTTTransport(configuration: configuration, logger: logger, metricsFactory: metricsFactory)
         do {
             manager = try CommunicationManager(
                 transport: transport,
                 identity: identity,
                 registry: registry,
                 options: managerOptions,
-                logger: logger
+                logger: logger,
+                metricsFactory: metricsFactory
             )
         } catch {
             throw CLIError("\(error)")
