@@ -60,7 +60,8 @@ public struct OperatorRoutes: Sendable {
     ///   - uri: the request target; a query string is ignored.
     /// - Returns: the response (with a body also for `HEAD`; the server leaves it out).
     public func respond(method: String, uri: String) async -> OperatorResponse {
-        let path = uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
+        let path =
+            uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
         let known = ["/metrics", "/health/live", "/health/ready"]
         guard known.contains(path) else {
             return Self.json(404, #"{"status":"not found","paths":["/metrics","/health/live","/health/ready"]}"#)

@@ -145,7 +145,8 @@ struct ObserveDeadvertise: AsyncParsableCommand {
     @OptionGroup var operatorEndpoint: OperatorOptions
 
     func run() async throws {
-        try await runObserver(connection, limits, operatorEndpoint, defaultName: "coaty observe deadvertise") { manager in
+        try await runObserver(connection, limits, operatorEndpoint, defaultName: "coaty observe deadvertise") {
+            manager in
             try manager.observeDeadvertise()
         } render: { event in
             EventLine.make(

@@ -2,8 +2,8 @@
 // as subprocesses against a real mosquitto started by the test, and by the MQTT client tests
 // (`SilentListener`).
 public import CoatyKit
-import Foundation
 import CoatySync
+import Foundation
 
 #if canImport(Glibc)
     import Glibc
@@ -91,17 +91,25 @@ private func readToEnd(_ handle: FileHandle) async -> Data {
     }
 }
 
-/// Reads a file handle to its end on a thread of its own, appending each chunk to `sink` as it
-/// arrives (so a test can read what a running process wrote so far).
-private func readChunks(_ handle: FileHandle, into sink: CoatyMutex<Data>) async -> Data {
-    await withCheckedContinuation { continuation in
-        Thread.detachNewThread {
-            while true {
-                let chunk = handle.availableData
-                if chunk.isEmpty { break }
-                sink.withLock { $0.append(chunk) }
+/// What a process wrote to one of its outputs so far.
+private final class OutputSoFar: Sendable {
+    private let bytes = CoatyMutex(Data())
+
+    /// Everything written so far.
+    var data: Data { bytes.withLock { $0 } }
+
+    /// Reads `handle` to its end on a thread of its own, keeping each chunk as it arrives.
+    /// - Returns: everything read.
+    func read(_ handle: FileHandle) async -> Data {
+        await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                while true {
+                    let chunk = handle.availableData
+                    if chunk.isEmpty { break }
+                    self.bytes.withLock { $0.append(chunk) }
+                }
+                continuation.resume(returning: self.data)
             }
-            continuation.resume(returning: sink.withLock { $0 })
         }
     }
 }
@@ -114,7 +122,7 @@ public final class TestProcess: Sendable {
     public let pid: Int32
     private let output: Task<ProcessResult, Never>
     /// What it wrote to standard error so far.
-    private let stderrSoFar = CoatyMutex(Data())
+    private let stderrSoFar = OutputSoFar()
 
     /// Starts `executable` with `arguments`; `stdin` is written to its standard input (closed after).
     /// `COATY_BROKER`, `COATY_NAMESPACE` and `COATY_PASSWORD` of the test's environment are not
@@ -159,7 +167,7 @@ public final class TestProcess: Sendable {
         let stderrSoFar = self.stderrSoFar
         output = Task {
             async let o = readToEnd(outHandle)
-            async let e = readChunks(errHandle, into: stderrSoFar)
+            async let e = stderrSoFar.read(errHandle)
             let (stdoutData, stderrData) = await (o, e)
             var status: Int32 = -1
             for await code in exits { status = code }
@@ -179,7 +187,7 @@ public final class TestProcess: Sendable {
     public func stderrLine(containing text: String, timeout: Double = 30) async -> String? {
         let deadline = ContinuousClock.now + .milliseconds(Int64(timeout * 1000))
         while ContinuousClock.now < deadline {
-            let written = String(decoding: stderrSoFar.withLock { $0 }, as: UTF8.self)
+            let written = String(decoding: stderrSoFar.data, as: UTF8.self)
             if let line = written.split(separator: "\n").first(where: { $0.contains(text) }) { return String(line) }
             try? await Task.sleep(for: .milliseconds(50))
         }

@@ -56,7 +56,7 @@ public func httpRequest(
             continuation.resume(returning: exchange(port: port, path: path, method: method, timeout: timeout))
         }
     }
-    return try parseHTTPResponse(raw.get())
+    return try parseHTTPResponse(raw.get(), hasBody: method != "HEAD")
 }
 
 private func exchange(port: Int, path: String, method: String, timeout: Double) -> Result<[UInt8], TestSupportError> {
@@ -94,8 +94,8 @@ private func exchange(port: Int, path: String, method: String, timeout: Double) 
 }
 
 /// Parses a whole HTTP/1.1 response (status line, headers, a body of `Content-Length` bytes or up
-/// to the end).
-private func parseHTTPResponse(_ bytes: [UInt8]) throws -> HTTPTestResponse {
+/// to the end; none when `hasBody` is false, as for `HEAD`).
+private func parseHTTPResponse(_ bytes: [UInt8], hasBody: Bool) throws -> HTTPTestResponse {
     let separator: [UInt8] = Array("\r\n\r\n".utf8)
     guard let end = bytes.indices.first(where: { bytes[$0...].starts(with: separator) }) else {
         throw TestSupportError("not an HTTP response: \(String(decoding: bytes, as: UTF8.self))")
@@ -111,7 +111,9 @@ private func parseHTTPResponse(_ bytes: [UInt8]) throws -> HTTPTestResponse {
         headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
     }
     var body = Array(bytes[(end + separator.count)...])
-    if let length = headers["content-length"].flatMap(Int.init) {
+    if !hasBody {
+        guard body.isEmpty else { throw TestSupportError("a body where none may be: \(body.count) bytes") }
+    } else if let length = headers["content-length"].flatMap(Int.init) {
         guard body.count >= length else { throw TestSupportError("body shorter than Content-Length \(length)") }
         body = Array(body.prefix(length))
     }

@@ -40,7 +40,14 @@ struct OperatorEndpointRouteTests {
     @Test("live is 200, ready follows the check (503 with its reason, then 200), unknown paths 404, POST 405")
     func routes() async throws {
         let registry = PrometheusCollectorRegistry()
-        registry.makeCounter(name: "test_requests_total", labels: [("kind", "a")]).increment(by: Int64(3))
+        registry.makeCounter(
+            descriptor: MetricNameDescriptor(
+                metricName: "test_requests",
+                unitName: "total",
+                helpText: "Requests of a test."
+            ),
+            labels: [("kind", "a")]
+        ).increment(by: Int64(3))
         let ready = CoatyMutex(false)
         let endpoint = OperatorEndpoint(registry: registry) {
             ready.withLock { $0 } ? .ready : .notReady("warming \"up\"")
@@ -128,7 +135,12 @@ struct OperatorEndpointRecorderTests {
             var published: [CoatyUUID] = []
             try await withAgent(on: broker, name: "publisher") { publisher in
                 for i in 0..<count {
-                    let task = CoatyTask(name: "Task \(i)", status: .pending, creatorId: CoatyUUID(), creationTimestamp: 1)
+                    let task = CoatyTask(
+                        name: "Task \(i)",
+                        status: .pending,
+                        creatorId: CoatyUUID(),
+                        creationTimestamp: 1
+                    )
                     published.append(task.objectId)
                     try await publisher.publishAdvertise(task)
                 }
@@ -140,8 +152,15 @@ struct OperatorEndpointRecorderTests {
 
             let exposition = try await scrape(port)
             #expect(exposition.value("coaty_recorder_stored_total", ["core_type": "Task"]) == Double(count))
-            #expect(exposition.value("coaty_recorder_received_total", ["event": "Advertise"]).map { $0 >= Double(count) } == true)
-            #expect(exposition.value("coaty_communication_events_received_total", ["event": "Advertise"]).map { $0 >= Double(count) } == true)
+            #expect(
+                exposition.value("coaty_recorder_received_total", ["event": "Advertise"]).map { $0 >= Double(count) }
+                    == true
+            )
+            #expect(
+                exposition.value("coaty_communication_events_received_total", ["event": "Advertise"]).map {
+                    $0 >= Double(count)
+                } == true
+            )
             #expect(exposition.value("coaty_communication_events_received_total", ["event": "Discover"]) == 1)
             #expect(exposition.value("coaty_recorder_requests_answered_total", ["event": "Discover"]) == 1)
             #expect(exposition.value("coaty_recorder_answer_duration_seconds_count", ["event": "Discover"]) == 1)
