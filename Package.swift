@@ -381,6 +381,11 @@ if Context.environment["COATY_PACKAGE_SUBSET"] == "sanitizers" {
         "CoatyMQTTTests", "CoatyKitTests", "CoatyTestingTests",
     ]
     package.targets = package.targets.filter { kept.contains($0.name) }
+    // Only the operator endpoint uses swift-prometheus: not resolved, and no "unused dependency" warning.
+    package.dependencies = package.dependencies.filter { dependency in
+        guard case .sourceControl(_, let location, _) = dependency.kind else { return true }
+        return !location.hasSuffix("/swift-prometheus")
+    }
     package.products = package.products.filter { product in
         product.name != "coaty" && product.name != "CoatyPostgres" && product.name != "CoatySensorThings"
             && product.name != "CoatyOperator"

@@ -34,7 +34,7 @@ public struct OperatorReadiness: Sendable, Hashable {
         manager.communicationState == .online ? .ready : .notReady("not connected to the broker")
     }
 
-    /// Readiness of a recorder (``CoatyStore/CoatyRecorder/readiness``): it runs, its manager is
+    /// Readiness of a recorder (its `readiness`): it runs, its manager is
     /// online, its subscriptions are acknowledged, its store takes writes and its writer is not
     /// stalled.
     /// - Parameter recorder: the recorder.
