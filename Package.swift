@@ -20,6 +20,7 @@ let package = Package(
         .library(name: "CoatySQLite", targets: ["CoatySQLite"]),
         .library(name: "CoatyPostgres", targets: ["CoatyPostgres"]),
         .library(name: "CoatySensorThings", targets: ["CoatySensorThings"]),
+        .library(name: "CoatyOperator", targets: ["CoatyOperator"]),
         .executable(name: "coaty", targets: ["coaty"]),
     ],
     dependencies: [
@@ -33,6 +34,7 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
         .package(url: "https://github.com/vapor/postgres-nio", exact: "1.33.2"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         // MARK: C cellar
@@ -87,7 +89,7 @@ let package = Package(
         ),
         .target(
             name: "CoatyStore",
-            dependencies: ["CoatySync", "CoatyCore"],
+            dependencies: ["CoatySync", "CoatyCore", .product(name: "Metrics", package: "swift-metrics")],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -118,6 +120,24 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(
+            // The operator endpoints: /metrics (Prometheus) and /health/live, /health/ready over a
+            // small NIOHTTP1 server (swift-nio is built anyway, for PostgreSQL and the test proxy).
+            name: "CoatyOperator",
+            dependencies: [
+                "CoatySync",
+                "CoatyCore",
+                "CoatyStore",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
             name: "CoatySensorThings",
             dependencies: ["CoatySync", "CoatyCore", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
@@ -132,8 +152,11 @@ let package = Package(
                 "CoatyStore",
                 "CoatySQLite",
                 "CoatyPostgres",
+                "CoatyOperator",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -296,6 +319,16 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "CoatyOperatorTests",
+            dependencies: [
+                "CoatyOperator", "CoatyKit", "CoatyStore", "CoatySync", "AgentProcessTestSupport",
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "CoatySensorThingsTests",
             dependencies: [
                 "CoatySensorThings", "CoatyKit", .product(name: "Logging", package: "swift-log"),
@@ -348,7 +381,13 @@ if Context.environment["COATY_PACKAGE_SUBSET"] == "sanitizers" {
         "CoatyMQTTTests", "CoatyKitTests", "CoatyTestingTests",
     ]
     package.targets = package.targets.filter { kept.contains($0.name) }
+    // Only the operator endpoint uses swift-prometheus: not resolved, and no "unused dependency" warning.
+    package.dependencies = package.dependencies.filter { dependency in
+        guard case .sourceControl(_, let location, _) = dependency.kind else { return true }
+        return !location.hasSuffix("/swift-prometheus")
+    }
     package.products = package.products.filter { product in
         product.name != "coaty" && product.name != "CoatyPostgres" && product.name != "CoatySensorThings"
+            && product.name != "CoatyOperator"
     }
 }

@@ -32,7 +32,7 @@ reported as such.
 import argparse, json, os, resource, shutil, signal, socket, statistics, subprocess, sys, tempfile, time, uuid
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "Support"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "Python"))
 from benchsupport import cpu_seconds, free_port  # noqa: E402
 RELEASE = os.path.join(ROOT, ".build", "release")
 COATY = os.environ.get("COATY", os.path.join(RELEASE, "coaty"))

@@ -18,7 +18,7 @@ assertion on time.
 import argparse, os, pwd, re, shutil, socket, struct, subprocess, sys, tempfile, threading, time, uuid
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "Support"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "Python"))
 from benchsupport import cpu_seconds, free_port  # noqa: E402
 COATY = os.environ.get("COATY", os.path.join(ROOT, ".build", "release", "coaty"))
 

@@ -16,7 +16,7 @@ as ratios, so drift shows as a number. Not a test: no assertion on time; an unan
 import argparse, json, os, shutil, socket, statistics, subprocess, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "Support"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "Python"))
 from benchsupport import free_port  # noqa: E402
 RELEASE = os.path.join(ROOT, ".build", "release")
 COATY = os.environ.get("COATY", os.path.join(RELEASE, "coaty"))

@@ -4,6 +4,7 @@ import CoatySync
 import Dispatch
 import Foundation
 import Logging
+import Metrics
 import Synchronization
 
 #if canImport(Glibc)
@@ -38,7 +39,8 @@ struct CLIAgent: Sendable {
         registry: CoatyObjectRegistry = CoatyObjectRegistry(),
         observerBufferLimit: Int? = nil,
         durableIdentityId: CoatyUUID? = nil,
-        sharedSubscriptionGroup: String? = nil
+        sharedSubscriptionGroup: String? = nil,
+        metricsFactory: (any MetricsFactory)? = nil
     ) throws {
         self.options = options
         logger = options.makeLogger()
@@ -55,14 +57,15 @@ struct CLIAgent: Sendable {
             managerOptions.qos = .atLeastOnce
         }
         mqttConfiguration = configuration
-        let transport = MQTTTransport(configuration: configuration, logger: logger)
+        let transport = MQTTTransport(configuration: configuration, logger: logger, metricsFactory: metricsFactory)
         do {
             manager = try CommunicationManager(
                 transport: transport,
                 identity: identity,
                 registry: registry,
                 options: managerOptions,
-                logger: logger
+                logger: logger,
+                metricsFactory: metricsFactory
             )
         } catch {
             throw CLIError("\(error)")

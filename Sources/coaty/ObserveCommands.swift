@@ -1,5 +1,6 @@
 import ArgumentParser
 import CoatyKit
+import CoatyOperator
 import Foundation
 
 /// `coaty observe …`: print received events as JSON lines.
@@ -48,12 +49,14 @@ struct TypeSelection: ParsableArguments {
 func runObserver<S: AsyncSequence & Sendable>(
     _ connection: ConnectionOptions,
     _ limits: EventLimitOptions,
+    _ operatorEndpoint: OperatorOptions,
     defaultName: String,
     observe: (CommunicationManager) throws -> S,
     render: @escaping @Sendable (S.Element) -> String?,
     received describeReceived: (Int) -> String = { "received \($0) events" }
 ) async throws where S.Element: Sendable {
-    let agent = try CLIAgent(connection, defaultName: defaultName)
+    let operatorSetup = CLIOperator(operatorEndpoint)
+    let agent = try CLIAgent(connection, defaultName: defaultName, metricsFactory: operatorSetup?.metricsFactory)
     let signals = ShutdownSignals()
     let sequence: S
     do {
@@ -63,22 +66,25 @@ func runObserver<S: AsyncSequence & Sendable>(
     } catch {
         throw CLIError("\(error)")
     }
-    try await agent.start(interruptedBy: signals)
+    let manager = agent.manager
     let received = EventCounter()
-    do {
-        try await printEvents(
-            sequence,
-            count: limits.count,
-            timeout: limits.timeout,
-            signals: signals,
-            received: received,
-            render: render
-        )
-    } catch {
+    try await CLIOperator.serving(operatorSetup, logger: agent.logger, readiness: { .of(manager) }) {
+        try await agent.start(interruptedBy: signals)
+        do {
+            try await printEvents(
+                sequence,
+                count: limits.count,
+                timeout: limits.timeout,
+                signals: signals,
+                received: received,
+                render: render
+            )
+        } catch {
+            await agent.stop()
+            throw CLIError("\(error)")
+        }
         await agent.stop()
-        throw CLIError("\(error)")
     }
-    await agent.stop()
     let statistics = agent.manager.statistics
     Summary.print(
         "\(defaultName): \(describeReceived(received.count)), dropped \(statistics.observerOverflow)"
@@ -108,11 +114,12 @@ struct ObserveAdvertise: AsyncParsableCommand {
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var type: TypeSelection
     @OptionGroup var limits: EventLimitOptions
+    @OptionGroup var operatorEndpoint: OperatorOptions
 
     func run() async throws {
         let coreType = try type.coreType.map(JSONInput.coreType)
         let objectType = type.objectType
-        try await runObserver(connection, limits, defaultName: "coaty observe advertise") { manager in
+        try await runObserver(connection, limits, operatorEndpoint, defaultName: "coaty observe advertise") { manager in
             if let coreType { return try manager.observeAdvertise(coreType: coreType) }
             return try manager.observeAdvertise(objectType: objectType ?? "")
         } render: { event in
@@ -135,9 +142,11 @@ struct ObserveDeadvertise: AsyncParsableCommand {
 
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var limits: EventLimitOptions
+    @OptionGroup var operatorEndpoint: OperatorOptions
 
     func run() async throws {
-        try await runObserver(connection, limits, defaultName: "coaty observe deadvertise") { manager in
+        try await runObserver(connection, limits, operatorEndpoint, defaultName: "coaty observe deadvertise") {
+            manager in
             try manager.observeDeadvertise()
         } render: { event in
             EventLine.make(
@@ -167,6 +176,7 @@ struct ObserveChannel: AsyncParsableCommand {
     var channelId: String
 
     @OptionGroup var limits: EventLimitOptions
+    @OptionGroup var operatorEndpoint: OperatorOptions
 
     func validate() throws {
         try validateTopicLevel(.channel(id: channelId), option: "channel id", value: channelId)
@@ -174,7 +184,7 @@ struct ObserveChannel: AsyncParsableCommand {
 
     func run() async throws {
         let channelId = self.channelId
-        try await runObserver(connection, limits, defaultName: "coaty observe channel") { manager in
+        try await runObserver(connection, limits, operatorEndpoint, defaultName: "coaty observe channel") { manager in
             try manager.observeChannel(channelId)
         } render: { event in
             EventLine.make("Channel", topic: event.topic, data: event.data.json)
@@ -197,11 +207,12 @@ struct ObserveUpdate: AsyncParsableCommand {
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var type: TypeSelection
     @OptionGroup var limits: EventLimitOptions
+    @OptionGroup var operatorEndpoint: OperatorOptions
 
     func run() async throws {
         let coreType = try type.coreType.map(JSONInput.coreType)
         let objectType = type.objectType
-        try await runObserver(connection, limits, defaultName: "coaty observe update") { manager in
+        try await runObserver(connection, limits, operatorEndpoint, defaultName: "coaty observe update") { manager in
             if let coreType { return try manager.observeUpdate(coreType: coreType) }
             return try manager.observeUpdate(objectType: objectType ?? "")
         } render: { event in
@@ -224,9 +235,10 @@ struct ObserveDiscover: AsyncParsableCommand {
 
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var limits: EventLimitOptions
+    @OptionGroup var operatorEndpoint: OperatorOptions
 
     func run() async throws {
-        try await runObserver(connection, limits, defaultName: "coaty observe discover") { manager in
+        try await runObserver(connection, limits, operatorEndpoint, defaultName: "coaty observe discover") { manager in
             try manager.observeDiscover()
         } render: { event in
             EventLine.make("Discover", topic: event.topic, data: event.data.json)
@@ -248,9 +260,10 @@ struct ObserveQuery: AsyncParsableCommand {
 
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var limits: EventLimitOptions
+    @OptionGroup var operatorEndpoint: OperatorOptions
 
     func run() async throws {
-        try await runObserver(connection, limits, defaultName: "coaty observe query") { manager in
+        try await runObserver(connection, limits, operatorEndpoint, defaultName: "coaty observe query") { manager in
             try manager.observeQuery()
         } render: { event in
             EventLine.make("Query", topic: event.topic, data: event.data.json)
@@ -284,6 +297,7 @@ struct ObserveCall: AsyncParsableCommand {
     var context: String?
 
     @OptionGroup var limits: EventLimitOptions
+    @OptionGroup var operatorEndpoint: OperatorOptions
 
     func validate() throws {
         try validateTopicLevel(.call(operation: operation), option: "operation", value: operation)
@@ -292,7 +306,7 @@ struct ObserveCall: AsyncParsableCommand {
     func run() async throws {
         let context = try context.map { try JSONInput.parse($0, what: "--context") }
         let operation = self.operation
-        try await runObserver(connection, limits, defaultName: "coaty observe call") { manager in
+        try await runObserver(connection, limits, operatorEndpoint, defaultName: "coaty observe call") { manager in
             try manager.observeCall(operation: operation, context: context)
         } render: { event in
             EventLine.make("Call", topic: event.topic, data: event.data.json)
@@ -320,6 +334,7 @@ struct ObserveRaw: AsyncParsableCommand {
     var topicFilter: String
 
     @OptionGroup var limits: EventLimitOptions
+    @OptionGroup var operatorEndpoint: OperatorOptions
 
     func validate() throws {
         do {
@@ -331,7 +346,7 @@ struct ObserveRaw: AsyncParsableCommand {
 
     func run() async throws {
         let filter = topicFilter
-        try await runObserver(connection, limits, defaultName: "coaty observe raw") { manager in
+        try await runObserver(connection, limits, operatorEndpoint, defaultName: "coaty observe raw") { manager in
             try manager.observeRaw(filter)
         } render: { event in
             EventLine.raw(event)

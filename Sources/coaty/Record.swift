@@ -1,5 +1,6 @@
 import ArgumentParser
 import CoatyKit
+import CoatyOperator
 import CoatyPostgres
 import CoatySQLite
 import CoatyStore
@@ -34,6 +35,11 @@ struct Record: AsyncParsableCommand {
             (a numeric range, equality), walks an index on that property (--index declares one; \
             --auto-index creates one on the first such Query) and reads only the rows it answers with.
 
+            With --http-port (or "operator": {"httpPort": 9464, "httpHost": "127.0.0.1"} in the \
+            configuration file) it serves /metrics in Prometheus text format, /health/live, and \
+            /health/ready: 200 while connected, subscribed, the store taking writes and its writer \
+            not stalled, else 503 with the reason.
+
             Examples:
               coaty record
               coaty record --db /var/lib/coaty/objects.sqlite --channel telemetry --verbose
@@ -41,10 +47,12 @@ struct Record: AsyncParsableCommand {
               coaty record --db postgres://coaty@127.0.0.1:5432/coaty --accept-updates
               coaty record --config agent.json --database history
               COATY_DATABASE_DB=sqlite:/var/lib/coaty/objects.sqlite coaty record
+              coaty record --http-port 9464          # curl http://127.0.0.1:9464/metrics
             """
     )
 
     @OptionGroup var connection: ConnectionOptions
+    @OptionGroup var operatorEndpoint: OperatorOptions
 
     @Option(
         help: ArgumentHelp(
@@ -56,7 +64,7 @@ struct Record: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "A Coaty agent configuration file (JSON) whose databases may give the store; only its databases are used. Default: $COATY_CONFIG.",
+            "A Coaty agent configuration file (JSON) whose databases may give the store, and whose \"operator\" section (httpPort, httpHost) the HTTP endpoint; only these are used. Default: $COATY_CONFIG.",
             valueName: "path"
         )
     )
@@ -242,6 +250,37 @@ struct Record: AsyncParsableCommand {
         return .sqlite(path: "./coaty.sqlite")
     }
 
+    /// The `operator` section of the configuration file (`httpPort`, `httpHost`), if any.
+    func configuredEndpoint(
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws -> (port: Int?, host: String?) {
+        guard let file = config ?? environment["COATY_CONFIG"] else { return (nil, nil) }
+        let section: JSONValue?
+        do {
+            let bytes = try Data(contentsOf: URL(fileURLWithPath: file))
+            section = try JSONValue(parsing: Array(bytes))["operator"]
+        } catch {
+            throw CLIError("Cannot read the configuration \(file): \(oneLine(String(describing: error))).")
+        }
+        guard let section, !section.isNull else { return (nil, nil) }
+        guard section.objectValue != nil else { throw CLIError("\(file): operator must be an object.") }
+        var port: Int?
+        if let value = section["httpPort"], !value.isNull {
+            guard let number = value.doubleValue, number == number.rounded(), (0...65_535).contains(number) else {
+                throw CLIError("\(file): operator.httpPort must be a port number (0…65535).")
+            }
+            port = Int(number)
+        }
+        var host: String?
+        if let value = section["httpHost"], !value.isNull {
+            guard let text = value.stringValue, !text.isEmpty else {
+                throw CLIError("\(file): operator.httpHost must be a non-empty string.")
+            }
+            host = text
+        }
+        return (port, host)
+    }
+
     func run() async throws {
         let store = try resolveStore()
         // A group member is durable: its persistent session is what another member takes over when it is gone.
@@ -251,13 +290,16 @@ struct Record: AsyncParsableCommand {
             } else {
                 durable ? Self.durableIdentityId(for: store.description) : nil
             }
+        let endpoint = try configuredEndpoint()
+        let operatorSetup = CLIOperator(operatorEndpoint, port: endpoint.port, host: endpoint.host)
         let agent = try CLIAgent(
             connection,
             defaultName: group.map { "coaty record (group \($0)\(member.map { ", member \($0)" } ?? ""))" }
                 ?? "coaty record",
             observerBufferLimit: buffer,
             durableIdentityId: identityId,
-            sharedSubscriptionGroup: group
+            sharedSubscriptionGroup: group,
+            metricsFactory: operatorSetup?.metricsFactory
         )
         let signals = ShutdownSignals()
         let configuration = CoatyRecorder.Configuration(
@@ -288,7 +330,8 @@ struct Record: AsyncParsableCommand {
                     storage: ConnectionRecorderStorage(connection),
                     indexing: database,
                     configuration,
-                    signals
+                    signals,
+                    operatorSetup
                 )
             }
         case .sqlite(let path):
@@ -305,7 +348,8 @@ struct Record: AsyncParsableCommand {
                 storage: ConnectionRecorderStorage(database.makeConnection()),
                 indexing: database,
                 configuration,
-                signals
+                signals,
+                operatorSetup
             )
         case .memory:
             let database = InMemoryDatabase()
@@ -316,7 +360,8 @@ struct Record: AsyncParsableCommand {
                 storage: ConnectionRecorderStorage(database.makeConnection()),
                 indexing: database,
                 configuration,
-                signals
+                signals,
+                operatorSetup
             )
         }
     }
@@ -397,7 +442,8 @@ struct Record: AsyncParsableCommand {
         storage: some RecorderStorage,
         indexing: (any JSONPropertyIndexing)? = nil,
         _ configuration: CoatyRecorder.Configuration,
-        _ signals: ShutdownSignals
+        _ signals: ShutdownSignals,
+        _ operatorSetup: CLIOperator?
     ) async throws {
         let handover =
             group == nil
@@ -413,8 +459,22 @@ struct Record: AsyncParsableCommand {
             configuration: configuration,
             indexing: indexing,
             handover: handover,
-            logger: agent.logger
+            logger: agent.logger,
+            metricsFactory: operatorSetup?.metricsFactory
         )
+        // The endpoint answers (503 until ready) from before the connection to the end.
+        try await CLIOperator.serving(operatorSetup, logger: agent.logger, readiness: { .of(recorder) }) {
+            try await record(agent, store: store, recorder: recorder, signals)
+        }
+    }
+
+    /// Runs `recorder` with `agent` until a signal, then commits, deadvertises and returns.
+    private func record(
+        _ agent: CLIAgent,
+        store: Store,
+        recorder: CoatyRecorder,
+        _ signals: ShutdownSignals
+    ) async throws {
         let events = verbose ? recorder.events() : nil
         let printing = Task {
             guard let events else { return }
@@ -460,7 +520,7 @@ struct Record: AsyncParsableCommand {
         }
         _ = try? await recording.value
         await agent.stop()
-        if let handover {
+        if let handover = recorder.handover {
             // The member left its group: end its broker session (nothing is queued there any more).
             do {
                 try await handover.end(agent.manager.identity.objectId)

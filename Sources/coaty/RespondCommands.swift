@@ -34,10 +34,11 @@ struct Respond: AsyncParsableCommand {
 
 /// Connects a responder agent whose observation is registered before it starts, answers each
 /// request with `answer` and prints the line it returns (`nil`: the request was not answered),
-/// then stops (``runObserver(_:_:defaultName:observe:render:received:)`` with answering).
+/// then stops (``runObserver(_:_:_:defaultName:observe:render:received:)`` with answering).
 func runResponder<Request: Sendable>(
     _ connection: ConnectionOptions,
     _ limits: EventLimitOptions,
+    _ operatorEndpoint: OperatorOptions,
     defaultName: String,
     observe: (CommunicationManager) throws -> EventObservation<Request>,
     answer: @escaping @Sendable (Request) async throws -> String?
@@ -45,7 +46,7 @@ func runResponder<Request: Sendable>(
     let answered = EventCounter()
     let failed = EventCounter()
     let logger = connection.makeLogger()
-    try await runObserver(connection, limits, defaultName: defaultName) { manager in
+    try await runObserver(connection, limits, operatorEndpoint, defaultName: defaultName) { manager in
         // A request is answered before its line is printed; one that cannot be answered (the
         // publication failed) is logged and counted, and the responder goes on.
         try observe(manager).map { request -> String? in
@@ -128,6 +129,7 @@ struct RespondCall: AsyncParsableCommand {
     var context: String?
 
     @OptionGroup var limits: EventLimitOptions
+    @OptionGroup var operatorEndpoint: OperatorOptions
 
     func validate() throws {
         try validateTopicLevel(.call(operation: operation), option: "operation", value: operation)
@@ -154,7 +156,7 @@ struct RespondCall: AsyncParsableCommand {
             outcome = .exec(exec ?? "")
         }
         let operation = self.operation
-        try await runResponder(connection, limits, defaultName: "coaty respond call") { manager in
+        try await runResponder(connection, limits, operatorEndpoint, defaultName: "coaty respond call") { manager in
             try manager.observeCall(operation: operation, context: context)
         } answer: { call in
             let returned: Result<JSONValue, ReturnError>
@@ -336,10 +338,11 @@ struct RespondDiscover: AsyncParsableCommand {
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var source: ObjectsOption
     @OptionGroup var limits: EventLimitOptions
+    @OptionGroup var operatorEndpoint: OperatorOptions
 
     func run() async throws {
         let objects = try source.load()
-        try await runResponder(connection, limits, defaultName: "coaty respond discover") { manager in
+        try await runResponder(connection, limits, operatorEndpoint, defaultName: "coaty respond discover") { manager in
             try manager.observeDiscover()
         } answer: { discover in
             let matching = objects.filter(discover.data.matches)
@@ -375,12 +378,13 @@ struct RespondQuery: AsyncParsableCommand {
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var source: ObjectsOption
     @OptionGroup var limits: EventLimitOptions
+    @OptionGroup var operatorEndpoint: OperatorOptions
 
     func run() async throws {
         let objects = try source.load()
         let everything = objects.map(\.jsonValue)
         let registry = CoatyObjectRegistry()
-        try await runResponder(connection, limits, defaultName: "coaty respond query") { manager in
+        try await runResponder(connection, limits, operatorEndpoint, defaultName: "coaty respond query") { manager in
             try manager.observeQuery()
         } answer: { query in
             let data = query.data

@@ -2,8 +2,8 @@
 // as subprocesses against a real mosquitto started by the test, and by the MQTT client tests
 // (`SilentListener`).
 public import CoatyKit
-import Foundation
 import CoatySync
+import Foundation
 
 #if canImport(Glibc)
     import Glibc
@@ -91,6 +91,29 @@ private func readToEnd(_ handle: FileHandle) async -> Data {
     }
 }
 
+/// What a process wrote to one of its outputs so far.
+private final class OutputSoFar: Sendable {
+    private let bytes = CoatyMutex(Data())
+
+    /// Everything written so far.
+    var data: Data { bytes.withLock { $0 } }
+
+    /// Reads `handle` to its end on a thread of its own, keeping each chunk as it arrives.
+    /// - Returns: everything read.
+    func read(_ handle: FileHandle) async -> Data {
+        await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                while true {
+                    let chunk = handle.availableData
+                    if chunk.isEmpty { break }
+                    self.bytes.withLock { $0.append(chunk) }
+                }
+                continuation.resume(returning: self.data)
+            }
+        }
+    }
+}
+
 /// A running process; its output is collected until it exits.
 public final class TestProcess: Sendable {
     /// The arguments it was started with.
@@ -98,6 +121,8 @@ public final class TestProcess: Sendable {
     /// The process id.
     public let pid: Int32
     private let output: Task<ProcessResult, Never>
+    /// What it wrote to standard error so far.
+    private let stderrSoFar = OutputSoFar()
 
     /// Starts `executable` with `arguments`; `stdin` is written to its standard input (closed after).
     /// `COATY_BROKER`, `COATY_NAMESPACE` and `COATY_PASSWORD` of the test's environment are not
@@ -139,9 +164,10 @@ public final class TestProcess: Sendable {
         try? input.fileHandleForWriting.close()
         let outHandle = out.fileHandleForReading
         let errHandle = err.fileHandleForReading
+        let stderrSoFar = self.stderrSoFar
         output = Task {
             async let o = readToEnd(outHandle)
-            async let e = readToEnd(errHandle)
+            async let e = stderrSoFar.read(errHandle)
             let (stdoutData, stderrData) = await (o, e)
             var status: Int32 = -1
             for await code in exits { status = code }
@@ -151,6 +177,21 @@ public final class TestProcess: Sendable {
                 stderr: String(decoding: stderrData, as: UTF8.self)
             )
         }
+    }
+
+    /// Waits until what the process wrote to standard error has a line containing `text`.
+    /// - Parameters:
+    ///   - text: the text to look for.
+    ///   - timeout: the longest wait, in seconds.
+    /// - Returns: the first such line, or `nil` when none came within `timeout`.
+    public func stderrLine(containing text: String, timeout: Double = 30) async -> String? {
+        let deadline = ContinuousClock.now + .milliseconds(Int64(timeout * 1000))
+        while ContinuousClock.now < deadline {
+            let written = String(decoding: stderrSoFar.data, as: UTF8.self)
+            if let line = written.split(separator: "\n").first(where: { $0.contains(text) }) { return String(line) }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        return nil
     }
 
     /// Sends a signal (e.g. `SIGTERM`).
@@ -488,18 +529,11 @@ public final class SilentListener: Sendable {
     /// - Parameter port: the port, or 0.
     /// - Throws: `POSIXError` when the socket cannot be bound.
     public init(port: Int = 0) throws {
-        #if os(Linux)
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        #else
-            let fd = socket(AF_INET, SOCK_STREAM, 0)
-        #endif
+        let fd = loopbackTCPSocket()
         guard fd >= 0 else { throw POSIXError(.EIO) }
         var one: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var address = loopbackAddress(port: port)
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                 bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))

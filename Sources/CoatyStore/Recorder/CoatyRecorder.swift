@@ -1,6 +1,7 @@
 public import CoatyCore
 import CoatySync
 public import Logging
+public import Metrics
 public import ServiceLifecycle
 import Synchronization
 
@@ -69,6 +70,10 @@ public final class CoatyRecorder: Service, Sendable {
         /// the same over a thousand or a million objects. Without it a search reads every row of
         /// the type. `0` turns it off. Default 4.
         public var automaticIndexesPerObjectType: Int
+        /// Readiness (``CoatyRecorder/readiness``): how long the store writer may owe work without
+        /// committing any before the recorder reports itself not ready (a stalled store: a lock
+        /// held elsewhere, a full disk, a database that stopped answering). Default 30 s.
+        public var stallTimeout: Duration
 
         /// A configuration.
         /// - Parameters:
@@ -84,6 +89,7 @@ public final class CoatyRecorder: Service, Sendable {
         ///   - eventBufferLimit: the buffer of each event sequence.
         ///   - acknowledgesAfterCommit: acknowledge received messages only once committed.
         ///   - automaticIndexesPerObjectType: the most automatic indexes per object type (0: none).
+        ///   - stallTimeout: how long the writer may owe work before the recorder is not ready.
         public init(
             coreTypes: [CoreType] = CoreType.allCases,
             objectTypes: [String] = [],
@@ -96,8 +102,10 @@ public final class CoatyRecorder: Service, Sendable {
             batchInterval: Duration = .milliseconds(5),
             eventBufferLimit: Int = 10_000,
             acknowledgesAfterCommit: Bool = false,
-            automaticIndexesPerObjectType: Int = 4
+            automaticIndexesPerObjectType: Int = 4,
+            stallTimeout: Duration = .seconds(30)
         ) {
+            self.stallTimeout = stallTimeout
             self.acknowledgesAfterCommit = acknowledgesAfterCommit
             self.automaticIndexesPerObjectType = automaticIndexesPerObjectType
             self.coreTypes = coreTypes
@@ -123,13 +131,18 @@ public final class CoatyRecorder: Service, Sendable {
     public let logger: Logger
     /// Where automatic indexes are created, if the store can index.
     let indexing: (any JSONPropertyIndexing)?
-    /// How this member of a recorder group takes over the sessions of members that are gone.
-    let handover: SessionHandover?
+    /// How this member of a recorder group takes over the sessions of members that are gone
+    /// (and ends its own once it left the group and its manager stopped), or `nil`.
+    public let handover: SessionHandover?
     /// The properties indexed automatically, by object type.
     private let automaticIndexes = CoatyMutex<[String: Set<String>]>([:])
 
     private let queue: IngestQueue
     let stats = CoatyMutex(RecorderStatistics())
+    private let metrics: RecorderMetrics
+    /// Whether the last write the store was given failed entirely (a batch and each of its
+    /// mutations on its own); the next successful commit clears it.
+    private let storeFailing = CoatyMutex(false)
     /// Events each ingest observation's pump handed to the queue completely, by observation
     /// (durable recording compares them with what the observations delivered).
     private let handed = CoatyMutex<[Int: UInt64]>([:])
@@ -161,15 +174,19 @@ public final class CoatyRecorder: Service, Sendable {
     ///     broker sessions of members that are gone (see "Recorder groups" in "Running a
     ///     recorder"); `nil` (default) otherwise.
     ///   - logger: where to log; nothing by default.
+    ///   - metricsFactory: where the recorder's metrics go (see the "Operating a recorder"
+    ///     article); the global `MetricsSystem.factory` when `nil`.
     public init(
         manager: CommunicationManager,
         storage: any RecorderStorage,
         configuration: Configuration = Configuration(),
         indexing: (any JSONPropertyIndexing)? = nil,
         handover: SessionHandover? = nil,
-        logger: Logger = Logger(label: "coaty.recorder", factory: { _ in SwiftLogNoOpLogHandler() })
+        logger: Logger = Logger(label: "coaty.recorder", factory: { _ in SwiftLogNoOpLogHandler() }),
+        metricsFactory: (any MetricsFactory)? = nil
     ) {
         self.handover = handover
+        self.metrics = RecorderMetrics(factory: metricsFactory ?? MetricsSystem.factory)
         self.manager = manager
         self.storage = storage
         self.indexing = indexing
@@ -187,12 +204,15 @@ public final class CoatyRecorder: Service, Sendable {
     ///   - handover: for a member of a recorder group, how it takes over the sessions of members
     ///     that are gone; `nil` (default) otherwise.
     ///   - logger: where to log; nothing by default.
+    ///   - metricsFactory: where the recorder's metrics go; the global `MetricsSystem.factory`
+    ///     when `nil`.
     public convenience init(
         manager: CommunicationManager,
         connection: some ConnectionType,
         configuration: Configuration = Configuration(),
         handover: SessionHandover? = nil,
-        logger: Logger = Logger(label: "coaty.recorder", factory: { _ in SwiftLogNoOpLogHandler() })
+        logger: Logger = Logger(label: "coaty.recorder", factory: { _ in SwiftLogNoOpLogHandler() }),
+        metricsFactory: (any MetricsFactory)? = nil
     ) {
         self.init(
             manager: manager,
@@ -200,7 +220,8 @@ public final class CoatyRecorder: Service, Sendable {
             configuration: configuration,
             indexing: connection as? any JSONPropertyIndexing,
             handover: handover,
-            logger: logger
+            logger: logger,
+            metricsFactory: metricsFactory
         )
     }
 
@@ -208,6 +229,30 @@ public final class CoatyRecorder: Service, Sendable {
 
     /// The counters so far.
     public var statistics: RecorderStatistics { stats.withLock { $0 } }
+
+    /// Whether the recorder can do its job now (an operator's readiness probe, e.g.
+    /// `/health/ready` of CoatyOperator): it runs, its subscriptions were acknowledged, its manager
+    /// is online (connected to the broker), its store takes writes, and its writer has not owed
+    /// work for ``Configuration/stallTimeout`` without committing any.
+    ///
+    /// ```swift
+    /// if !recorder.readiness.isReady { print(recorder.readiness.reason ?? "") }
+    /// ```
+    public var readiness: RecorderReadiness {
+        let (running, ready) = control.withLock { ($0.running && !$0.stopRequested, $0.ready) }
+        guard running else { return .notReady("the recorder is not running") }
+        guard manager.communicationState == .online else { return .notReady("not connected to the broker") }
+        guard ready else { return .notReady("the subscriptions are not acknowledged yet") }
+        if storeFailing.withLock({ $0 }) { return .notReady("the store rejects writes") }
+        if let stalled = queue.stalledFor, stalled >= configuration.stallTimeout {
+            let seconds = stalled.components.seconds
+            return .notReady("the store writer committed nothing for \(seconds) s (\(queue.pending) mutations waiting)")
+        }
+        return .ready
+    }
+
+    /// Whether ``readiness`` is ready.
+    public var isReady: Bool { readiness.isReady }
 
     /// The recorder's events (stored, removed, answered, failed) from now on, for a verbose
     /// mode; ends when ``run()`` ends. Beyond ``Configuration/eventBufferLimit`` unread events
@@ -517,6 +562,7 @@ public final class CoatyRecorder: Service, Sendable {
     private func enqueue(_ mutation: RecorderMutation) async {
         stats.withLock { $0.received += 1 }
         let (depth, waited) = await queue.enqueue(mutation)
+        metrics.received(mutation, depth: depth, waited: waited)
         stats.withLock { stats in
             stats.peakQueueDepth = max(stats.peakQueueDepth, depth)
             if waited { stats.backPressureWaits += 1 }
@@ -531,6 +577,7 @@ public final class CoatyRecorder: Service, Sendable {
             maxCount: configuration.maxBatchSize,
             interval: configuration.batchInterval
         ) {
+            metrics.queueDepth(queue.pending)
             await write(batch)
             queue.markCommitted()
         }
@@ -549,11 +596,15 @@ public final class CoatyRecorder: Service, Sendable {
                 metadata: ["count": "\(batch.count)", "error": "\(error)"]
             )
         }
+        var anyCommitted = false
+        defer { if !anyCommitted { storeFailing.withLock { $0 = true } } }
         for mutation in batch {
             do {
                 let outcomes = try await storage.apply([mutation])
                 committed([mutation], outcomes: outcomes, batches: 1)
+                anyCommitted = true
             } catch {
+                metrics.writeFailedOnce()
                 stats.withLock { $0.failedWrites += 1 }
                 logger.error("Could not store a received mutation", metadata: ["error": "\(Self.describe(error))"])
                 emit(.failed(message: "could not store: \(error)"))
@@ -562,6 +613,8 @@ public final class CoatyRecorder: Service, Sendable {
     }
 
     private func committed(_ batch: [RecorderMutation], outcomes: [RecorderMutationOutcome], batches: Int) {
+        storeFailing.withLock { $0 = false }
+        metrics.committed(batch, outcomes: outcomes)
         var stored = 0
         var removed = 0
         for outcome in outcomes {
@@ -626,6 +679,7 @@ public final class CoatyRecorder: Service, Sendable {
 
     private func answer(_ queries: EventObservation<QueryEvent>) async {
         for await query in queries {
+            let start = ContinuousClock.now
             await settleAndFlush()
             let scope: StoreScope
             if let objectTypes = query.data.objectTypes {
@@ -642,9 +696,11 @@ public final class CoatyRecorder: Service, Sendable {
                 )
                 let objects = decode(json)
                 try await query.retrieve(objects: objects)
+                metrics.answered(.query, since: start)
                 stats.withLock { $0.answeredQueries += 1 }
                 emit(.retrieved(correlationId: query.topic.correlationUUID, count: objects.count))
             } catch {
+                metrics.failed(.query)
                 stats.withLock { $0.failedAnswers += 1 }
                 logger.error("Could not answer a Query", metadata: ["error": "\(Self.describe(error))"])
                 emit(.failed(message: "could not answer a Query: \(Self.describe(error))"))
@@ -719,6 +775,7 @@ public final class CoatyRecorder: Service, Sendable {
 
     private func answer(_ discovers: EventObservation<DiscoverEvent>) async {
         for await discover in discovers {
+            let start = ContinuousClock.now
             let data = discover.data
             let lookup: (property: String, value: String)
             if let objectId = data.objectId {
@@ -733,9 +790,11 @@ public final class CoatyRecorder: Service, Sendable {
                 let candidates = decode(try await storage.objects(where: lookup.property, equals: lookup.value))
                 guard let object = candidates.first(where: data.matches) else { continue }
                 try await discover.resolve(object: object)
+                metrics.answered(.discover, since: start)
                 stats.withLock { $0.answeredDiscovers += 1 }
                 emit(.resolved(correlationId: discover.topic.correlationUUID, objectId: object.objectId))
             } catch {
+                metrics.failed(.discover)
                 stats.withLock { $0.failedAnswers += 1 }
                 logger.error("Could not answer a Discover", metadata: ["error": "\(Self.describe(error))"])
                 emit(.failed(message: "could not answer a Discover: \(Self.describe(error))"))
@@ -745,6 +804,7 @@ public final class CoatyRecorder: Service, Sendable {
 
     private func answer(_ updates: EventObservation<UpdateEvent<AnyCoatyObject>>) async {
         for await update in updates {
+            let start = ContinuousClock.now
             await settleAndFlush()
             let receipt = ReceiptMetadata(sourceId: update.sourceId, eventType: "Update", topic: update.topic.name)
             do {
@@ -754,9 +814,11 @@ public final class CoatyRecorder: Service, Sendable {
                 }
                 let object = try manager.registry.decode(json)
                 try await update.complete(object: object)
+                metrics.answered(.update, since: start)
                 stats.withLock { $0.completedUpdates += 1 }
                 emit(.updated(objectId: object.objectId, objectType: object.objectType, receipt: receipt))
             } catch {
+                metrics.failed(.update)
                 stats.withLock { $0.failedAnswers += 1 }
                 logger.error("Could not apply an Update", metadata: ["error": "\(Self.describe(error))"])
                 emit(.failed(message: "could not apply an Update: \(Self.describe(error))"))
@@ -858,6 +920,27 @@ public struct RecorderStatistics: Sendable, Hashable, CustomStringConvertible {
             + "updates \(completedUpdates) (ignored \(ignoredUpdates)), failed answers \(failedAnswers), "
             + "dropped recorder events \(droppedEvents), handed-over sessions \(handedOverSessions)"
     }
+}
+
+/// Whether a ``CoatyRecorder`` can do its job now, and if not, why (``CoatyRecorder/readiness``).
+public struct RecorderReadiness: Sendable, Hashable, CustomStringConvertible {
+    /// Whether it is ready.
+    public var isReady: Bool
+    /// Why it is not ready, one short line for an operator; `nil` when ready.
+    public var reason: String?
+
+    /// Ready.
+    public static let ready = RecorderReadiness(isReady: true, reason: nil)
+
+    /// Not ready, for `reason`.
+    /// - Parameter reason: why, one short line.
+    /// - Returns: the readiness.
+    public static func notReady(_ reason: String) -> RecorderReadiness {
+        RecorderReadiness(isReady: false, reason: reason)
+    }
+
+    /// `ready`, or `not ready: <reason>`.
+    public var description: String { isReady ? "ready" : "not ready: \(reason ?? "unknown")" }
 }
 
 /// What a ``CoatyRecorder`` did, one event at a time (see ``CoatyRecorder/events()``).

@@ -19,6 +19,9 @@ final class IngestQueue: Sendable {
         var wakeAt = 1
         var generation: UInt64 = 0
         var flushWaiters: [(target: UInt64, continuation: CheckedContinuation<Void, Never>)] = []
+        /// Since when the writer owes work without having committed any: set when mutations
+        /// arrive at an idle queue, moved on by every commit, `nil` while nothing is owed.
+        var owingSince: ContinuousClock.Instant?
 
         var count: Int { buffer.count - head }
         var flushRequested: Bool { !flushWaiters.isEmpty }
@@ -42,6 +45,12 @@ final class IngestQueue: Sendable {
     /// Whether a producer waits for room.
     var hasBlockedProducers: Bool { state.withLock { $0.blockedProducers > 0 } }
 
+    /// How long the writer has owed work without committing any (mutations waited, or a batch
+    /// was being written, all that time), or `nil` when nothing is owed.
+    var stalledFor: Duration? {
+        state.withLock { $0.owingSince.map { ContinuousClock.now - $0 } }
+    }
+
     /// Appends a mutation, waiting while the queue is full. After ``close()`` the mutation is
     /// still accepted (the writer drains everything before it ends).
     /// - Returns: the queue depth after appending, and whether the producer had to wait.
@@ -51,6 +60,7 @@ final class IngestQueue: Sendable {
         while true {
             let accepted = state.withLock { state -> (Int?, CheckedContinuation<Void, Never>?) in
                 guard state.count < capacity || state.closed else { return (nil, nil) }
+                if state.owingSince == nil { state.owingSince = .now }
                 state.buffer.append(mutation)
                 state.enqueued += 1
                 let wake = state.count >= state.wakeAt ? state.takeConsumer() : nil
@@ -130,6 +140,7 @@ final class IngestQueue: Sendable {
     func markCommitted() {
         let ready = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.committed = state.taken
+            state.owingSince = state.committed < state.enqueued ? .now : nil
             var ready: [CheckedContinuation<Void, Never>] = []
             state.flushWaiters.removeAll { waiter in
                 guard waiter.target <= state.committed else { return false }

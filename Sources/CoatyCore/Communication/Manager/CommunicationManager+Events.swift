@@ -665,20 +665,27 @@ extension CommunicationManager {
         let limit = sequence.limit
         let delivered = LockedBox(0)
         let counters = self.counters
+        let metrics = self.metrics
         let accept = sequence.accept
         let requestIndex = indexById
+        let requestType = sequence.requests.first?.event.eventType
+        // When the requests were published, for the response-time metric of the first response.
+        let published = LockedBox<ContinuousClock.Instant?>(nil)
         let sink: EventSink = { incoming in
             guard let id = incoming.topic.correlationUUID, let index = requestIndex[id] else { return }
             guard let response = accept(incoming, index) else {
                 counters.invalidResponse(on: incoming.topic)
                 return
             }
-            let (deliver, finish) = delivered.mutex.withLock { count -> (Bool, Bool) in
-                if let limit, count >= limit { return (false, false) }
+            let (deliver, finish, first) = delivered.mutex.withLock { count -> (Bool, Bool, Bool) in
+                if let limit, count >= limit { return (false, false, false) }
                 count += 1
-                return (true, limit.map { count >= $0 } ?? false)
+                return (true, limit.map { count >= $0 } ?? false, count == 1)
             }
             guard deliver else { return }
+            if first, let requestType, let start = published.mutex.withLock({ $0 }) {
+                metrics.responseArrived(for: requestType, after: ContinuousClock.now - start)
+            }
             if case .dropped = continuation.yield(response) { counters.observerOverflow() }
             if finish { continuation.finish() }
         }
@@ -700,6 +707,7 @@ extension CommunicationManager {
             retain(filter) { state in state.responseRoutes[id] = sink }
             await awaitEstablished(filter)
         }
+        published.mutex.withLock { $0 = ContinuousClock.now }
         do throws(CommunicationError) {
             for (request, id) in zip(sequence.requests, ids) {
                 let topic = try topic(request.event, correlationId: id)

@@ -284,6 +284,8 @@ public final class CommunicationManager: Sendable {
 
     let state: CoatyMutex<ManagerState>
     let counters: Counters
+    /// Received events, connection state, reconnections and response times as metrics.
+    let metrics: CommunicationMetrics
     let identityJSON: AnyCoatyObject
     /// The response timeouts of requests.
     let requestTimers = RequestTimers()
@@ -327,6 +329,7 @@ public final class CommunicationManager: Sendable {
         self.logger = logger
         let factory = metricsFactory ?? MetricsSystem.factory
         self.counters = Counters(factory: factory, logger: logger)
+        self.metrics = CommunicationMetrics(factory: factory)
         self.gate = BackPressureGate(logger: logger, factory: factory) { [transport] paused in
             transport.setReceivingPaused(paused)
         }
@@ -609,6 +612,8 @@ public final class CommunicationManager: Sendable {
         state.withLock { state in
             guard state.online != online else { return }
             state.online = online
+            // Under the lock, so the gauge follows the changes in their order.
+            metrics.setOnline(online)
             for observer in state.stateObservers.values { observer.yield(online ? .online : .offline) }
         }
     }
@@ -940,6 +945,7 @@ public final class CommunicationManager: Sendable {
         if options.brokerDeliversCopyPerSubscription, isExtraCopy(message) { return }
         switch classify(message.topic) {
         case .raw:
+            metrics.received(.raw)
             let sinks = state.withLock { state in
                 state.rawRoutes.values.filter { MQTTTopicFilter.matches(topic: message.topic, filter: $0.filter) }
             }
@@ -951,6 +957,7 @@ public final class CommunicationManager: Sendable {
             logger.debug("Dropped a message on an invalid Coaty topic", metadata: ["error": "\(error)"])
         case .coaty(let topic):
             if !options.crossNamespacing, topic.namespace != options.namespace { return }
+            metrics.received(topic.eventType)
             if topic.eventType.isResponse {
                 guard let correlationId = topic.correlationUUID,
                     let sink = state.withLock({ $0.responseRoutes[correlationId] })
