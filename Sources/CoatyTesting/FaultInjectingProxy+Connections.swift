@@ -19,6 +19,9 @@ final class ProxyCore {
     var connections: [ObjectIdentifier: ProxiedConnection] = [:]
     /// New connections are reset until then.
     var refuseUntil: NIODeadline?
+    /// New connections are reset while this is above 0 (each one counts it down), even after
+    /// ``refuseUntil``.
+    var refuseAtLeast = 0
     /// Traffic is held until then (a delay spike).
     var holdUntil: NIODeadline?
     var statistics = FaultInjectingProxy.Statistics()
@@ -40,7 +43,8 @@ final class ProxyCore {
     /// A client connected to the proxy: connect to the target and forward, or reset it when refusing.
     func accept(_ client: any Channel) {
         statistics.accepted += 1
-        if let refuseUntil, .now() < refuseUntil {
+        if let refuseUntil, .now() < refuseUntil || refuseAtLeast > 0 {
+            refuseAtLeast = max(0, refuseAtLeast - 1)
             statistics.refused += 1
             Self.reset(client)
             return

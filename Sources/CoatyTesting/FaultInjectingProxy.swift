@@ -187,12 +187,19 @@ public final class FaultInjectingProxy: Sendable {
         await onLoop { $0.resetAll() }
     }
 
-    /// Refuses new connections for `duration`: each is reset (RST) as soon as it is accepted, so
-    /// the client sees its connection fail before the server could answer.
+    /// Refuses new connections for `duration`, and at least the next `attempts` of them however
+    /// late they come: each is reset (RST) as soon as it is accepted, so the client sees its
+    /// connection fail before the server could answer.
     ///
-    /// - Parameter duration: How long to refuse.
-    public func refuseConnections(for duration: Duration) async {
-        await onLoop { $0.refuseUntil = .now() + TimeAmount(duration) }
+    /// - Parameters:
+    ///   - duration: How long to refuse.
+    ///   - attempts: How many connection attempts to refuse at least (0 by default), so that a
+    ///     client slow to retry (a loaded machine) still meets the refusal.
+    public func refuseConnections(for duration: Duration, atLeast attempts: Int = 0) async {
+        await onLoop { core in
+            core.refuseUntil = .now() + TimeAmount(duration)
+            core.refuseAtLeast = attempts
+        }
     }
 
     /// A snapshot of what the proxy did so far.

@@ -42,14 +42,15 @@ public struct HTTPTestResponse: Sendable {
 ///   - port: the port.
 ///   - path: the request target, e.g. `/metrics`.
 ///   - method: the method.
-///   - timeout: the longest wait for connecting and for each read, in seconds.
+///   - timeout: the longest wait for connecting and for each read, in seconds (30 by default:
+///     the whole suite on 2 cores can keep an endpoint's tasks waiting for seconds).
 /// - Returns: the response.
 /// - Throws: ``TestSupportError`` when the connection fails or the response is not HTTP.
 public func httpRequest(
     port: Int,
     path: String,
     method: String = "GET",
-    timeout: Double = 10
+    timeout: Double = 30
 ) async throws -> HTTPTestResponse {
     let raw: Result<[UInt8], TestSupportError> = await withCheckedContinuation { continuation in
         Thread.detachNewThread {
