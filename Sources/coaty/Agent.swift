@@ -30,15 +30,17 @@ struct CLIAgent: Sendable {
 
     /// Creates the agent (not connected yet); register observations before ``start(interruptedBy:)`` so they
     /// are subscribed before the identity is advertised (the identity Advertise means "ready").
+    /// `--broker auto` entries are looked up over DNS-SD first.
     init(
         _ options: ConnectionOptions,
         defaultName: String,
         registry: CoatyObjectRegistry = CoatyObjectRegistry(),
         observerBufferLimit: Int? = nil,
         durableIdentityId: CoatyUUID? = nil
-    ) throws {
-        self.options = options
+    ) async throws {
         logger = options.makeLogger()
+        let options = try await options.resolvingDiscoveredBrokers(logger: logger)
+        self.options = options
         var managerOptions = options.managerOptions
         if let observerBufferLimit { managerOptions.observerBufferLimit = observerBufferLimit }
         let identity = Identity(objectId: durableIdentityId ?? CoatyUUID(), name: options.name ?? defaultName)

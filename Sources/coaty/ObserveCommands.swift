@@ -53,7 +53,7 @@ func runObserver<S: AsyncSequence & Sendable>(
     render: @escaping @Sendable (S.Element) -> String?,
     received describeReceived: (Int) -> String = { "received \($0) events" }
 ) async throws where S.Element: Sendable {
-    let agent = try CLIAgent(connection, defaultName: defaultName)
+    let agent = try await CLIAgent(connection, defaultName: defaultName)
     let signals = ShutdownSignals()
     let sequence: S
     do {

@@ -222,7 +222,7 @@ struct Record: AsyncParsableCommand {
 
     func run() async throws {
         let store = try resolveStore()
-        let agent = try CLIAgent(
+        let agent = try await CLIAgent(
             connection,
             defaultName: "coaty record",
             observerBufferLimit: buffer,
