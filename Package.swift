@@ -21,6 +21,8 @@ let package = Package(
         .library(name: "CoatyPostgres", targets: ["CoatyPostgres"]),
         .library(name: "CoatySensorThings", targets: ["CoatySensorThings"]),
         .library(name: "CoatyOperator", targets: ["CoatyOperator"]),
+        // Not in the CoatyKit umbrella: it links the DNS-SD library (Avahi's on Linux), which not every agent needs.
+        .library(name: "CoatyDiscovery", targets: ["CoatyDiscovery"]),
         .executable(name: "coaty", targets: ["coaty"]),
     ],
     dependencies: [
@@ -47,6 +49,12 @@ let package = Package(
             name: "CMosquittoShim",
             dependencies: ["CMosquitto"]
             // No unsafeFlags (e.g. -Wall): SwiftPM refuses them in a package used as a dependency.
+        ),
+        // dns_sd.h: Avahi's Bonjour compatibility library on Linux (the library is linked by CoatyDiscovery),
+        // mDNSResponder's in libSystem on Apple systems.
+        .systemLibrary(
+            name: "CDNSSD",
+            providers: [.apt(["libavahi-compat-libdnssd-dev"])]
         ),
 
         // MARK: Libraries
@@ -138,6 +146,17 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(
+            name: "CoatyDiscovery",
+            dependencies: [
+                "CDNSSD",
+                "CoatySync",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings,
+            linkerSettings: [.linkedLibrary("dns_sd", .when(platforms: [.linux]))]
+        ),
+        .target(
             name: "CoatySensorThings",
             dependencies: ["CoatySync", "CoatyCore", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
@@ -153,6 +172,7 @@ let package = Package(
                 "CoatySQLite",
                 "CoatyPostgres",
                 "CoatyOperator",
+                "CoatyDiscovery",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -277,6 +297,14 @@ let package = Package(
             path: "Tests/AgentProcessTestSupport",
             swiftSettings: swiftSettings
         ),
+        .target(
+            name: "DNSSDTestSupport",
+            // The tests' own dbus-daemon and avahi-daemon (TestSupportError and the CI flag from AgentProcessTestSupport,
+            // the spawn helper from CoatyMQTT's MosquittoBroker).
+            dependencies: ["AgentProcessTestSupport", "CoatySync", "CoatyMQTT"],
+            path: "Tests/DNSSDTestSupport",
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "coaty-mqtt-probe",
             dependencies: ["CoatyMQTT", "CoatyKit"],
@@ -301,8 +329,17 @@ let package = Package(
         .testTarget(
             name: "CoatyCLITests",
             dependencies: [
-                "CoatyKit", "CoatyMQTT", "AgentProcessTestSupport", "CoatyStoreTestSupport",
-                .product(name: "GRDB", package: "GRDB.swift"),
+                "CoatyKit", "CoatyMQTT", "AgentProcessTestSupport", "CoatyStoreTestSupport", "CoatyDiscovery",
+                "DNSSDTestSupport", .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "CoatyDiscoveryTests",
+            dependencies: [
+                "CoatyDiscovery", "DNSSDTestSupport", "AgentProcessTestSupport",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -389,5 +426,6 @@ if Context.environment["COATY_PACKAGE_SUBSET"] == "sanitizers" {
     package.products = package.products.filter { product in
         product.name != "coaty" && product.name != "CoatyPostgres" && product.name != "CoatySensorThings"
             && product.name != "CoatyOperator"
+            && product.name != "CoatyDiscovery"
     }
 }

@@ -259,7 +259,8 @@ public final class MosquittoBroker: Sendable {
 
     /// Starts a child with a clean signal mask and default signal handlers (a child inherits the spawning thread's
     /// mask, and Swift concurrency / dispatch threads block SIGTERM, which would make mosquitto ignore it).
-    private static func spawn(_ executable: String, arguments: [String], stderrPath: String) throws -> pid_t {
+    /// `package`: the DNS-SD tests start their dbus-daemon and avahi-daemon with it.
+    package static func spawn(_ executable: String, arguments: [String], stderrPath: String) throws -> Int32 {
         #if os(Linux)
             var attributes = posix_spawnattr_t()
             var actions = posix_spawn_file_actions_t()

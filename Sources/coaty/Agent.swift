@@ -33,6 +33,7 @@ struct CLIAgent: Sendable {
 
     /// Creates the agent (not connected yet); register observations before ``start(interruptedBy:)`` so they
     /// are subscribed before the identity is advertised (the identity Advertise means "ready").
+    /// `--broker auto` entries are looked up over DNS-SD first.
     init(
         _ options: ConnectionOptions,
         defaultName: String,
@@ -41,9 +42,10 @@ struct CLIAgent: Sendable {
         durableIdentityId: CoatyUUID? = nil,
         sharedSubscriptionGroup: String? = nil,
         metricsFactory: (any MetricsFactory)? = nil
-    ) throws {
-        self.options = options
+    ) async throws {
         logger = options.makeLogger()
+        let options = try await options.resolvingDiscoveredBrokers(logger: logger)
+        self.options = options
         var managerOptions = options.managerOptions
         if let observerBufferLimit { managerOptions.observerBufferLimit = observerBufferLimit }
         managerOptions.sharedSubscriptionGroup = sharedSubscriptionGroup

@@ -19,7 +19,8 @@ struct Coaty: AsyncParsableCommand {
 
             Every command takes the connection options --broker (default $COATY_BROKER, else \
             mqtt://127.0.0.1:1883; repeat it, or list URLs in $COATY_BROKER separated by commas, for \
-            failover brokers tried in order), --namespace (default $COATY_NAMESPACE, else -), \
+            failover brokers tried in order; auto or auto:NAME for the broker found over DNS-SD, see \
+            `coaty broker`), --namespace (default $COATY_NAMESPACE, else -), \
             --cross-namespace, --name, --username, --password (or $COATY_PASSWORD), --ca-file, \
             --cert-file, --key-file, --log-level, --connect-timeout (5 s), --keepalive (60 s), --qos (0).
 
@@ -37,7 +38,7 @@ struct Coaty: AsyncParsableCommand {
             """,
         subcommands: [
             Advertise.self, Deadvertise.self, Channel.self, Observe.self, Discover.self, Query.self,
-            Update.self, Call.self, Respond.self, Raw.self, Record.self, Demo.self,
+            Update.self, Call.self, Respond.self, Raw.self, Record.self, BrokerCommand.self, Demo.self,
         ]
     )
 

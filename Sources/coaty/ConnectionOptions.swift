@@ -1,4 +1,5 @@
 import ArgumentParser
+import CoatyDiscovery
 import CoatyKit
 import Foundation
 import Logging
@@ -8,7 +9,7 @@ struct ConnectionOptions: ParsableArguments {
     @Option(
         name: .customLong("broker"),
         help: ArgumentHelp(
-            "The broker, mqtt://HOST:PORT or mqtts://HOST:PORT (TLS, verified); repeat it for failover brokers, tried in order. Default: $COATY_BROKER (a comma-separated list), else mqtt://127.0.0.1:1883.",
+            "The broker, mqtt://HOST:PORT or mqtts://HOST:PORT (TLS, verified), or auto / auto:NAME for the broker advertised over DNS-SD (mDNS) as 'Coaty MQTT Broker' / NAME (looked up within --connect-timeout); repeat it for failover brokers, tried in order. Default: $COATY_BROKER (a comma-separated list), else mqtt://127.0.0.1:1883.",
             valueName: "url"
         )
     )
@@ -103,7 +104,15 @@ struct ConnectionOptions: ParsableArguments {
         }
         let configuration: MQTTConfiguration
         do {
-            configuration = try MQTTConfiguration(urls: brokers, clientId: "coaty-cli")
+            // An `auto` entry becomes an mqtt:// URL once found; checked as one here (names, schemes).
+            let urls = try brokers.map { entry in
+                guard let name = Self.discoveredBrokerName(entry) else { return entry }
+                guard (1...63).contains(name.utf8.count) else {
+                    throw ValidationError("the DNS-SD name of '\(entry)' must have 1 to 63 bytes")
+                }
+                return "mqtt://127.0.0.1:\(BrokerDiscovery.defaultPort)"
+            }
+            configuration = try MQTTConfiguration(urls: urls, clientId: "coaty-cli")
         } catch {
             throw ValidationError("--broker: \(error)")
         }
@@ -118,6 +127,45 @@ struct ConnectionOptions: ParsableArguments {
                 throw ValidationError("\(option): cannot read '\(path)'.")
             }
         }
+    }
+
+    /// The DNS-SD service name an `auto` (the Coaty default name) or `auto:NAME` broker entry asks
+    /// for; `nil` for a URL.
+    static func discoveredBrokerName(_ entry: String) -> String? {
+        if entry == "auto" { return BrokerDiscovery.defaultName }
+        guard entry.hasPrefix("auto:") else { return nil }
+        return String(entry.dropFirst("auto:".count))
+    }
+
+    /// These options with every `auto` broker replaced by the URL of the broker DNS-SD finds, each
+    /// looked up for at most `--connect-timeout`. In a failover list an `auto` broker that is not
+    /// found is left out (with a warning); when no broker remains, the lookup's error is thrown.
+    /// - Parameter logger: where found brokers (info) and skipped ones (warning) are logged.
+    /// - Returns: the options with URLs only.
+    /// - Throws: ``CLIError`` with one line: not found, or the DNS-SD daemon is not running.
+    func resolvingDiscoveredBrokers(logger: Logger) async throws -> ConnectionOptions {
+        var discovery = BrokerDiscovery(logger: logger)
+        discovery.resolveTimeout = .milliseconds(Int64(connectTimeout * 1000))
+        var urls: [String] = []
+        var failures: [String] = []
+        for entry in brokers {
+            guard let name = Self.discoveredBrokerName(entry) else {
+                urls.append(entry)
+                continue
+            }
+            do {
+                let broker = try await discovery.find(name: name, timeout: .milliseconds(Int64(connectTimeout * 1000)))
+                logger.info("Found the broker over DNS-SD", metadata: ["name": "\(name)", "url": "\(broker.url)"])
+                urls.append(broker.url)
+            } catch let error as BrokerDiscoveryError {
+                failures.append("\(error)")
+                if brokers.count > 1 { logger.warning("\(error) Trying the other brokers.") }
+            }
+        }
+        guard !urls.isEmpty else { throw CLIError(failures.joined(separator: " ")) }
+        var resolved = self
+        resolved.brokers = urls
+        return resolved
     }
 
     /// The logger: a stream handler on stderr at `--log-level`.

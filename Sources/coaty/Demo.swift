@@ -57,6 +57,8 @@ struct Demo: AsyncParsableCommand {
 
     func run() async throws {
         let logger = connection.makeLogger(label: "coaty.demo")
+        // `--broker auto`: the broker found over DNS-SD; when none is found, the demo starts its own as usual.
+        let connection = (try? await self.connection.resolvingDiscoveredBrokers(logger: logger)) ?? self.connection
         var startedBroker: MosquittoBroker?
         var url = connection.broker
         if await Self.isReachable(connection, logger: logger) {

@@ -56,7 +56,7 @@ func runObserver<S: AsyncSequence & Sendable>(
     received describeReceived: (Int) -> String = { "received \($0) events" }
 ) async throws where S.Element: Sendable {
     let operatorSetup = CLIOperator(operatorEndpoint)
-    let agent = try CLIAgent(connection, defaultName: defaultName, metricsFactory: operatorSetup?.metricsFactory)
+    let agent = try await CLIAgent(connection, defaultName: defaultName, metricsFactory: operatorSetup?.metricsFactory)
     let signals = ShutdownSignals()
     let sequence: S
     do {

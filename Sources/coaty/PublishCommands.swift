@@ -8,7 +8,7 @@ func withConnectedAgent(
     defaultName: String,
     _ body: (CommunicationManager) async throws -> Void
 ) async throws {
-    let agent = try CLIAgent(options, defaultName: defaultName)
+    let agent = try await CLIAgent(options, defaultName: defaultName)
     try await agent.start()
     do {
         try await body(agent.manager)

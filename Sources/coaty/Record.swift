@@ -292,7 +292,7 @@ struct Record: AsyncParsableCommand {
             }
         let endpoint = try configuredEndpoint()
         let operatorSetup = CLIOperator(operatorEndpoint, port: endpoint.port, host: endpoint.host)
-        let agent = try CLIAgent(
+        let agent = try await CLIAgent(
             connection,
             defaultName: group.map { "coaty record (group \($0)\(member.map { ", member \($0)" } ?? ""))" }
                 ?? "coaty record",

@@ -14,7 +14,7 @@ func runRequest<Response: Sendable>(
     request: (CommunicationManager) throws -> ResponseSequence<Response>,
     render: @escaping @Sendable (Response) -> String?
 ) async throws {
-    let agent = try CLIAgent(connection, defaultName: defaultName)
+    let agent = try await CLIAgent(connection, defaultName: defaultName)
     let signals = ShutdownSignals()
     try await agent.start(interruptedBy: signals)
     do {

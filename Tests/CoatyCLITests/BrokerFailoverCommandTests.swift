@@ -9,22 +9,12 @@ struct BrokerFailoverCommandTests {
         try await withBroker { broker in
             let dead = "mqtt://127.0.0.1:\(try MosquittoBroker.freeLoopbackPort(avoiding: broker.port))"
             try await withAgent(on: broker) { agent in
-                let observer = try await startReadyCoaty(
-                    [
-                        "observe", "advertise", "--object-type", "com.example.Light", "--count", "1", "--timeout",
-                        "30", "--broker", dead, "--broker", broker.url, "--log-level", "info",
-                    ],
-                    name: "observer-failover",
-                    observer: agent
+                let observed = try await expectObserverReceivesALamp(
+                    connection: ["--broker", dead, "--broker", broker.url, "--log-level", "info"],
+                    broker: broker,
+                    agent: agent,
+                    name: "observer-failover"
                 )
-                let lamp = Samples.light("Lamp")
-                let sent = try await runCoaty(["advertise", "--broker", broker.url, "\(lamp)"])
-                #expect(sent.status == 0, "stderr: \(sent.stderr)")
-                let observed = await observer.finish()
-                #expect(observed.status == 0, "stderr: \(observed.stderr)")
-                let lines = try observed.jsonLines()
-                try #require(lines.count == 1, "stdout: \(observed.stdout)")
-                #expect(checkEventLine(lines[0], event: "Advertise")?["object"] == lamp)
                 #expect(observed.stderr.contains("Connected to \(broker.url)"), "stderr: \(observed.stderr)")
             }
         }

@@ -4,6 +4,7 @@
 @_exported import AgentProcessTestSupport
 import CoatyKit
 import Foundation
+import Testing
 
 /// The result of running the `coaty` executable.
 typealias CLIResult = ProcessResult
@@ -49,4 +50,33 @@ func startReadyCoaty(
         observer: observer,
         environment: environment
     ).process
+}
+
+/// Starts `coaty observe advertise --object-type com.example.Light --count 1` with `connection`
+/// (`--broker …` and the like), waits until it is ready (its identity reached `agent`, on `broker`),
+/// advertises a lamp to `broker`, and checks that the observer printed exactly that lamp.
+/// - Returns: the observer's result, for further checks of its stderr.
+func expectObserverReceivesALamp(
+    connection: [String],
+    broker: MosquittoBroker,
+    agent: CommunicationManager,
+    name: String,
+    environment: [String: String] = [:]
+) async throws -> CLIResult {
+    let observer = try await startReadyCoaty(
+        ["observe", "advertise", "--object-type", "com.example.Light", "--count", "1", "--timeout", "30"]
+            + connection,
+        name: name,
+        observer: agent,
+        environment: environment
+    )
+    let lamp = Samples.light("Lamp")
+    let sent = try await runCoaty(["advertise", "--broker", broker.url, "\(lamp)"])
+    #expect(sent.status == 0, "stderr: \(sent.stderr)")
+    let observed = await observer.finish()
+    #expect(observed.status == 0, "stderr: \(observed.stderr)")
+    let lines = try observed.jsonLines()
+    try #require(lines.count == 1, "stdout: \(observed.stdout)")
+    #expect(checkEventLine(lines[0], event: "Advertise")?["object"] == lamp)
+    return observed
 }
