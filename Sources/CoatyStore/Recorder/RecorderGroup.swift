@@ -133,16 +133,21 @@ extension CoatyRecorder {
                 }
             }
             tasks.addTask {
-                for await state in self.manager.communicationStates() where state == .online { break }
-                do {
-                    try await self.manager.publishRaw(
-                        topic: Self.memberTopic(membership.group, me),
-                        payload: Array(me.uuidString.utf8),
-                        retain: true,
-                        qos: .atLeastOnce
-                    )
-                } catch {
-                    self.logger.error("Recorder group: cannot announce this member", metadata: ["error": "\(error)"])
+                // On every connection: a broker restarted without persistence forgot the retained announcement.
+                for await state in self.manager.communicationStates() where state == .online {
+                    do {
+                        try await self.manager.publishRaw(
+                            topic: Self.memberTopic(membership.group, me),
+                            payload: Array(me.uuidString.utf8),
+                            retain: true,
+                            qos: .atLeastOnce
+                        )
+                    } catch {
+                        self.logger.error(
+                            "Recorder group: cannot announce this member",
+                            metadata: ["error": "\(error)"]
+                        )
+                    }
                 }
             }
             for await _ in signals {
