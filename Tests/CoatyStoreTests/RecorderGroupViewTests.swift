@@ -28,16 +28,23 @@ struct RecorderGroupViewTests {
         #expect(attempts.map(\.delay) == [.zero])
     }
 
-    @Test("A session is due until it is cleared, or while no live member announced taking it")
-    func stillDue() {
+    @Test("A session is taken over until it is cleared, waited for while a live member announced taking it")
+    func nextStep() {
         var view = GroupView(members: Set(ids))
         view.gone = [ids[2]]
-        #expect(view.stillDue(ids[2], by: ids[1]))
+        #expect(view.nextStep(for: ids[2], by: ids[1]) == .takeOver)
         view.takers[ids[2]] = ids[0]
-        #expect(!view.stillDue(ids[2], by: ids[1]), "a live member takes it over")
+        #expect(view.nextStep(for: ids[2], by: ids[1]) == .wait, "a live member takes it over")
         view.gone.insert(ids[0])
-        #expect(view.stillDue(ids[2], by: ids[1]), "the taker is gone too")
+        #expect(view.nextStep(for: ids[2], by: ids[1]) == .takeOver, "the taker is gone too")
         view.members.remove(ids[2])
-        #expect(!view.stillDue(ids[2], by: ids[1]), "its announcement was cleared: done")
+        #expect(view.nextStep(for: ids[2], by: ids[1]) == .done, "its announcement was cleared: done")
+    }
+
+    @Test("A member that came back (announced again, no longer gone) is not waited for")
+    func memberCameBack() {
+        var view = GroupView(members: Set(ids))
+        view.takers[ids[2]] = ids[0]
+        #expect(view.nextStep(for: ids[2], by: ids[1]) == .done)
     }
 }

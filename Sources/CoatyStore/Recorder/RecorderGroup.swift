@@ -53,12 +53,21 @@ struct GroupView {
         return due.map { ($0, .seconds(3 * min(rank, 10))) }
     }
 
-    /// Whether `member`'s session still waits for this member: it is still announced and nobody
-    /// alive (other than `me`) announced taking it over.
-    func stillDue(_ member: CoatyUUID, by me: CoatyUUID) -> Bool {
-        guard members.contains(member), gone.contains(member) else { return false }
-        if let taker = takers[member], taker != me, !gone.contains(taker) { return false }
-        return true
+    /// What an attempt to take over `member`'s session does next.
+    enum AttemptStep: Equatable {
+        /// Take it over: it is still announced and gone, and no other live member is at it.
+        case takeOver
+        /// Wait: another live member announced taking it over.
+        case wait
+        /// Nothing: it was handed over (its announcement cleared), or it came back.
+        case done
+    }
+
+    /// What this member's attempt to take over `member`'s session does next.
+    func nextStep(for member: CoatyUUID, by me: CoatyUUID) -> AttemptStep {
+        guard members.contains(member), gone.contains(member) else { return .done }
+        if let taker = takers[member], taker != me, !gone.contains(taker) { return .wait }
+        return .takeOver
     }
 }
 
@@ -71,11 +80,21 @@ extension CoatyRecorder {
         "\(groupTopic(group))/members/\(id.uuidString)"
     }
 
+    /// The retained topic naming the member that takes over the session of gone member `id`.
+    static func takerTopic(_ group: String, _ id: CoatyUUID) -> String {
+        "\(groupTopic(group))/takers/\(id.uuidString)"
+    }
+
+    /// A barrier topic (only the one who publishes to it subscribes it).
+    static func barrierTopic(_ group: String, _ id: CoatyUUID) -> String {
+        "\(groupTopic(group))/barriers/\(id.uuidString)"
+    }
+
     /// The observations a group member needs, registered with the others before the manager
     /// starts; `nil` when this recorder is not a group member.
     func makeGroupMembership() throws -> GroupMembership? {
         guard let handover, let group = manager.options.sharedSubscriptionGroup else { return nil }
-        let barrierTopic = "\(Self.groupTopic(group))/barriers/\(manager.identity.objectId.uuidString)"
+        let barrierTopic = Self.barrierTopic(group, manager.identity.objectId)
         return GroupMembership(
             group: group,
             handover: handover,
@@ -159,15 +178,12 @@ extension CoatyRecorder {
                         }
                         try? await Task.sleep(for: delay)
                         // Someone else may be at it (or done): wait while a live member says it takes it over.
-                        while !Task.isCancelled {
-                            let (due, takenByOther) = view.mutex.withLock { view in
-                                (view.stillDue(member, by: me), view.takers[member].map { $0 != me } ?? false)
-                            }
-                            if due { break }
-                            guard takenByOther, view.mutex.withLock({ $0.members.contains(member) }) else { return }
+                        var step = view.mutex.withLock { $0.nextStep(for: member, by: me) }
+                        while step == .wait, !Task.isCancelled {
                             try? await Task.sleep(for: .seconds(1))
+                            step = view.mutex.withLock { $0.nextStep(for: member, by: me) }
                         }
-                        if Task.isCancelled { return }
+                        if step != .takeOver || Task.isCancelled { return }
                         if !(await self.handOver(member, membership)) { try? await Task.sleep(for: .seconds(1)) }
                     }
                 }
@@ -181,7 +197,7 @@ extension CoatyRecorder {
     func handOver(_ id: CoatyUUID, _ membership: GroupMembership) async -> Bool {
         let metadata: Logger.Metadata = ["group": "\(membership.group)", "member": "\(id)"]
         logger.warning("Recorder group: a member is gone; taking over its broker session", metadata: metadata)
-        let takerTopic = "\(Self.groupTopic(membership.group))/takers/\(id.uuidString)"
+        let takerTopic = Self.takerTopic(membership.group, id)
         do {
             // Tell the others, so they do not take it at the same time (the broker would end the session of
             // whichever connected first under the client id).
@@ -201,7 +217,7 @@ extension CoatyRecorder {
                 indexing: indexing,
                 logger: logger
             )
-            let barrierTopic = "\(Self.groupTopic(membership.group))/barriers/\(CoatyUUID().uuidString)"
+            let barrierTopic = Self.barrierTopic(membership.group, CoatyUUID())
             let barrier = try taker.observeRaw(barrierTopic)
             let statistics = try await withThrowingTaskGroup(of: Void.self) { tasks in
                 tasks.addTask { try await drain.run() }

@@ -27,3 +27,11 @@ public enum CommunicationError: Error, Sendable, Hashable, CustomStringConvertib
         }
     }
 }
+
+extension CommunicationError {
+    /// What a transport call threw, as a communication error: a ``TransportError`` as it is,
+    /// anything else as ``TransportError/failed(_:)``.
+    static func transportFailure(_ error: any Error) -> CommunicationError {
+        .transport(error as? TransportError ?? .failed("\(error)"))
+    }
+}

@@ -451,10 +451,8 @@ public final class CommunicationManager: Sendable {
         let will = try lastWill()
         do {
             try await transport.updateWill(will)
-        } catch let error as TransportError {
-            throw .transport(error)
         } catch {
-            throw .transport(.failed("\(error)"))
+            throw .transportFailure(error)
         }
     }
 
@@ -641,10 +639,8 @@ public final class CommunicationManager: Sendable {
             try await transport.publish(message)
         } catch TransportError.notConnected {
             state.withLock { defer_(message, &$0) }
-        } catch let error as TransportError {
-            throw .transport(error)
         } catch {
-            throw .transport(.failed("\(error)"))
+            throw .transportFailure(error)
         }
     }
 

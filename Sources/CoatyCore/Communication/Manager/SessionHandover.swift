@@ -49,10 +49,8 @@ extension CommunicationManager {
         for filter in filters {
             do {
                 try await transport.unsubscribe(Self.sharedSubscriptionFilter(filter, group: group))
-            } catch let error as TransportError {
-                throw .transport(error)
             } catch {
-                throw .transport(.failed("\(error)"))
+                throw .transportFailure(error)
             }
         }
     }
