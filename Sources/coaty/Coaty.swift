@@ -22,7 +22,8 @@ struct Coaty: AsyncParsableCommand {
             failover brokers tried in order; auto or auto:NAME for the broker found over DNS-SD, see \
             `coaty broker`), --namespace (default $COATY_NAMESPACE, else -), \
             --cross-namespace, --name, --username, --password (or $COATY_PASSWORD), --ca-file, \
-            --cert-file, --key-file, --log-level, --connect-timeout (5 s), --keepalive (60 s), --qos (0).
+            --cert-file, --key-file, --log-level, --connect-timeout (5 s), --keepalive (60 s), --qos (0), \
+            --broker-type (standard; rabbitmq for RabbitMQ's MQTT plugin).
 
             Examples:
               coaty demo

@@ -81,6 +81,17 @@ struct ConnectionOptions: ParsableArguments {
     )
     var qos: Int = 0
 
+    @Option(
+        help: ArgumentHelp(
+            "The kind of broker: standard, or rabbitmq for RabbitMQ's MQTT plugin (it delivers every '.' inside a topic level as '/'; CoatyKit reads such topics back). Default: $COATY_BROKER_TYPE, else standard.",
+            valueName: "type"
+        )
+    )
+    var brokerType: String = ProcessInfo.processInfo.environment["COATY_BROKER_TYPE"] ?? BrokerType.standard.rawValue
+
+    /// The broker type of `--broker-type` (validated by ``validate()``).
+    var brokerKind: BrokerType { BrokerType(name: brokerType) ?? .standard }
+
     func validate() throws {
         guard Logger.Level(rawValue: logLevel.lowercased()) != nil else {
             throw ValidationError(
@@ -92,6 +103,9 @@ struct ConnectionOptions: ParsableArguments {
         }
         guard qos == 0 || qos == 1 else {
             throw ValidationError("--qos must be 0 or 1.")
+        }
+        guard BrokerType(name: brokerType) != nil else {
+            throw ValidationError("--broker-type '\(brokerType.prefix(80))' is unknown; use standard or rabbitmq.")
         }
         // libmosquitto refuses a keep-alive under 5 s.
         guard (5...65_535).contains(keepalive) else {
@@ -194,11 +208,13 @@ struct ConnectionOptions: ParsableArguments {
 
     /// The communication manager options.
     var managerOptions: CommunicationManager.Options {
-        CommunicationManager.Options(
+        var options = CommunicationManager.Options(
             namespace: namespace,
             crossNamespacing: crossNamespace,
             qos: qos == 1 ? .atLeastOnce : .atMostOnce
         )
+        options.brokerType = brokerKind
+        return options
     }
 
     /// The broker URL without credentials, for messages (with failover brokers, every URL, comma-separated).

@@ -156,6 +156,11 @@ struct Record: AsyncParsableCommand {
         if member != nil && group == nil {
             throw ValidationError("--member names a member of a --group; give --group too.")
         }
+        if group != nil, connection.brokerKind == .rabbitMQ {
+            throw ValidationError(
+                "--group needs MQTT shared subscriptions, which RabbitMQ's MQTT plugin (--broker-type rabbitmq) does not have."
+            )
+        }
         for index in indexes where Self.parseIndex(index) == nil {
             throw ValidationError(
                 "--index \(index) is not objectType:property (a property named with letters, digits and _)."

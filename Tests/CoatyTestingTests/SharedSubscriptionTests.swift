@@ -63,6 +63,21 @@ struct SharedSubscriptionTests {
         await responder.manager.stop()
     }
 
+    @Test("A group is refused on RabbitMQ, which has no shared subscriptions")
+    func groupRefusedOnRabbitMQ() throws {
+        let broker = InProcessBroker()
+        let identity = Identity()
+        var options = CommunicationManager.Options(sharedSubscriptionGroup: "recorders")
+        options.brokerType = .rabbitMQ
+        #expect(throws: CommunicationError.invalidTopic(.sharedSubscriptionsUnsupported(.rabbitMQ))) {
+            _ = try CommunicationManager(
+                transport: broker.makeTransport(clientId: CoatyConnection.clientId(identityId: identity.objectId)),
+                identity: identity,
+                options: options
+            )
+        }
+    }
+
     @Test("An invalid group name is refused with a clear error", arguments: ["", "a/b", "a+", "#", "x\u{0}"])
     func invalidGroup(_ group: String) throws {
         let broker = InProcessBroker()

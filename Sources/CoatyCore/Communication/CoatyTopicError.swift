@@ -27,6 +27,9 @@ public enum CoatyTopicError: Error, Sendable, Hashable, CustomStringConvertible 
     case invalidNamespace(String)
     /// The shared-subscription group name is empty or contains NUL, `+`, `#` or `/`.
     case invalidSharedSubscriptionGroup(String)
+    /// The broker has no shared subscriptions (``BrokerType/rabbitMQ``): a shared-subscription
+    /// group would receive nothing.
+    case sharedSubscriptionsUnsupported(BrokerType)
     /// The event level does not start with a known three-letter event code.
     case unknownEventType(String)
     /// The event type requires a filter (`ADV:…`, `UPD:…`, `CHN:…`, `CLL:…`, `ASC:…`) but has none.
@@ -73,6 +76,8 @@ public enum CoatyTopicError: Error, Sendable, Hashable, CustomStringConvertible 
             "Invalid namespace '\(namespace)': it must be non-empty without NUL, '+', '#' or '/' (use [A-Za-z0-9._-])."
         case .invalidSharedSubscriptionGroup(let group):
             "Invalid shared-subscription group '\(group)': it must be non-empty without NUL, '+', '#' or '/'."
+        case .sharedSubscriptionsUnsupported(let type):
+            "The broker type '\(type)' has no shared subscriptions ($share/…): a shared-subscription group would receive nothing; use a broker with MQTT shared subscriptions (mosquitto, EMQX, HiveMQ) for recorder groups."
         case .unknownEventType(let level):
             "Unknown event level '\(level)'; expected a code such as ADV, DAD, CHN, DSC, RSV, QRY, RTV, UPD, CPL, CLL, RTN, ASC, IOV."
         case .missingFilter(let type):

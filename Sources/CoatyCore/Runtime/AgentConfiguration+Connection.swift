@@ -36,6 +36,9 @@ extension AgentConfiguration {
         if let qos = try Reader.count(object, "qos", at: path) {
             self.qos = try Self.qos(qos, field: Reader.path(path, "qos"))
         }
+        if let type = try Reader.string(object, "brokerType", at: path) {
+            brokerType = try Self.brokerType(type, field: Reader.path(path, "brokerType"))
+        }
         if let username = try Reader.string(object, "username", at: path) { self.username = username }
         if let password = try Reader.string(object, "password", at: path) { self.password = password }
         if let keepAlive = try Reader.count(object, "keepalive", at: path) {

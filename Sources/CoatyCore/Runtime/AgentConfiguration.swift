@@ -48,6 +48,7 @@ public import Metrics
 /// | `COATY_CROSS_NAMESPACE` | ``shouldEnableCrossNamespacing`` (true/false, yes/no, on/off, 1/0) |
 /// | `COATY_NAME`, `COATY_IDENTITY_ID` | ``name``, ``identityId`` |
 /// | `COATY_QOS` | ``qos`` (0 or 1) |
+/// | `COATY_BROKER_TYPE` | ``brokerType`` (`standard` or `rabbitmq`) |
 /// | `COATY_USERNAME`, `COATY_PASSWORD` | ``username``, ``password`` |
 /// | `COATY_KEEPALIVE` | ``keepAlive`` (seconds: 0, or 5…65535) |
 /// | `COATY_CA_FILE`, `COATY_CERT_FILE`, `COATY_KEY_FILE` | ``caFile``, ``certificateFile``, ``privateKeyFile`` (PEM) |
@@ -84,6 +85,9 @@ public struct AgentConfiguration: Codable, Sendable, Hashable, CustomStringConve
     /// The least MQTT QoS of the agent's publications and subscriptions (0 or 1), or `nil` for
     /// Coaty's QoS 0 (``CommunicationManager/Options/qos``). JSON: `communication.qos`.
     public var qos: Int?
+    /// The kind of broker (``BrokerType``; default ``BrokerType/standard``): `rabbitmq` for
+    /// RabbitMQ's MQTT plugin, which rewrites the dots in topics. JSON: `communication.brokerType`.
+    public var brokerType: BrokerType = .standard
     /// The options of each controller under its ``Controller/name`` (handed to it as
     /// ``ControllerContext/options``).
     public var controllers: JSONObject
@@ -312,6 +316,9 @@ public struct AgentConfiguration: Codable, Sendable, Hashable, CustomStringConve
             }
             self.qos = try Self.qos(level, field: "COATY_QOS")
         }
+        if let type = environment["COATY_BROKER_TYPE"] {
+            brokerType = try Self.brokerType(type, field: "COATY_BROKER_TYPE")
+        }
         if let cross = environment["COATY_CROSS_NAMESPACE"] {
             shouldEnableCrossNamespacing = try ConfigurationReader.flag(cross, variable: "COATY_CROSS_NAMESPACE")
         }
@@ -386,6 +393,7 @@ public struct AgentConfiguration: Codable, Sendable, Hashable, CustomStringConve
         if let deferredPublicationLimit { options.deferredPublicationLimit = deferredPublicationLimit }
         if let observerBufferLimit { options.observerBufferLimit = observerBufferLimit }
         if qos == 1 { options.qos = .atLeastOnce }
+        options.brokerType = brokerType
         return options
     }
 
@@ -446,6 +454,7 @@ public struct AgentConfiguration: Codable, Sendable, Hashable, CustomStringConve
         }
         if let observerBufferLimit { communication["observerBufferLimit"] = .int(Int64(observerBufferLimit)) }
         if let qos { communication["qos"] = .int(Int64(qos)) }
+        if brokerType != .standard { communication["brokerType"] = .string(brokerType.rawValue) }
         let clientOptions = mqttClientOptionsJSON
         if !clientOptions.isEmpty { communication["mqttClientOptions"] = .object(clientOptions) }
         var common: JSONObject = ["agentIdentity": .object(identity)]
@@ -467,6 +476,14 @@ public struct AgentConfiguration: Codable, Sendable, Hashable, CustomStringConve
     // MARK: Field checks
 
     /// A QoS level the agent supports: 0 or 1.
+    static func brokerType(_ name: String, field: String) throws(AgentConfigurationError) -> BrokerType {
+        guard let type = BrokerType(name: name) else {
+            let names = BrokerType.allCases.map(\.rawValue).joined(separator: " or ")
+            throw AgentConfigurationError(field: field, reason: "'\(name.prefix(80))' is not a broker type; use \(names)")
+        }
+        return type
+    }
+
     static func qos(_ level: Int, field: String) throws(AgentConfigurationError) -> Int {
         guard level == 0 || level == 1 else {
             throw AgentConfigurationError(field: field, reason: "must be 0 or 1 (QoS 2 is not supported), not \(level)")

@@ -222,6 +222,16 @@ public final class CommunicationManager: Sendable {
         /// connection that acts on behalf of another agent without joining as one, e.g. a member
         /// of a recorder group resuming the broker session of a member that is gone.
         public var announcesIdentity: Bool = true
+        /// The kind of broker, where it departs from MQTT in ways that matter to Coaty (default
+        /// ``BrokerType/standard``). ``BrokerType/rabbitMQ`` reads back the topics RabbitMQ's MQTT
+        /// plugin delivers with `/` for every `.` inside a level (object types, dotted channel ids
+        /// and operations), takes ``brokerDeliversCopyPerSubscription`` as `false` and refuses a
+        /// ``sharedSubscriptionGroup``. A manager on ``BrokerType/standard`` that receives such a
+        /// topic drops it, counts it as an invalid topic and logs a warning naming this option.
+        public var brokerType: BrokerType = .standard
+
+        /// ``brokerDeliversCopyPerSubscription`` as the broker type allows.
+        var deliversCopyPerSubscription: Bool { brokerDeliversCopyPerSubscription && brokerType != .rabbitMQ }
 
         /// The default ``maximumPayloadSize``: 16 MiB.
         public static let defaultMaximumPayloadSize = 16 << 20
@@ -298,6 +308,8 @@ public final class CommunicationManager: Sendable {
     let advertiseNames = CoatyMutex<[AdvertisedType: [String]]>([:])
     /// Observers to wake at the end of the batch of messages being routed.
     let wakeups = ObservationWakeups()
+    /// Whether the warning about a topic a broker rewrote (see ``Options/brokerType``) was logged.
+    let rewrittenTopicWarned = Atomic(false)
     /// Whether the manager reads from the transport (back-pressure of full observers).
     let gate: BackPressureGate
     /// The association states of the agent's IO points (see ``observeIoState(for:)-(IoSource)``).
@@ -343,8 +355,13 @@ public final class CommunicationManager: Sendable {
         } catch {
             throw .invalidTopic(error)
         }
-        if let group = options.sharedSubscriptionGroup, !Self.isValidSharedSubscriptionGroup(group) {
-            throw .invalidTopic(.invalidSharedSubscriptionGroup(String(group.prefix(80))))
+        if let group = options.sharedSubscriptionGroup {
+            guard Self.isValidSharedSubscriptionGroup(group) else {
+                throw .invalidTopic(.invalidSharedSubscriptionGroup(String(group.prefix(80))))
+            }
+            guard options.brokerType != .rabbitMQ else {
+                throw .invalidTopic(.sharedSubscriptionsUnsupported(options.brokerType))
+            }
         }
         var initial = ManagerState()
         initial.gate = gate
@@ -938,12 +955,14 @@ public final class CommunicationManager: Sendable {
     }
 
     private func handle(_ message: TransportMessage) {
-        if options.brokerDeliversCopyPerSubscription, isExtraCopy(message) { return }
+        if options.deliversCopyPerSubscription, isExtraCopy(message) { return }
         switch classify(message.topic) {
         case .raw:
             metrics.received(.raw)
             let sinks = state.withLock { state in
-                state.rawRoutes.values.filter { MQTTTopicFilter.matches(topic: message.topic, filter: $0.filter) }
+                state.rawRoutes.values.filter {
+                    MQTTTopicFilter.matches(topic: message.topic, filter: options.brokerType.deliveredForm(ofFilter: $0.filter))
+                }
             }
             guard !sinks.isEmpty else { return }
             let event = RawEvent(topic: message.topic, payload: message.payload, retain: message.retain)
@@ -951,6 +970,15 @@ public final class CommunicationManager: Sendable {
         case .invalid(let error):
             counters.invalidTopic()
             logger.debug("Dropped a message on an invalid Coaty topic", metadata: ["error": "\(error)"])
+            if !options.brokerType.rewritesDotsInTopics, !rewrittenTopicWarned.load(ordering: .relaxed),
+                CoatyTopic.restoringRewrittenDots(message.topic) != nil,
+                rewrittenTopicWarned.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged
+            {
+                logger.warning(
+                    "Dropped a Coaty topic whose dots the broker rewrote as '/' (RabbitMQ's MQTT plugin does); set the broker type to rabbitmq (--broker-type rabbitmq, communication.brokerType, COATY_BROKER_TYPE or CommunicationManager.Options.brokerType) to read such topics",
+                    metadata: ["topic": "\(message.topic.prefix(200))"]
+                )
+            }
         case .coaty(let topic):
             if !options.crossNamespacing, topic.namespace != options.namespace { return }
             metrics.received(topic.eventType)
@@ -984,7 +1012,12 @@ public final class CommunicationManager: Sendable {
         }) {
             return hit
         }
-        let classification = CoatyTopic.classify(topic)
+        var classification = CoatyTopic.classify(topic)
+        if case .invalid = classification, options.brokerType.rewritesDotsInTopics,
+            let restored = CoatyTopic.restoringRewrittenDots(topic)
+        {
+            classification = .coaty(restored)
+        }
         lastTopic.withLock { $0 = (topic, classification) }
         return classification
     }
