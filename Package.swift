@@ -14,6 +14,10 @@ let package = Package(
     products: [
         .library(name: "CoatyKit", targets: ["CoatyKit"]),
         .library(name: "CoatyCore", targets: ["CoatyCore"]),
+        .library(name: "CoatyModel", targets: ["CoatyModel"]),
+        .library(name: "CoatyFilter", targets: ["CoatyFilter"]),
+        .library(name: "CoatyCommunication", targets: ["CoatyCommunication"]),
+        .library(name: "CoatyRuntime", targets: ["CoatyRuntime"]),
         .library(name: "CoatyMQTT", targets: ["CoatyMQTT"]),
         .library(name: "CoatyTesting", targets: ["CoatyTesting"]),
         .library(name: "CoatyStore", targets: ["CoatyStore"]),
@@ -63,21 +67,49 @@ let package = Package(
             dependencies: [
                 "CoatySync",
                 "CMosquittoShim",
+                // MQTTTransport: the client as the transport of the communication manager.
+                "CoatyModel", "CoatyCommunication", "CoatyRuntime",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
             ],
             swiftSettings: swiftSettings
         ),
+        // The core, by job; arrows point one way: Model ← Filter ← Communication ← Runtime. CoatyCore
+        // re-exports the four.
         .target(
-            name: "CoatyCore",
+            name: "CoatyModel",
+            dependencies: ["CoatySync"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "CoatyFilter",
+            dependencies: ["CoatyModel"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "CoatyCommunication",
             dependencies: [
-                "CoatySync",
+                "CoatySync", "CoatyModel", "CoatyFilter",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
                 .product(name: "DequeModule", package: "swift-collections"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "CoatyRuntime",
+            dependencies: [
+                "CoatySync", "CoatyModel", "CoatyFilter", "CoatyCommunication",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "CoatyCore",
+            dependencies: ["CoatyModel", "CoatyFilter", "CoatyCommunication", "CoatyRuntime"],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -124,7 +156,8 @@ let package = Package(
         ),
         .target(
             name: "CoatyKit",
-            dependencies: ["CoatySync", "CoatyCore", "CoatyMQTT"],
+            // Re-exports only.
+            dependencies: ["CoatyCore", "CoatyMQTT"],
             swiftSettings: swiftSettings
         ),
         .target(

@@ -24,7 +24,7 @@ public struct CoatyPostgresError: Error, Sendable, CustomStringConvertible {
 /// Each row keeps the item as `object jsonb` (with a GIN index), the metadata as `metadata jsonb`,
 /// and promoted indexed text columns (`collection`, `key`, `objectId`, `objectType`, `coreType`,
 /// `name`, `externalId`, `parentObjectId`, `locationId`). Filters are pushed into SQL only where
-/// the result is exactly Coaty's; the rest is evaluated with ``CoatyCore/ObjectMatcher`` on the
+/// the result is exactly Coaty's; the rest is evaluated with ``CoatyFilter/ObjectMatcher`` on the
 /// candidates SQL returns. `jsonb` keeps no key order: a read object has the same members and
 /// values as the written one (it compares equal), with its keys in PostgreSQL's order. Strings
 /// cannot contain `\u0000` (PostgreSQL rejects them; the write throws).
@@ -89,10 +89,10 @@ public final class PostgresDatabase: DatabaseType, Service, JSONPropertyIndexing
     /// let database = try PostgresDatabase(options: configuration.database(named: "db"), at: "databases.db")
     /// ```
     /// - Parameters:
-    ///   - options: the options, e.g. ``CoatyCore/AgentConfiguration/database(named:)``.
+    ///   - options: the options, e.g. ``CoatyRuntime/AgentConfiguration/database(named:)``.
     ///   - path: their field path for errors.
     ///   - logger: where the client and the transactions log; nothing is logged when `nil`.
-    /// - Throws: ``CoatyCore/AgentConfigurationError`` naming `adapter` (another backend) or
+    /// - Throws: ``CoatyRuntime/AgentConfigurationError`` naming `adapter` (another backend) or
     ///   `connectionString` (not a `postgres://` URL); ``CoatyPostgresError`` when the URL is
     ///   incomplete.
     public convenience init(options: DatabaseOptions, at path: String = "", logger: Logger? = nil) throws {

@@ -40,7 +40,7 @@ struct PostgresSQL {
 ///   compares them as exact decimals, JavaScript as doubles), `null` (Coaty throws) or nested
 ///   arrays (Coaty lets an object contain an array by index keys at any depth) are not pushed.
 ///
-/// Necessary translations (the rows are then filtered again by ``CoatyCore/ObjectMatcher``):
+/// Necessary translations (the rows are then filtered again by ``CoatyFilter/ObjectMatcher``):
 /// - Equals with a number operand: the value must be a number;
 /// - Less/Greater/Between/NotBetween with a number operand below 2^53: a number value below 2^53
 ///   must compare as a double in SQL; other values stay candidates.

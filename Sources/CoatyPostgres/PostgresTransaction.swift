@@ -97,7 +97,7 @@ public final class PostgresTransaction: WriteTransactionType, SQLReadTransaction
     }
 
     /// The rows a query selects: SQL selects the candidates (exactly, when every condition
-    /// translates), and ``CoatyCore/ObjectMatcher`` evaluates the rest.
+    /// translates), and ``CoatyFilter/ObjectMatcher`` evaluates the rest.
     /// - Parameter query: the query.
     /// - Returns: the rows.
     /// - Throws: ``CoatyPostgresError``.

@@ -11,7 +11,7 @@ import GRDB
 /// - Equals, NotEquals, In, NotIn with string operands (NotEquals and NotIn also hold for a
 ///   value of another type, as Coaty's "exists and differs" says).
 ///
-/// Necessary translations (the rows are then filtered again by ``CoatyCore/ObjectMatcher``):
+/// Necessary translations (the rows are then filtered again by ``CoatyFilter/ObjectMatcher``):
 /// - Less/Greater/Between/NotBetween with a number operand: a number value must compare in SQL;
 ///   values of other types (strings, `null`, booleans, which JavaScript compares as numbers)
 ///   and numbers beyond 2^53 stay candidates;

@@ -22,7 +22,7 @@ public struct CoatySQLiteError: Error, Sendable, CustomStringConvertible {
 /// Each row keeps the item's JSON text, the metadata's JSON text, and promoted indexed columns
 /// (`collection`, `key`, `objectId`, `objectType`, `coreType`, `name`, `externalId`,
 /// `parentObjectId`, `locationId`). Filters are pushed into SQL only where the result is exactly
-/// Coaty's; the rest is evaluated with ``CoatyCore/ObjectMatcher`` on the candidates SQL returns.
+/// Coaty's; the rest is evaluated with ``CoatyFilter/ObjectMatcher`` on the candidates SQL returns.
 ///
 /// ```swift
 /// let database = try SQLiteDatabase(path: "coaty.sqlite")
@@ -58,9 +58,9 @@ public final class SQLiteDatabase: DatabaseType, JSONPropertyIndexing {
     /// let database = try SQLiteDatabase(options: configuration.database(named: "db"), at: "databases.db")
     /// ```
     /// - Parameters:
-    ///   - options: the options, e.g. ``CoatyCore/AgentConfiguration/database(named:)``.
+    ///   - options: the options, e.g. ``CoatyRuntime/AgentConfiguration/database(named:)``.
     ///   - path: their field path for errors.
-    /// - Throws: ``CoatyCore/AgentConfigurationError`` naming `adapter` (another backend) or
+    /// - Throws: ``CoatyRuntime/AgentConfigurationError`` naming `adapter` (another backend) or
     ///   `connectionString` (no path); ``CoatySQLiteError`` when the file cannot be opened.
     public convenience init(options: DatabaseOptions, at path: String = "") throws {
         try self.init(path: options.sqlitePath(at: path))
@@ -428,7 +428,7 @@ public final class SQLiteTransaction: WriteTransactionType, SQLReadTransaction {
     }
 
     /// The rows a query selects: SQL selects the candidates (exactly, when every condition
-    /// translates), and ``CoatyCore/ObjectMatcher`` evaluates the rest.
+    /// translates), and ``CoatyFilter/ObjectMatcher`` evaluates the rest.
     /// - Parameter query: the query.
     /// - Returns: the rows.
     /// - Throws: a database error.
@@ -752,7 +752,7 @@ extension SQLiteTransaction {
     /// probe proves that first (with a declared index on the property, a few index range lookups;
     /// without, one scan in SQLite); any other value (a string, whose collation is Coaty's own, a
     /// boolean, `null`, an array or object, a huge number) leaves the query to
-    /// ``CoatyCore/ObjectMatcher``. Rows come from a cursor: when the WHERE clause is not exact,
+    /// ``CoatyFilter/ObjectMatcher``. Rows come from a cursor: when the WHERE clause is not exact,
     /// each is checked by the matcher, and reading stops at `skip + take` matches.
     func orderedRows(_ query: StoreQuery, _ plan: SQLPlan) throws -> [StoreRow]? {
         guard let filter = query.filter, let ordering = filter.orderByProperties, !ordering.isEmpty else { return nil }

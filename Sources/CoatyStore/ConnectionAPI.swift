@@ -192,7 +192,7 @@ extension CoatyObject {
     /// A reader of this Coaty object type on a connection (each read its own transaction).
     /// - Parameters:
     ///   - connection: the connection.
-    ///   - registry: the registry to decode with (for ``CoatyCore/AnyCoatyObject``); core types when `nil`.
+    ///   - registry: the registry to decode with (for ``CoatyModel/AnyCoatyObject``); core types when `nil`.
     /// - Returns: the reader.
     public static func read<C: ConnectionType>(
         _ connection: C,

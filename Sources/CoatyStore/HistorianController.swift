@@ -3,7 +3,7 @@ import CoatySync
 import Foundation
 public import Logging
 
-/// Takes, stores and serves ``CoatyCore/Snapshot``s of Coaty objects (Coaty's
+/// Takes, stores and serves ``CoatyModel/Snapshot``s of Coaty objects (Coaty's
 /// `HistorianController`).
 ///
 /// A snapshot is a `coaty.Snapshot` object holding a copy of an object, the time it was taken
@@ -141,7 +141,7 @@ public final class HistorianController: Controller {
     ///   - tags: tags for retrieval.
     /// - Returns: the snapshot.
     /// - Throws: an encoding or store error (then nothing is advertised), or a
-    ///   ``CoatyCore/CommunicationError`` when the Advertise cannot be published.
+    ///   ``CoatyCommunication/CommunicationError`` when the Advertise cannot be published.
     @discardableResult
     public func generateSnapshot(
         of object: some CoatyObject,
@@ -210,8 +210,8 @@ public final class HistorianController: Controller {
 
     /// Runs ``run()``.
     /// - Parameter context: unused.
-    /// - Throws: ``CoatyCore/AgentRuntimeError/controllerAlreadyRan(_:)`` on a second run;
-    ///   ``CoatyCore/CommunicationError`` for an invalid object type or channel id.
+    /// - Throws: ``CoatyRuntime/AgentRuntimeError/controllerAlreadyRan(_:)`` on a second run;
+    ///   ``CoatyCommunication/CommunicationError`` for an invalid object type or channel id.
     public func run(_ context: ControllerContext) async throws {
         try await run()
     }
@@ -219,8 +219,8 @@ public final class HistorianController: Controller {
     /// Snapshots received objects, stores advertised snapshots and answers Queries, as the
     /// options say, until the task is cancelled. Call it once; it returns at once when the
     /// options observe nothing.
-    /// - Throws: ``CoatyCore/AgentRuntimeError/controllerAlreadyRan(_:)`` on a second call;
-    ///   ``CoatyCore/CommunicationError`` for an invalid object type or channel id.
+    /// - Throws: ``CoatyRuntime/AgentRuntimeError/controllerAlreadyRan(_:)`` on a second call;
+    ///   ``CoatyCommunication/CommunicationError`` for an invalid object type or channel id.
     public func run() async throws {
         try runOnce.begin(name)
         defer { runOnce.markReady() }
@@ -332,7 +332,7 @@ public final class HistorianController: Controller {
 
 /// Why a ``HistorianController`` failed.
 public enum HistorianError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// A row of core type `Snapshot` in the store does not decode as a ``CoatyCore/Snapshot``
+    /// A row of core type `Snapshot` in the store does not decode as a ``CoatyModel/Snapshot``
     /// (e.g. it lacks `object` or `parentObjectId`); remove or repair it.
     case notASnapshot(CoatyUUID)
 

@@ -42,7 +42,7 @@ struct InMemoryState: Sendable {
     }
 
     /// The rows a query selects: those of its keys and of the candidates its indexes give
-    /// (``indexedCandidates(_:)``), filtered and ordered by ``CoatyCore/ObjectMatcher``.
+    /// (``indexedCandidates(_:)``), filtered and ordered by ``CoatyFilter/ObjectMatcher``.
     func rows(matching query: StoreQuery) -> [StoreRow] {
         var keys = query.keys.map(Set.init)
         if let candidates = indexedCandidates(query) {
@@ -64,7 +64,7 @@ struct InMemoryState: Sendable {
 /// Reads see a snapshot taken under the lock; a write transaction holds the lock for its body
 /// (writes are serialized) and keeps an undo log, so a throwing body leaves the state unchanged
 /// at the cost of its own changes only. Queries scan the rows in scope and evaluate the filter
-/// with ``CoatyCore/ObjectMatcher`` — this backend is for tests and small agents. A property
+/// with ``CoatyFilter/ObjectMatcher`` — this backend is for tests and small agents. A property
 /// index (``createIndex(collection:property:)``) narrows the rows a query of that collection
 /// examines to those whose value can satisfy its conditions (string equality, `In` of strings,
 /// numeric comparisons and ranges); the matcher still decides, so answers stay the same.
@@ -77,9 +77,9 @@ public final class InMemoryDatabase: DatabaseType, JSONPropertyIndexing {
     /// An empty database for database options of an agent configuration that name the in-memory
     /// adapter (`InMemoryAdapter`, `memory:` in `COATY_DATABASE_<NAME>`).
     /// - Parameters:
-    ///   - options: the options, e.g. ``CoatyCore/AgentConfiguration/database(named:)``.
+    ///   - options: the options, e.g. ``CoatyRuntime/AgentConfiguration/database(named:)``.
     ///   - path: their field path for errors.
-    /// - Throws: ``CoatyCore/AgentConfigurationError`` naming `adapter` for another backend.
+    /// - Throws: ``CoatyRuntime/AgentConfigurationError`` naming `adapter` for another backend.
     public convenience init(options: DatabaseOptions, at path: String = "") throws(AgentConfigurationError) {
         try options.requireBackend(.inMemory, at: path)
         self.init()
@@ -207,7 +207,7 @@ public final class InMemoryTransaction: WriteTransactionType {
         state.entries(in: .collection(collection), keys: nil).map(\.row.index.key)
     }
 
-    /// The rows a query selects, evaluated with ``CoatyCore/ObjectMatcher``.
+    /// The rows a query selects, evaluated with ``CoatyFilter/ObjectMatcher``.
     /// - Parameter query: the query.
     /// - Returns: the rows.
     public func rows(matching query: StoreQuery) -> [StoreRow] { state.rows(matching: query) }

@@ -4,7 +4,7 @@ import Synchronization
 
 /// A property index of the in-memory backend: the keys of one collection by the value of one
 /// top-level property, answering which rows *may* satisfy a condition on it. Queries still pass
-/// those rows through ``CoatyCore/ObjectMatcher``, so an index only ever narrows the rows a
+/// those rows through ``CoatyFilter/ObjectMatcher``, so an index only ever narrows the rows a
 /// query examines and never changes its answer.
 ///
 /// Candidate sets follow Coaty's (JavaScript's) comparisons: a string equals only a string with

@@ -13,7 +13,7 @@ public import Foundation
 /// let volume = try Setting.read(transaction).byKey("volume")
 /// ```
 ///
-/// Coaty objects (every ``CoatyCore/CoatyObject`` type and ``CoatyCore/AnyCoatyObject``) need no
+/// Coaty objects (every ``CoatyModel/CoatyObject`` type and ``CoatyModel/AnyCoatyObject``) need no
 /// conformance: they are stored in the collection named by their object type under their
 /// objectId, with ``ReceiptMetadata`` as their metadata type.
 public protocol Persistable: Identifiable, Codable, Sendable {
@@ -202,14 +202,14 @@ extension Persistable {
 
 extension CoatyObject {
     /// The coding of a Coaty object type: the collection is the object type, the key the
-    /// lowercase objectId. A core type's own struct (e.g. ``CoatyCore/CoatyTask``) reads every
+    /// lowercase objectId. A core type's own struct (e.g. ``CoatyModel/CoatyTask``) reads every
     /// object of its core type, as Coaty decodes them.
     public static var storeCoding: StoreCoding<Self, ReceiptMetadata> {
         coatyStoreCoding(registry: nil)
     }
 
     /// The coding of a Coaty object type, decoding with a registry (needed for
-    /// ``CoatyCore/AnyCoatyObject`` to decode registered types).
+    /// ``CoatyModel/AnyCoatyObject`` to decode registered types).
     /// - Parameter registry: the registry; core types only when `nil`.
     /// - Returns: the coding.
     public static func coatyStoreCoding(registry: CoatyObjectRegistry?) -> StoreCoding<Self, ReceiptMetadata> {

@@ -458,7 +458,7 @@ extension StoreRepository where Entity: Persistable, Metadata == Entity.Metadata
 }
 
 extension StoreRepository where Entity: CoatyObject, Metadata == ReceiptMetadata {
-    /// A repository of a Coaty object type (``CoatyCore/AnyCoatyObject`` for every Coaty object).
+    /// A repository of a Coaty object type (``CoatyModel/AnyCoatyObject`` for every Coaty object).
     /// - Parameters:
     ///   - connection: the connection.
     ///   - type: the entity type.

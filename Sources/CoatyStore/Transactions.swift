@@ -33,7 +33,7 @@ public struct StoreRow: Sendable, Hashable {
     /// The metadata's JSON, stored beside the item; `nil` when the item has none.
     public var metadata: JSONValue?
     /// The item's JSON text (UTF-8) when the writer has it already, e.g. a received object's
-    /// text (``CoatyCore/AnyCoatyObject/receivedText``): a backend that stores text stores these
+    /// text (``CoatyModel/AnyCoatyObject/receivedText``): a backend that stores text stores these
     /// bytes instead of serializing ``object`` again. When set, it must be a JSON text of
     /// ``object``. Not part of equality or hashing.
     public var objectText: [UInt8]?
@@ -124,7 +124,7 @@ extension ObjectFilter {
     /// The rows to skip and take when a backend's SQL selects exactly the filter's matches and
     /// may page them itself; `take` is `nil` for no limit.
     ///
-    /// `nil` when paging must be left to ``CoatyCore/ObjectMatcher``: the filter orders its
+    /// `nil` when paging must be left to ``CoatyFilter/ObjectMatcher``: the filter orders its
     /// results (SQL's collation is not Coaty's), or its `take` is negative.
     public var exactSQLPaging: (skip: Int, take: Int?)? {
         if let ordering = orderByProperties, !ordering.isEmpty { return nil }
@@ -254,7 +254,7 @@ public protocol SQLReadTransaction: ReadTransactionType {
 public enum SQLText {
     /// The most bound arguments a pushed-down filter may use: below SQLite's 32 766 and
     /// PostgreSQL's 65 535 with room for the scope's own. A filter that needs more is evaluated by
-    /// ``CoatyCore/ObjectMatcher`` instead (every row in scope is a candidate).
+    /// ``CoatyFilter/ObjectMatcher`` instead (every row in scope is a candidate).
     public static let maximumArguments = 30_000
 
     /// The indexable top-level properties (``JSONIndexDeclarations/isIndexable(_:)``) whose
@@ -324,7 +324,7 @@ extension ObjectFilterOperator {
 
 extension JSONValue {
     /// 2^53: SQL compares numbers below this magnitude as JavaScript does; conditions on larger
-    /// ones are left to ``CoatyCore/ObjectMatcher`` (JavaScript compares them as doubles).
+    /// ones are left to ``CoatyFilter/ObjectMatcher`` (JavaScript compares them as doubles).
     public static let exactSQLNumberLimit = 9_007_199_254_740_992.0
 
     /// Whether this is a finite number below ``exactSQLNumberLimit`` in magnitude, so a backend

@@ -452,7 +452,7 @@ extension CoatyObject {
     /// A reader of this Coaty object type in a transaction.
     /// - Parameters:
     ///   - transaction: the transaction.
-    ///   - registry: the registry to decode with (for ``CoatyCore/AnyCoatyObject``); core types when `nil`.
+    ///   - registry: the registry to decode with (for ``CoatyModel/AnyCoatyObject``); core types when `nil`.
     /// - Returns: the reader.
     public static func read(
         _ transaction: some ReadTransactionType,

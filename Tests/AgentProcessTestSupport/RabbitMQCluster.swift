@@ -92,7 +92,11 @@ public struct RabbitMQCluster: Sendable {
             log.file.level = info
 
             """.write(toFile: node.directory + "/rabbitmq.conf", atomically: true, encoding: .utf8)
-            try "[rabbitmq_mqtt].\n".write(toFile: node.directory + "/enabled_plugins", atomically: true, encoding: .utf8)
+            try "[rabbitmq_mqtt].\n".write(
+                toFile: node.directory + "/enabled_plugins",
+                atomically: true,
+                encoding: .utf8
+            )
             nodes.append(node)
         }
         let cluster = RabbitMQCluster(directory: directory, nodes: nodes, binaries: binaries)
@@ -101,7 +105,7 @@ public struct RabbitMQCluster: Sendable {
             for node in nodes { try await cluster.awaitStartup(node) }
             for node in nodes.dropFirst() {
                 for arguments in [["stop_app"], ["join_cluster", nodes[0].name], ["start_app"]] {
-                    try cluster.control(node, arguments)
+                    try await cluster.control(node, arguments)
                 }
             }
             for node in nodes { try await cluster.awaitListening(node) }
@@ -141,27 +145,39 @@ public struct RabbitMQCluster: Sendable {
         try process.run()
     }
 
-    /// Runs `rabbitmqctl -n <node> <arguments>`.
+    /// Runs `rabbitmqctl -n <node> <arguments>` without blocking a thread of the cooperative pool
+    /// (each call takes a second or two: an Erlang VM starts for it), its output in a file.
     @discardableResult
-    private func control(_ node: Node, _ arguments: [String]) throws -> (status: Int32, output: String) {
+    private func control(_ node: Node, _ arguments: [String]) async throws -> (status: Int32, output: String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: binaries + "/rabbitmqctl")
         process.arguments = ["-n", node.name] + arguments
         process.environment = environment(node)
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
+        let outputPath = node.directory + "/rabbitmqctl-\(UUID().uuidString.prefix(8)).out"
+        _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
+        let output = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
+        defer { try? output.close() }
+        process.standardOutput = output
+        process.standardError = output
         process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let output = String(decoding: data, as: UTF8.self)
-        guard process.terminationStatus == 0 || arguments.first == "await_startup" else {
+        let status: Int32 = try await withCheckedThrowingContinuation { continuation in
+            process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
+            do {
+                try process.run()
+            } catch {
+                process.terminationHandler = nil
+                continuation.resume(throwing: error)
+            }
+        }
+        let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+        try? FileManager.default.removeItem(atPath: outputPath)
+        guard status == 0 || arguments.first == "await_startup" else {
             throw Failure(
-                description: "rabbitmqctl \(arguments.joined(separator: " ")) on \(node.name) failed:\n\(output)\n\(log(node))"
+                description:
+                    "rabbitmqctl \(arguments.joined(separator: " ")) on \(node.name) failed:\n\(text)\n\(log(node))"
             )
         }
-        return (process.terminationStatus, output)
+        return (status, text)
     }
 
     /// Waits until a node has booted (two minutes at most).
@@ -169,7 +185,7 @@ public struct RabbitMQCluster: Sendable {
         let deadline = ContinuousClock.now + .seconds(120)
         while ContinuousClock.now < deadline {
             // Fails at once while the node is not yet registered with epmd.
-            if try control(node, ["await_startup", "--timeout", "60"]).status == 0 { return }
+            if try await control(node, ["await_startup", "--timeout", "60"]).status == 0 { return }
             try await Task.sleep(for: .milliseconds(500))
         }
         throw Failure(description: "RabbitMQ node \(node.name) did not start within 120 s:\n\(log(node))")
@@ -193,13 +209,42 @@ public struct RabbitMQCluster: Sendable {
     }
 
     /// Kills a node with SIGKILL (a crash: no goodbye to its clients) and waits until it is gone.
+    ///
+    /// The `rabbitmq-server` script that started the VM is killed too: it does not reap a killed
+    /// VM, which would stay a zombie (and count as running) until the script ends.
     public func kill(_ node: Node) async {
         guard let pid = processIdentifier(node) else { return }
+        if let parent = Self.parentProcess(of: pid), Self.commandLine(of: parent).contains("rabbitmq-server") {
+            _ = Glibc.kill(parent, SIGKILL)
+        }
         _ = Glibc.kill(pid, SIGKILL)
         let deadline = ContinuousClock.now + .seconds(10)
-        while Glibc.kill(pid, 0) == 0, ContinuousClock.now < deadline {
+        while Self.isRunning(pid), ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(20))
         }
+    }
+
+    /// Whether a process exists and is not a zombie.
+    private static func isRunning(_ pid: pid_t) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { return false }
+        return stat[stat.index(close, offsetBy: 2)...].first != "Z"
+    }
+
+    /// The parent of a process, from `/proc/<pid>/stat`.
+    private static func parentProcess(of pid: pid_t) -> pid_t? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { return nil }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        return fields.count > 1 ? pid_t(fields[1]) : nil
+    }
+
+    /// The command line of a process, its arguments joined by spaces.
+    private static func commandLine(of pid: pid_t) -> String {
+        guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline") else { return "" }
+        return String(decoding: data.map { $0 == 0 ? 32 : $0 }, as: UTF8.self)
     }
 
     /// Kills every node and removes the directory.

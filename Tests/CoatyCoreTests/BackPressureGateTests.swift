@@ -1,9 +1,12 @@
+import CoatyCore
+import CoatySync
 import Logging
 import Metrics
-import CoatySync
 import Testing
 
-@testable import CoatyCore
+@testable import CoatyCommunication
+@testable import CoatyFilter
+@testable import CoatyModel
 
 /// The back-pressure gate: when a full observer holds the reads, when requests keep them going,
 /// and how stalls are reported and (by choice) detached.

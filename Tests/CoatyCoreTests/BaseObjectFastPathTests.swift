@@ -1,6 +1,9 @@
+import CoatyCore
 import Testing
 
-@testable import CoatyCore
+@testable import CoatyCommunication
+@testable import CoatyFilter
+@testable import CoatyModel
 
 /// Objects of unregistered types decode into `BaseObject` member by member
 /// (`BaseObject(validMembersOf:objectType:)`), not through `JSONValueDecoder`: the two must give

@@ -1,6 +1,9 @@
+import CoatyCore
 import Testing
 
-@testable import CoatyCore
+@testable import CoatyCommunication
+@testable import CoatyFilter
+@testable import CoatyModel
 
 /// A received Query's filter is read straight from its JSON (`ObjectFilter(reading:)`) for the
 /// shapes agents send, and through `Decodable` otherwise: wherever the direct reading gives a

@@ -1,8 +1,11 @@
+import CoatyCore
 import Foundation
 import PropertyBased
 import Testing
 
-@testable import CoatyCore
+@testable import CoatyCommunication
+@testable import CoatyFilter
+@testable import CoatyModel
 
 /// Random JSON values: every kind, deep-ish nesting, strings with escapes and astral characters,
 /// integers over the full range, finite doubles from bit patterns and from decimals.

@@ -1,8 +1,11 @@
+import CoatyCore
 import Foundation
 import PropertyBased
 import Testing
 
-@testable import CoatyCore
+@testable import CoatyCommunication
+@testable import CoatyFilter
+@testable import CoatyModel
 
 // `JSONValueEncoder.encodeToBytes` streams values straight into bytes; these tests hold it to the
 // bytes of the tree encoder serialized (`encode(_:)` then `serializedBytes()`), for values it

@@ -1,7 +1,10 @@
+import CoatyCore
 import CoatySync
 import Testing
 
-@testable import CoatyCore
+@testable import CoatyCommunication
+@testable import CoatyFilter
+@testable import CoatyModel
 
 /// The buffer behind every `EventObservation`: bounded, counted, and waking its consumer once per
 /// delivered batch of messages.

@@ -1,9 +1,12 @@
+import CoatyCore
+import CoatySync
 import Foundation
 import PropertyBased
-import CoatySync
 import Testing
 
-@testable import CoatyCore
+@testable import CoatyCommunication
+@testable import CoatyFilter
+@testable import CoatyModel
 
 // A received payload that carries an object (Advertise, Channel, Resolve, Update, Complete) has
 // that object decoded straight from its text (`init(receivedBytes:registry:)`, through a member

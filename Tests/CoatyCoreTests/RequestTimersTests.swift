@@ -1,7 +1,10 @@
+import CoatyCore
 import CoatySync
 import Testing
 
-@testable import CoatyCore
+@testable import CoatyCommunication
+@testable import CoatyFilter
+@testable import CoatyModel
 
 /// The shared timer behind request timeouts (`ResponseSequence.responses(limit:timeout:)`).
 struct RequestTimersTests {

@@ -1,10 +1,11 @@
+import CoatyCore
 import CoatyStore
 import CoatyStoreTestSupport
 import Foundation
 import GRDB
 import Testing
 
-@testable import CoatyCore
+@testable import CoatyCommunication
 @testable import CoatySQLite
 
 @Suite("SQLite backend")

@@ -1,0 +1,397 @@
+// What the loop thread hands to Swift: libmosquitto's callbacks (loop thread, under libmosquitto's callback
+// mutex) copy messages into the ring and events into the list; the dispatcher side (Swift's dispatch function on
+// the loop thread, or any thread for the counters) takes them out.
+
+#include "shim_internal.h"
+
+// MARK: - Events
+
+/// The client whose network loop runs on this thread, if any (see CMosquittoShim_Client_takeMessagesWaiting).
+SHIM_HIDDEN _Thread_local CMosquittoShim_Client *loopClientOfThisThread;
+
+/// Queues an event for the dispatcher and asks for a dispatch round (on the loop thread during a step, the round after
+/// the step takes it anyway; elsewhere, or during a round, the request makes the next loop step not wait).
+SHIM_HIDDEN void pushEvent(CMosquittoShim_Client *c, int kind, int code, int mid, const char *detail) {
+    CMosquittoShim_Event *event = NULL;
+    if (atomic_load(&c->failEventAllocations) > 0) {
+        atomic_fetch_sub(&c->failEventAllocations, 1);
+    } else {
+        event = calloc(1, sizeof(CMosquittoShim_Event));
+    }
+    if (!event) {
+        // Out of memory: the event is lost. Never silently: it is counted (the dispatch round logs it), and the loop
+        // ends the session, so the client reconnects and re-synchronizes what the event would have told (an
+        // acknowledgement, a subscription) instead of waiting for it forever.
+        atomic_fetch_add(&c->eventsLost, 1);
+        atomic_store(&c->resyncNeeded, true);
+        wantDispatch(c);
+        return;
+    }
+    event->kind = kind;
+    event->code = code;
+    event->mid = mid;
+    event->broker = atomic_load(&c->currentBroker);
+    if (detail) snprintf(event->detail, sizeof(event->detail), "%s", detail);
+    pthread_mutex_lock(&c->queueLock);
+    event->afterMessages = c->pushedMessages;
+    if (c->eventTail) {
+        c->eventTail->next = event;
+    } else {
+        c->eventHead = event;
+    }
+    c->eventTail = event;
+    pthread_mutex_unlock(&c->queueLock);
+    wantDispatch(c);
+}
+
+/// Sets or clears `mid` in a message-id bitset (`tracked`); the caller holds ackLock.
+SHIM_HIDDEN void setMidBit(uint8_t *bits, int mid, bool on) {
+    if (mid < 0 || mid > 65535) return;
+    if (on) {
+        bits[mid >> 3] |= (uint8_t)(1u << (mid & 7));
+    } else {
+        bits[mid >> 3] &= (uint8_t)~(1u << (mid & 7));
+    }
+}
+
+/// Whether `mid` is set in a message-id bitset; clears it (under ackLock).
+static bool takeMidBit(CMosquittoShim_Client *c, uint8_t *bits, int mid) {
+    if (mid < 0 || mid > 65535) return false;
+    pthread_mutex_lock(&c->ackLock);
+    bool set = (bits[mid >> 3] >> (mid & 7)) & 1;
+    setMidBit(bits, mid, false);
+    pthread_mutex_unlock(&c->ackLock);
+    return set;
+}
+
+SHIM_HIDDEN void takeLastError(CMosquittoShim_Client *c, char *out, size_t size) {
+    pthread_mutex_lock(&c->errorLock);
+    snprintf(out, size, "%s", c->lastError);
+    c->lastError[0] = 0;
+    pthread_mutex_unlock(&c->errorLock);
+}
+
+// MARK: - Callbacks (run on the loop thread under libmosquitto's callback mutex; never set callbacks here)
+
+SHIM_HIDDEN void onConnect(struct mosquitto *mosq, void *obj, int rc, int flags, const mosquitto_property *props) {
+    (void)mosq; (void)flags;
+    CMosquittoShim_Client *c = obj;
+    if (rc == 0) {
+        // What libmosquitto enforces on publish from the CONNACK, the direct writes enforce too (see publishDirect).
+        uint32_t maxPacketSize = 0;
+        if (props) (void)mosquitto_property_read_int32(props, MQTT_PROP_MAXIMUM_PACKET_SIZE, &maxPacketSize, false);
+        atomic_store(&c->maxPacketSize, maxPacketSize);
+        c->sessionUp = true;
+        c->sessionStartMs = nowMs();
+        pushEvent(c, CMosquittoShim_EventConnected, 0, 0, NULL);
+    } else {
+        c->refusedThisAttempt = true;
+        pushEvent(c, CMosquittoShim_EventConnectionRefused, rc, 0, NULL);
+    }
+}
+
+/// Doubles the ring (queueLock held), keeping the queued messages in order; false when out of memory. Only a read step
+/// that completes several packets after the ring reached its capacity gets here (see readAllowed).
+static bool growRingLocked(CMosquittoShim_Client *c) {
+    size_t grown = c->allocated * 2;
+    CMosquittoShim_Message **ring = calloc(grown, sizeof(CMosquittoShim_Message *));
+    if (!ring) return false;
+    for (size_t i = 0; i < c->count; i++) ring[i] = c->ring[(c->head + i) % c->allocated];
+    free(c->ring);
+    c->ring = ring;
+    c->allocated = grown;
+    c->head = 0;
+    return true;
+}
+
+SHIM_HIDDEN void onMessage(struct mosquitto *mosq, void *obj, const struct mosquitto_message *msg,
+                      const mosquitto_property *props) {
+    (void)mosq; (void)props;
+    CMosquittoShim_Client *c = obj;
+    c->received++;
+    if (msg->qos > 0) c->answerDue = true;
+    // Durable delivery: the message's number in the ring (pushedMessages changes only on this thread), stored before
+    // the allocation that can fail, so a message lost here (no memory) is not acknowledged either: holding through its
+    // number holds its answer until the application acknowledges what came before.
+    if (msg->qos > 0) atomic_store(&c->lastAnsweredMessage, c->pushedMessages + 1);
+    size_t topicLength = msg->topic ? strlen(msg->topic) : 0;
+    size_t payloadLength = msg->payloadlen > 0 ? (size_t)msg->payloadlen : 0;
+    CMosquittoShim_Message *m = malloc(sizeof(CMosquittoShim_Message) + topicLength + 1 + payloadLength);
+    if (!m) {
+        atomic_fetch_add(&c->dropped, 1);
+        return;
+    }
+    m->topicLength = (uint32_t)topicLength;
+    m->payloadLength = (uint32_t)payloadLength;
+    m->qos = msg->qos;
+    m->retain = msg->retain ? 1 : 0;
+    uint8_t *bytes = (uint8_t *)(m + 1);
+    if (topicLength) memcpy(bytes, msg->topic, topicLength);
+    bytes[topicLength] = 0;
+    if (payloadLength) memcpy(bytes + topicLength + 1, msg->payload, payloadLength);
+
+    pthread_mutex_lock(&c->queueLock);
+    if (c->count == c->allocated && !growRingLocked(c)) {
+        atomic_fetch_add(&c->dropped, 1);  // out of memory only; reported by the dispatch round after this step
+        pthread_mutex_unlock(&c->queueLock);
+        free(m);
+        return;
+    }
+    c->ring[(c->head + c->count) % c->allocated] = m;
+    c->count += 1;
+    atomic_store(&c->queuedMirror, c->count);
+    c->pushedMessages += 1;
+    bool wakeConsumer = c->consumerBlocked;
+    if (c->armed) {
+        c->armed = false;
+        c->wakeMessages = true;
+    }
+    pthread_mutex_unlock(&c->queueLock);
+    // Signalled after unlocking (the predicate is set under the lock), so the woken thread does not block at once on
+    // the lock this thread still holds: one futex wake per message instead of three. A waiting consumer that is not
+    // blocked is served by the dispatch round after this loop step.
+    if (wakeConsumer) pthread_cond_signal(&c->consumerCond);
+}
+
+/// QoS 0 publishes queued but not written yet. Without publishLock the count can be low by the publishes in flight at
+/// this instant (each is queued before it is counted in qos0Queued, and may be written in between).
+SHIM_HIDDEN uint64_t unwrittenQos0(CMosquittoShim_Client *c) {
+    uint64_t written = atomic_load(&c->qos0Written);
+    uint64_t queued = atomic_load(&c->qos0Queued);
+    return queued > written ? queued - written : 0;
+}
+
+/// Fires the armed drain event once the unwritten QoS 0 publications are at most the target (loop thread); read
+/// without publishLock, the count may be low, and the waiter re-checks under the lock.
+SHIM_HIDDEN void checkDrain(CMosquittoShim_Client *c) {
+    uint_fast64_t armed = atomic_load(&c->drainTargetPlusOne);
+    if (armed == 0) return;
+    if (unwrittenQos0(c) > armed - 1) return;
+    if (atomic_compare_exchange_strong(&c->drainTargetPlusOne, &armed, 0)) {
+        atomic_store(&c->drained, true);  // for a dispatch round busy with messages (CMosquittoShim_Client_takeDrained)
+        pushEvent(c, CMosquittoShim_EventDrained, 0, 0, NULL);
+    }
+}
+
+SHIM_HIDDEN void onPublish(struct mosquitto *mosq, void *obj, int mid, int reasonCode, const mosquitto_property *props) {
+    (void)mosq; (void)props;
+    CMosquittoShim_Client *c = obj;
+    if (mid < 0 || mid > 65535) return;
+    if (takeMidBit(c, c->tracked, mid)) {
+        pushEvent(c, CMosquittoShim_EventPublished, reasonCode, mid, NULL);
+    } else {
+        // libmosquitto calls on_publish for a QoS 0 message once its PUBLISH packet is written.
+        atomic_fetch_add(&c->qos0Written, 1);
+        checkDrain(c);
+    }
+}
+
+SHIM_HIDDEN void onSubscribe(struct mosquitto *mosq, void *obj, int mid, int count, const int *granted,
+                        const mosquitto_property *props) {
+    (void)mosq; (void)props;
+    CMosquittoShim_Client *c = obj;
+    int firstRefused = -1;
+    for (int i = 0; i < count; i++) {
+        if (granted[i] >= 0x80) {
+            firstRefused = i;
+            break;
+        }
+    }
+    pushEvent(c, CMosquittoShim_EventSubscribed, firstRefused, mid, NULL);
+}
+
+SHIM_HIDDEN void onUnsubscribe(struct mosquitto *mosq, void *obj, int mid, const mosquitto_property *props) {
+    (void)mosq; (void)props;
+    CMosquittoShim_Client *c = obj;
+    pushEvent(c, CMosquittoShim_EventUnsubscribed, 0, mid, NULL);
+}
+
+SHIM_HIDDEN void onLog(struct mosquitto *mosq, void *obj, int level, const char *line) {
+    (void)mosq;
+    if (!(level & (MOSQ_LOG_ERR | MOSQ_LOG_WARNING)) || !line) return;
+    CMosquittoShim_Client *c = obj;
+    pthread_mutex_lock(&c->errorLock);
+    // Keep the first error of an attempt: it names the cause (e.g. "certificate verify failed").
+    if (c->lastError[0] == 0) snprintf(c->lastError, sizeof(c->lastError), "%s", line);
+    pthread_mutex_unlock(&c->errorLock);
+}
+
+// MARK: - Dispatcher side
+
+int CMosquittoShim_Client_dispatchReasons(CMosquittoShim_Client *c) {
+    pthread_mutex_lock(&c->queueLock);
+    int mask = 0;
+    if (c->wakeMessages) mask |= CMosquittoShim_WakeMessages;
+    if (c->eventHead) mask |= CMosquittoShim_WakeEvents;
+    if (c->dispatcherClosed) mask |= CMosquittoShim_WakeClosed;
+    c->wakeMessages = false;
+    pthread_mutex_unlock(&c->queueLock);
+    return mask;
+}
+
+void CMosquittoShim_Client_wakeDispatcher(CMosquittoShim_Client *c) { wantDispatch(c); }
+
+void CMosquittoShim_Client_closeDispatcher(CMosquittoShim_Client *c) {
+    pthread_mutex_lock(&c->queueLock);
+    c->dispatcherClosed = true;
+    pthread_cond_broadcast(&c->consumerCond);
+    pthread_mutex_unlock(&c->queueLock);
+}
+
+void CMosquittoShim_Client_openDispatcher(CMosquittoShim_Client *c) {
+    pthread_mutex_lock(&c->queueLock);
+    c->dispatcherClosed = false;
+    pthread_mutex_unlock(&c->queueLock);
+}
+
+/// Unlinks the oldest event (queueLock held); NULL when there is none.
+static CMosquittoShim_Event *unlinkEventLocked(CMosquittoShim_Client *c) {
+    CMosquittoShim_Event *event = c->eventHead;
+    if (event) {
+        c->eventHead = event->next;
+        if (!c->eventHead) c->eventTail = NULL;
+        event->next = NULL;
+    }
+    return event;
+}
+
+CMosquittoShim_Event *CMosquittoShim_Client_popEvent(CMosquittoShim_Client *c) {
+    pthread_mutex_lock(&c->queueLock);
+    CMosquittoShim_Event *event = unlinkEventLocked(c);
+    pthread_mutex_unlock(&c->queueLock);
+    return event;
+}
+
+CMosquittoShim_Event *CMosquittoShim_Client_popDueEvent(CMosquittoShim_Client *c, bool includeStopped) {
+    pthread_mutex_lock(&c->queueLock);
+    CMosquittoShim_Event *head = c->eventHead;
+    bool due = head && head->afterMessages <= c->takenMessages &&
+               (includeStopped || head->kind != CMosquittoShim_EventStopped);
+    CMosquittoShim_Event *event = due ? unlinkEventLocked(c) : NULL;
+    pthread_mutex_unlock(&c->queueLock);
+    return event;
+}
+
+/// Moves up to `max` queued messages to `out` (queueLock held); taking any disarms the wake-up.
+/// `roomAgain` tells the caller to wake the loop after unlocking: it may hold its reads for a full ring.
+static size_t dequeueLocked(CMosquittoShim_Client *c, CMosquittoShim_Message **out, size_t max, bool *roomAgain) {
+    size_t n = c->count < max ? c->count : max;
+    for (size_t i = 0; i < n; i++) {
+        out[i] = c->ring[c->head];
+        c->ring[c->head] = NULL;
+        c->head = (c->head + 1) % c->allocated;
+    }
+    // Room again after the ring held its capacity: the loop may be holding its reads (see readAllowed).
+    bool wasFull = c->count >= c->capacity;
+    c->count -= n;
+    atomic_store(&c->queuedMirror, c->count);
+    c->takenMessages += n;
+    if (n > 0) c->armed = false;
+    *roomAgain = wasFull && n > 0 && loopClientOfThisThread != c;
+    return n;
+}
+
+size_t CMosquittoShim_Client_takeMessages(CMosquittoShim_Client *c, CMosquittoShim_Message **out, size_t max,
+                                          bool arm) {
+    bool roomAgain = false;
+    pthread_mutex_lock(&c->queueLock);
+    size_t n = dequeueLocked(c, out, max, &roomAgain);
+    if (n == 0 && arm) c->armed = true;
+    pthread_mutex_unlock(&c->queueLock);
+    if (roomAgain) wantDispatch(c);
+    return n;
+}
+
+size_t CMosquittoShim_Client_takeMessagesWaiting(CMosquittoShim_Client *c, CMosquittoShim_Message **out, size_t max,
+                                                 int timeoutMicroseconds) {
+    // On the loop thread (a consumer running on the delivery executor) nothing can arrive while it waits.
+    if (loopClientOfThisThread == c) timeoutMicroseconds = 0;
+    pthread_mutex_lock(&c->queueLock);
+    if (c->count == 0 && timeoutMicroseconds > 0 && !c->dispatcherClosed) {
+        struct timespec deadline;
+        clock_gettime(CLOCK_MONOTONIC, &deadline);
+        deadline.tv_nsec += (long)timeoutMicroseconds * 1000L;
+        while (deadline.tv_nsec >= 1000000000L) {
+            deadline.tv_sec += 1;
+            deadline.tv_nsec -= 1000000000L;
+        }
+        c->consumerBlocked = true;
+        while (c->count == 0 && !c->dispatcherClosed) {
+            if (pthread_cond_timedwait(&c->consumerCond, &c->queueLock, &deadline) == ETIMEDOUT) break;
+        }
+        c->consumerBlocked = false;
+    }
+    bool roomAgain = false;
+    size_t n = dequeueLocked(c, out, max, &roomAgain);
+    pthread_mutex_unlock(&c->queueLock);
+    if (roomAgain) wantDispatch(c);
+    return n;
+}
+
+void CMosquittoShim_Client_discardMessages(CMosquittoShim_Client *c) {
+    pthread_mutex_lock(&c->queueLock);
+    while (c->count > 0) {
+        free(c->ring[c->head]);
+        c->ring[c->head] = NULL;
+        c->head = (c->head + 1) % c->allocated;
+        c->count -= 1;
+        atomic_store(&c->queuedMirror, c->count);
+        c->takenMessages += 1;  // gone, as if taken: events queued behind them are due
+    }
+    pthread_mutex_unlock(&c->queueLock);
+}
+
+void CMosquittoShim_Client_acknowledgeThrough(CMosquittoShim_Client *c, uint64_t through) {
+    uint64_t current = atomic_load(&c->acknowledgedThrough);
+    while (through > current && !atomic_compare_exchange_weak(&c->acknowledgedThrough, &current, through)) {
+    }
+    wantDispatch(c);  // the loop may wait in a poll that watches neither reads nor writes
+}
+
+uint64_t CMosquittoShim_Client_acknowledgementDue(CMosquittoShim_Client *c) {
+    uint64_t last = atomic_load(&c->lastAnsweredMessage);
+    return c->holdAcks && last > atomic_load(&c->acknowledgedThrough) ? last : 0;
+}
+
+void CMosquittoShim_Client_setReadPaused(CMosquittoShim_Client *c, bool paused) {
+    bool was = atomic_exchange(&c->readPaused, paused);
+    if (was && !paused) wantDispatch(c);  // the loop may wait in a poll that does not watch the socket's input
+}
+
+bool CMosquittoShim_Client_readingHeld(CMosquittoShim_Client *c) { return atomic_load(&c->readingHeld); }
+
+uint64_t CMosquittoShim_Client_droppedCount(CMosquittoShim_Client *c) { return atomic_load(&c->dropped); }
+
+uint64_t CMosquittoShim_Client_eventsLostCount(CMosquittoShim_Client *c) { return atomic_load(&c->eventsLost); }
+
+void CMosquittoShim_Client_failEventAllocations(CMosquittoShim_Client *c, int count) {
+    atomic_store(&c->failEventAllocations, count);
+}
+
+uint64_t CMosquittoShim_Client_unsentCount(CMosquittoShim_Client *c) { return atomic_load(&c->unsent); }
+
+bool CMosquittoShim_Client_withoutWakePair(CMosquittoShim_Client *c) { return c->withoutWakePair; }
+
+bool CMosquittoShim_hasLinuxSpeedUps(void) {
+#ifdef SHIM_LINUX
+    return true;
+#else
+    return false;
+#endif
+}
+
+uint64_t CMosquittoShim_Client_outstandingPublishes(CMosquittoShim_Client *c) {
+    pthread_mutex_lock(&c->publishLock);
+    uint64_t outstanding = unwrittenQos0(c);
+    pthread_mutex_unlock(&c->publishLock);
+    return outstanding;
+}
+
+bool CMosquittoShim_Client_armDrain(CMosquittoShim_Client *c, uint64_t target) {
+    atomic_store(&c->drainTargetPlusOne, target + 1);
+    // Already drained: the caller goes on. The arming stays (all waiters share one target, and disarming here could
+    // take away the event another waiter is owed); a stale arming costs one spurious event at most.
+    return CMosquittoShim_Client_outstandingPublishes(c) <= target;
+}
+
+bool CMosquittoShim_Client_takeDrained(CMosquittoShim_Client *c) { return atomic_exchange(&c->drained, false); }

@@ -1,0 +1,505 @@
+// The network loop: the client's own thread reads, writes, keeps the connection alive, reconnects with backoff,
+// holds reading under back-pressure and calls Swift's dispatch function between its steps. Everything here runs on
+// that loop thread except start/stop and the wake-ups, which any thread may call.
+
+#include "shim_internal.h"
+
+/// Opens the loop's wake-up channel (see wakeFd); both descriptors stay -1 when that fails.
+SHIM_HIDDEN void openWakeChannel(CMosquittoShim_Client *c) {
+#ifdef SHIM_LINUX
+    c->wakeFd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    c->wakeWriteFd = c->wakeFd;
+#else
+    int ends[2];
+    c->wakeFd = -1;
+    c->wakeWriteFd = -1;
+    if (pipe(ends) != 0) return;
+    for (int i = 0; i < 2; i++) {
+        (void)fcntl(ends[i], F_SETFL, fcntl(ends[i], F_GETFL) | O_NONBLOCK);
+        (void)fcntl(ends[i], F_SETFD, FD_CLOEXEC);
+    }
+    c->wakeFd = ends[0];
+    c->wakeWriteFd = ends[1];
+#endif
+}
+
+
+// MARK: - Network loop
+
+static bool stopRequested(CMosquittoShim_Client *c) { return atomic_load(&c->stopRequested); }
+
+/// One dispatch round on the loop thread, between loop steps: the dispatch function takes what the callbacks queued
+/// and runs the work other threads queued for it. Clearing `dispatchWanted` first means a request made during the
+/// round is seen by the next loop step (which then does not wait, see loopOnce).
+static void runDispatch(CMosquittoShim_Client *c, CMosquittoShim_DispatchFunction dispatch, void *context) {
+    atomic_store(&c->dispatchWanted, false);
+    if (dispatch) dispatch(context, false);
+}
+
+/// Asks the loop thread for a dispatch round soon (any thread): a loop step that is waiting ends (its poll through the
+/// eventfd, a backoff sleep through controlCond), and the next one does not wait. `dispatchWanted` is set before
+/// `loopPolling` and `backingOff` are read, and the loop sets those before it reads `dispatchWanted` (all
+/// sequentially consistent), so either the loop sees the request or this call wakes it. While the loop connects
+/// (libmosquitto's own loop, SHIM_CONNECTING_STEP_MS steps) the round comes after the current step.
+SHIM_HIDDEN void wantDispatch(CMosquittoShim_Client *c) {
+    atomic_store(&c->dispatchWanted, true);
+    wakeLoopIfPolling(c);
+    if (atomic_load(&c->backingOff)) {
+        pthread_mutex_lock(&c->controlLock);
+        pthread_cond_broadcast(&c->controlCond);
+        pthread_mutex_unlock(&c->controlLock);
+    }
+}
+
+/// Sleeps up to `ms`, returning early when a stop is requested; dispatch rounds asked for meanwhile run at once.
+static void backoffSleep(CMosquittoShim_Client *c, int ms, CMosquittoShim_DispatchFunction dispatch, void *context) {
+    struct timespec deadline;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    deadline.tv_sec += ms / 1000;
+    deadline.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (deadline.tv_nsec >= 1000000000L) {
+        deadline.tv_sec += 1;
+        deadline.tv_nsec -= 1000000000L;
+    }
+    for (;;) {
+        atomic_store(&c->backingOff, true);
+        bool timedOut = false;
+        pthread_mutex_lock(&c->controlLock);
+        while (!stopRequested(c) && !atomic_load(&c->dispatchWanted)) {
+            if (pthread_cond_timedwait(&c->controlCond, &c->controlLock, &deadline) == ETIMEDOUT) {
+                timedOut = true;
+                break;
+            }
+        }
+        pthread_mutex_unlock(&c->controlLock);
+        atomic_store(&c->backingOff, false);
+        if (stopRequested(c) || timedOut || !atomic_load(&c->dispatchWanted)) return;
+        runDispatch(c, dispatch, context);
+    }
+}
+
+/// Whether QoS 0 publishes are taken (see `accepting`).
+static void setAccepting(CMosquittoShim_Client *c, bool accepting) {
+    pthread_mutex_lock(&c->publishLock);
+    c->accepting = accepting;
+    pthread_mutex_unlock(&c->publishLock);
+}
+
+/// Counts the QoS 0 publishes queued but never written as unsent (loop thread; the socket is closed or about to be,
+/// so what is still queued will be discarded by libmosquitto's next connect).
+static void settleUnsent(CMosquittoShim_Client *c) {
+    pthread_mutex_lock(&c->publishLock);
+    c->accepting = false;
+    uint64_t lost = unwrittenQos0(c);
+    if (lost > 0) {
+        atomic_fetch_add(&c->unsent, lost);
+        atomic_fetch_add(&c->qos0Written, lost);
+    }
+    pthread_mutex_unlock(&c->publishLock);
+    checkDrain(c);
+}
+
+/// Messages per millisecond from which the inbound traffic counts as a stream (8 000 messages/s).
+#define SHIM_STREAM_MESSAGES_PER_MS 8
+/// How long after this client last wrote a packet its ACKs are never paced (see renewQuickAck).
+#define SHIM_WRITE_QUIET_NS 10000000
+/// While a stream arrives, TCP_QUICKACK is renewed at most this often (see renewQuickAck).
+#define SHIM_QUICKACK_STREAM_INTERVAL_NS 1000000
+
+/// Updates `streaming` once per millisecond or more from the messages received since the last update (loop thread).
+static void updateRate(CMosquittoShim_Client *c, int64_t now) {
+    int64_t window = now - c->rateWindowStartNs;
+    if (window < 1000000) return;
+    int64_t messages = (int64_t)(c->received - c->rateWindowReceived);
+    c->streaming = messages * 1000000 >= SHIM_STREAM_MESSAGES_PER_MS * window;
+    c->rateWindowStartNs = now;
+    c->rateWindowReceived = c->received;
+}
+
+/// Asks the kernel to acknowledge received data at once instead of delaying the ACK (Linux; the flag is not sticky).
+/// A broker with Nagle's algorithm on (mosquitto's default) holds a small packet written right after another (the
+/// SUBACK after an UNSUBACK, or the second of two events published back to back) until this client acknowledges the
+/// first; with a delayed ACK that costs up to ~40 ms.
+///
+/// Renewed before every loop wait, except while this client only receives a stream: at least
+/// SHIM_STREAM_MESSAGES_PER_MS messages in the last millisecond and nothing written for SHIM_WRITE_QUIET_NS (so a
+/// request/response exchange is never paced). Then it is renewed at most once per SHIM_QUICKACK_STREAM_INTERVAL_NS
+/// and the wait is cut to 1 ms, so a pending delayed ACK still goes out within about a millisecond. Acknowledging
+/// every packet of a busy stream makes the broker write each one in its own segment; pacing the ACKs lets it batch
+/// them, with fewer wake-ups on both sides. Returns the longest the next wait may block, in ms.
+static int renewQuickAck(CMosquittoShim_Client *c, int64_t now, int timeoutMs) {
+#ifdef TCP_QUICKACK
+    if (!c->quickAck) return timeoutMs;
+    int sock = mosquitto_socket(c->mosq);
+    if (sock < 0) return timeoutMs;
+    // Packets written by publishing threads count too (qos0Queued): a client that writes is never paced.
+    uint64_t queued = atomic_load(&c->packetsQueued) + atomic_load(&c->qos0Queued);
+    if (queued != c->quickAckPacketsSeen || c->answerDue) {
+        c->wroteSeenNs = now;
+        c->quickAckPacketsSeen = queued;
+        c->answerDue = false;
+    }
+    if (c->streaming && now - c->wroteSeenNs >= SHIM_WRITE_QUIET_NS &&
+        now - c->quickAckRenewedNs < SHIM_QUICKACK_STREAM_INTERVAL_NS) {
+        return 1;
+    }
+    c->quickAckRenewedNs = now;
+    int one = 1;
+    (void)setsockopt(sock, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof(one));
+#else
+    (void)c;
+    (void)now;
+#endif
+    return timeoutMs;
+}
+
+/// Ends the network loop's current (or next) poll.
+static void signalLoop(CMosquittoShim_Client *c) {
+#ifdef SHIM_LINUX
+    uint64_t one = 1;
+    (void)!write(c->wakeWriteFd, &one, sizeof(one));
+#else
+    char one = 1;
+    (void)!write(c->wakeWriteFd, &one, 1);
+#endif
+}
+
+/// Empties the wake-up channel after a poll saw it readable.
+static void drainWakeChannel(CMosquittoShim_Client *c) {
+#ifdef SHIM_LINUX
+    uint64_t value;
+    (void)!read(c->wakeFd, &value, sizeof(value));
+#else
+    char bytes[64];
+    (void)!read(c->wakeFd, bytes, sizeof(bytes));  // more than one byte waiting only wakes the next poll early
+#endif
+}
+
+/// Ends the loop thread's poll if it is in one (at most one eventfd write per wait). Callers first publish what the
+/// loop must see (a counter, a flag it reads before polling), sequentially consistent, so either the loop sees it or
+/// this call wakes it.
+SHIM_HIDDEN void wakeLoopIfPolling(CMosquittoShim_Client *c) {
+    if (atomic_load(&c->loopPolling) && !atomic_exchange(&c->wakePending, true)) signalLoop(c);
+}
+
+/// Called by any thread after it queued a packet in libmosquitto: counts it and wakes the loop thread if it polls.
+/// `packetsQueued` is incremented before `loopPolling` is read, and loopOnce sets `loopPolling` before it reads
+/// `packetsQueued` (both sequentially consistent), so either the loop sees the packet or this call wakes it.
+SHIM_HIDDEN void wakeLoop(CMosquittoShim_Client *c) {
+    atomic_fetch_add(&c->packetsQueued, 1);
+    wakeLoopIfPolling(c);
+}
+
+
+static bool acknowledgementsHeld(CMosquittoShim_Client *c) { return CMosquittoShim_Client_acknowledgementDue(c) != 0; }
+
+/// Whether back-pressure lets the loop read: the ring is below its capacity and Swift did not pause reading.
+static bool backPressureAllowsReading(CMosquittoShim_Client *c) {
+    return !atomic_load(&c->readPaused) && atomic_load(&c->queuedMirror) < c->capacity;
+}
+
+/// Whether the loop may read from the socket: not while the ring holds its capacity (its consumer is behind) or Swift
+/// paused reading (an observer is full). Holding the reads is the back-pressure: the kernel's socket buffer fills, TCP
+/// flow control stops the broker, which keeps the rest under its own limits.
+static bool readAllowed(CMosquittoShim_Client *c) {
+    return backPressureAllowsReading(c) && !acknowledgementsHeld(c);
+}
+
+/// Keeps the session alive while reads are held (loop thread); true when it did, so libmosquitto's keep-alive check
+/// must be skipped: that check ends a session whose PINGRESP was not read within the keep-alive, and the PINGRESP waits
+/// behind the unread messages. Instead a PINGREQ is written through the direct path every half keep-alive, which
+/// satisfies the broker; the PINGRESPs are read (and ignored by libmosquitto) when reading resumes. Over TLS there is
+/// no direct path: libmosquitto's own check runs, and a hold longer than the keep-alive ends the session, which is
+/// reported as a connection loss and reconnects by itself.
+static bool keepAliveWhileHeld(CMosquittoShim_Client *c, bool behindUnstarted) {
+    if (!atomic_load(&c->directReady) || c->keepAlive <= 0) return false;
+    int64_t now = nowNs();
+    if (now - c->pausedPingNs < (int64_t)c->keepAlive * 500000000LL) return true;
+    pthread_mutex_lock(&c->writeLock);
+    // Only between whole packets: nothing of ours or of libmosquitto's is waiting (else retry at the next step). With
+    // `behindUnstarted` (durable delivery holding answers), libmosquitto's queue holds only packets not started: the
+    // loop read only with that queue empty and has not written since.
+    if (c->directFd >= 0 && !c->oursHead && (behindUnstarted || !mosquitto_want_write(c->mosq))) {
+        static const uint8_t pingreq[2] = {0xC0, 0x00};
+        ssize_t n;
+        do {
+            n = send(c->directFd, pingreq, sizeof(pingreq), MSG_NOSIGNAL | MSG_DONTWAIT);
+        } while (n < 0 && errno == EINTR);
+        if (n == 1) {
+            // Half a packet on the wire: the other byte goes first when the socket is writable again.
+            struct OutPacket *rest = malloc(sizeof(struct OutPacket) + 1);
+            if (rest) {
+                rest->next = NULL;
+                rest->publish = false;
+                rest->length = 1;
+                rest->offset = 0;
+                rest->bytes[0] = pingreq[1];
+                c->oursHead = c->oursTail = rest;
+                atomic_store(&c->oursNonEmpty, true);
+            } else {
+                shutdown(c->directFd, SHUT_RDWR);  // the stream cannot go on; the client reconnects
+            }
+        }
+        if (n > 0) c->pausedPingNs = now;
+    }
+    pthread_mutex_unlock(&c->writeLock);
+    return true;
+}
+
+/// One iteration of the network loop, as `mosquitto_loop` does it (wait for the socket, read, write, keepalive),
+/// but woken through our own eventfd. libmosquitto wakes its loop by writing one byte to an internal socket pair for
+/// every packet another thread queues, and `mosquitto_loop` reads one byte per call: a publisher woke the loop thread
+/// (select, read, write) once per message. Here a burst of publications costs one wake-up; the socket pair is never
+/// read, and once its buffer is full libmosquitto's one-byte writes fail without effect (it ignores their result;
+/// both ends are non-blocking).
+static int loopOnce(CMosquittoShim_Client *c, int timeoutMs) {
+    int sock = mosquitto_socket(c->mosq);
+    if (sock < 0) return MOSQ_ERR_NO_CONN;
+    // Durable delivery reads only with libmosquitto's queue written out: the answers a read queues then sit in front
+    // of nothing partly written, so holding them (and writing our own PINGREQs meanwhile) keeps the stream whole.
+    bool reading = readAllowed(c) && !(c->holdAcks && mosquitto_want_write(c->mosq));
+    if (reading == atomic_load(&c->readingHeld)) {
+        atomic_store(&c->readingHeld, !reading);
+        c->pausedPingNs = nowNs();  // a pause starts: its first keep-alive PINGREQ is due half a keep-alive later
+    }
+    atomic_store(&c->loopPolling, true);
+    uint64_t queued = atomic_load(&c->packetsQueued);
+    bool others = queued != c->packetsSeen;  // packets queued by other threads since the last write
+    c->packetsSeen = queued;
+    bool dispatchDue = atomic_load(&c->dispatchWanted);  // see wantDispatch
+    // While acknowledgements are held only our own packets (whole, queued ahead of libmosquitto's) may be written.
+    bool wantWrite = acknowledgementsHeld(c) ? atomic_load(&c->oursNonEmpty)
+                                             : others || mosquitto_want_write(c->mosq) || atomic_load(&c->oursNonEmpty);
+    struct pollfd fds[2] = {
+        {.fd = sock, .events = (short)((reading ? POLLIN : 0) | (wantWrite ? POLLOUT : 0)), .revents = 0},
+        {.fd = c->wakeFd, .events = POLLIN, .revents = 0},
+    };
+    int count = poll(fds, 2, others || dispatchDue ? 0 : timeoutMs);
+    atomic_store(&c->loopPolling, false);
+    if (count < 0) return errno == EINTR ? MOSQ_ERR_SUCCESS : MOSQ_ERR_ERRNO;
+    bool woken = false;
+    if (fds[1].revents & POLLIN) {
+        // Read first, then clear: a waker that sets wakePending after the clear writes after this read, so its
+        // write is seen by the next poll (clearing first could consume that write and leave wakePending set).
+        drainWakeChannel(c);
+        atomic_store(&c->wakePending, false);
+        woken = true;
+    }
+    // A held read still reads a closed or failed socket (POLLHUP, POLLERR come without asking), so the loss is seen.
+    if ((reading && (fds[0].revents & POLLIN)) || (fds[0].revents & (POLLHUP | POLLERR))) {
+        // mosquitto_loop_read reads one packet per call (for QoS 0). While PUBLISH packets keep completing, the next
+        // one is read at once instead of after another poll: a stream costs one poll per burst, not per message
+        // (and one read that finds nothing at its end). Bounded, so writes and keepalive are not held up, and it
+        // stops as soon as back-pressure holds the reads.
+        if (c->holdAcks && reading) c->heldBehindWhole = true;  // read with libmosquitto's queue written out
+        for (int i = 0; i < SHIM_READ_BURST; i++) {
+            uint64_t before = c->received;
+            int rc = mosquitto_loop_read(c->mosq, 1);
+            if (rc || mosquitto_socket(c->mosq) < 0) return rc;
+            // Nothing complete, not a PUBLISH, or held by back-pressure. (Held acknowledgements do not end the burst:
+            // the answers it queues are all unstarted, and are released together.)
+            if (c->received == before || !backPressureAllowsReading(c)) break;
+        }
+    }
+    // As mosquitto_loop: write when the socket is writable, or when another thread queued a packet (libmosquitto
+    // treats its socket-pair wake-up as "writable").
+    bool held = acknowledgementsHeld(c);
+    if (!held && ((fds[0].revents & POLLOUT) || others || woken)) {
+        int rc = loopWrite(c);
+        if (rc || mosquitto_socket(c->mosq) < 0) return rc;
+    } else if (held && (fds[0].revents & POLLOUT)) {
+        pthread_mutex_lock(&c->writeLock);
+        (void)flushOursLocked(c);
+        pthread_mutex_unlock(&c->writeLock);
+    }
+    // A PINGREQ may go behind libmosquitto's held packets only when they are all unstarted: the hold began with a read
+    // this session made with libmosquitto's queue written out (not, e.g., one left by the connect phase).
+    if (held) return keepAliveWhileHeld(c, c->heldBehindWhole) ? MOSQ_ERR_SUCCESS : mosquitto_loop_misc(c->mosq);
+    if (atomic_load(&c->readingHeld) && keepAliveWhileHeld(c, false)) return MOSQ_ERR_SUCCESS;
+    return mosquitto_loop_misc(c->mosq);
+}
+
+static void *loopMain(void *arg) {
+    CMosquittoShim_Client *c = arg;
+    int delay = c->reconnectDelayMs;
+    c->briefSessions = 0;
+    // Each round of attempts starts at the primary (first start) or at the broker a session was lost on, and goes
+    // through the brokers in order; only a round that ended without a session backs off.
+    atomic_store(&c->currentBroker, 0);
+    int roundStart = 0;
+    char detail[256];
+    // This session's dispatch function: a later start (after this loop set loopRunning to false, below) may set
+    // another one while this thread still makes its last calls.
+    // Taken, not copied: each setDispatch is used by one loop at most.
+    pthread_mutex_lock(&c->controlLock);
+    CMosquittoShim_DispatchFunction dispatch = c->dispatch;
+    void *context = c->dispatchContext;
+    c->dispatch = NULL;
+    c->dispatchContext = NULL;
+    pthread_mutex_unlock(&c->controlLock);
+    loopClientOfThisThread = c;
+    runDispatch(c, dispatch, context);  // what was queued for the dispatcher before the loop started
+    while (!stopRequested(c)) {
+        c->sessionUp = false;
+        c->heldBehindWhole = false;
+        c->refusedThisAttempt = false;
+        int savedErrno = 0;
+        errno = 0;
+        // The log callback captures the cause of a failing attempt (e.g. "certificate verify failed"). It is removed
+        // once the session is up: with a callback set, libmosquitto formats a debug line (malloc + vsnprintf) for
+        // every packet sent and received.
+        mosquitto_log_callback_set(c->mosq, onLog);
+        bool logging = true;
+        // Under ackLock, which QoS 1/2 publishes, subscribes and unsubscribes hold while they queue a packet:
+        // libmosquitto sets the new socket before it queues CONNECT, and a packet queued in between would go out
+        // first (the broker closes such a connection: "protocol error"). A packet queued before this call is
+        // discarded by it (a QoS 1/2 message stays in libmosquitto's store and is sent after the CONNACK).
+        int broker = atomic_load(&c->currentBroker);
+        pthread_mutex_lock(&c->ackLock);
+        int rc = mosquitto_connect_async(c->mosq, c->hosts[broker], c->ports[broker], c->keepAlive);
+        pthread_mutex_unlock(&c->ackLock);
+        if (rc == MOSQ_ERR_ERRNO) savedErrno = errno;
+        setAccepting(c, rc == MOSQ_ERR_SUCCESS);
+        if (rc == MOSQ_ERR_SUCCESS) {
+            int64_t start = nowMs();
+            for (;;) {
+                int64_t now = nowNs();
+                updateRate(c, now);
+                int timeoutMs = renewQuickAck(c, now, SHIM_LOOP_TIMEOUT_MS);
+                errno = 0;
+                // libmosquitto's own loop until the session is up: it drives the non-blocking connect and the TLS
+                // handshake (which needs a read step when the socket turns writable); ours afterwards. (The first
+                // mosquitto_loop calls after a reconnect may each consume one leftover socket-pair byte without
+                // waiting: a few hundred cheap iterations at most.)
+                if (c->sessionUp && atomic_exchange(&c->resyncNeeded, false)) {
+                    rc = MOSQ_ERR_NOMEM;  // an event was lost (see pushEvent): start a new session
+                    break;
+                }
+                rc = c->sessionUp ? loopOnce(c, timeoutMs) : mosquitto_loop(c->mosq, SHIM_CONNECTING_STEP_MS, 1);
+                if (rc != MOSQ_ERR_SUCCESS) {
+                    if (rc == MOSQ_ERR_ERRNO) savedErrno = errno;
+                    break;
+                }
+                runDispatch(c, dispatch, context);
+                if (stopRequested(c)) break;
+                if (logging && c->sessionUp) {
+                    openDirect(c);
+                    mosquitto_log_callback_set(c->mosq, NULL);
+                    logging = false;
+                    char stale[8];
+                    takeLastError(c, stale, sizeof(stale));  // a later loss reports its own cause
+                }
+                if (!c->sessionUp && !c->refusedThisAttempt && nowMs() - start > c->connectTimeoutMs) {
+                    rc = SHIM_TIMEOUT_CODE;
+                    break;
+                }
+            }
+        }
+        if (stopRequested(c)) break;  // the graceful stop below still writes what is pending
+
+        closeDirect(c);
+        settleUnsent(c);
+        takeLastError(c, detail, sizeof(detail));
+        if (detail[0] == 0) {
+            if (savedErrno) {
+                snprintf(detail, sizeof(detail), "%s", strerror(savedErrno));
+            } else {
+                snprintf(detail, sizeof(detail), "%s", CMosquittoShim_errorString(rc));
+            }
+        }
+        if (c->sessionUp) {
+            bool brief = nowMs() - c->sessionStartMs < SHIM_BRIEF_SESSION_MS;
+            c->briefSessions = brief ? c->briefSessions + 1 : 0;
+            // The event's mid carries the brief sessions in a row (the Swift side names the likely cause).
+            pushEvent(c, CMosquittoShim_EventConnectionLost, rc, c->briefSessions, detail);
+            // After a long session reconnect at once; after brief ones keep backing off (doubling below), so two
+            // clients with one client id do not take the session from each other as fast as they can connect.
+            if (c->briefSessions < 2) delay = c->reconnectDelayMs;
+        } else if (!c->refusedThisAttempt) {
+            pushEvent(c, CMosquittoShim_EventConnectFailed, rc, 0, detail);
+        }
+        // Close a half-open attempt (e.g. after a CONNACK timeout) before waiting.
+        mosquitto_disconnect(c->mosq);
+        runDispatch(c, dispatch, context);
+        if (c->sessionUp) {
+            // Retry the broker the session was lost on first (after the usual wait), then the others.
+            roundStart = broker;
+        } else {
+            broker = (broker + 1) % c->brokerCount;
+            atomic_store(&c->currentBroker, broker);
+            if (broker != roundStart) continue;  // the next broker at once; the round is not over
+        }
+        backoffSleep(c, delay, dispatch, context);
+        delay = delay * 2 > c->maxReconnectDelayMs ? c->maxReconnectDelayMs : delay * 2;
+    }
+
+    // Graceful stop: every queued packet goes out first, then DISCONNECT (packets are sent in order, and
+    // libmosquitto closes the socket once DISCONNECT is written, which ends the loop), bounded by stopFlushMs.
+    // A publish queued behind the DISCONNECT would never be written: refuse them from here on.
+    setAccepting(c, false);
+    if (c->sessionUp && mosquitto_disconnect(c->mosq) == MOSQ_ERR_SUCCESS) {
+        int64_t deadline = nowMs() + c->stopFlushMs;
+        while (nowMs() < deadline) {
+            if (loopOnce(c, 50) != MOSQ_ERR_SUCCESS) break;
+            runDispatch(c, dispatch, context);
+        }
+    } else {
+        mosquitto_disconnect(c->mosq);
+    }
+    c->sessionUp = false;
+    closeDirect(c);
+    settleUnsent(c);
+
+    pthread_mutex_lock(&c->controlLock);
+    c->loopRunning = false;
+    pthread_mutex_unlock(&c->controlLock);
+    pushEvent(c, CMosquittoShim_EventStopped, 0, 0, NULL);
+    runDispatch(c, dispatch, context);
+    if (dispatch) dispatch(context, true);  // the last call: the context may be released
+    loopClientOfThisThread = NULL;
+    CMosquittoShim_Client_release(c);
+    return NULL;
+}
+
+void CMosquittoShim_Client_setDispatch(CMosquittoShim_Client *c, CMosquittoShim_DispatchFunction function,
+                                       void *context) {
+    pthread_mutex_lock(&c->controlLock);
+    c->dispatch = function;
+    c->dispatchContext = context;
+    pthread_mutex_unlock(&c->controlLock);
+}
+
+int CMosquittoShim_Client_start(CMosquittoShim_Client *c) {
+    pthread_mutex_lock(&c->controlLock);
+    if (c->loopRunning) {
+        pthread_mutex_unlock(&c->controlLock);
+        return MOSQ_ERR_INVAL;
+    }
+    atomic_store(&c->stopRequested, false);
+    c->loopRunning = true;
+    atomic_fetch_add(&c->refCount, 1);
+    pthread_t thread;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    int err = pthread_create(&thread, &attr, loopMain, c);
+    pthread_attr_destroy(&attr);
+    if (err != 0) {
+        c->loopRunning = false;
+        pthread_mutex_unlock(&c->controlLock);
+        atomic_fetch_sub(&c->refCount, 1);
+        errno = err;
+        return MOSQ_ERR_ERRNO;
+    }
+    pthread_setname_np(thread, "coaty-mqtt-net");
+    pthread_mutex_unlock(&c->controlLock);
+    return MOSQ_ERR_SUCCESS;
+}
+
+void CMosquittoShim_Client_stop(CMosquittoShim_Client *c) {
+    pthread_mutex_lock(&c->controlLock);
+    atomic_store(&c->stopRequested, true);
+    pthread_cond_broadcast(&c->controlCond);
+    pthread_mutex_unlock(&c->controlLock);
+    signalLoop(c);  // end the loop's wait now
+}

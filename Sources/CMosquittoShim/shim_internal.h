@@ -1,0 +1,254 @@
+// Private to the C shim (not part of the module's public header): the client structure, the platform switches and
+// the functions one file of the shim calls in another. The shim, by file:
+//   library.c  process-wide libmosquitto setup and error texts (any thread)
+//   handle.c   creating and destroying a client: the libmosquitto handle, options, TLS (Swift, any thread)
+//   loop.c     the network loop (the client's own thread) and waking it (any thread)
+//   events.c   libmosquitto's callbacks filling the message ring and event list (loop thread), and the dispatcher
+//              side taking them out (Swift's dispatch function on the loop thread; counters from any thread)
+//   publish.c  the direct QoS 0 publish path and the operations (publishing threads, any thread)
+//
+// The CoatyMQTT C shim: owns the libmosquitto callbacks and a network-loop thread. The callbacks (C only) copy
+// messages into a ring and events into a list, neither ever dropped. The ring is bounded by back-pressure: the loop
+// reads no more from the socket while the ring holds its capacity or Swift paused reading (see readAllowed), so TCP
+// flow control holds the rest in the kernel and the broker; a read step already under way may overshoot the capacity
+// by the packets it completes (the ring grows for them);
+// the loop thread calls the Swift dispatch function between its steps (outside every libmosquitto callback and
+// lock), which takes them from there (see CMosquittoShim_Client_setDispatch).
+
+#ifndef CMOSQUITTOSHIM_INTERNAL_H
+#define CMOSQUITTOSHIM_INTERNAL_H
+
+#define _GNU_SOURCE
+#include "CMosquittoShim.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <mosquitto.h>
+#include <mqtt_protocol.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <poll.h>
+#include <unistd.h>
+#include <time.h>
+#include <stddef.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+// Linux-only speed-ups (an eventfd to wake the loop, a seccomp filter that spares libmosquitto's wake-up socket
+// pair) behind SHIM_LINUX; elsewhere, or built with -DCOATY_SHIM_PORTABLE (CI builds and tests that fallback on
+// Linux), the loop is woken through a pipe and the handle keeps its pair. Same behaviour, a few system calls more.
+#if defined(__linux__) && !defined(COATY_SHIM_PORTABLE)
+#define SHIM_LINUX 1
+#include <sys/eventfd.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#endif
+
+// Writes on the dup'd socket must not raise SIGPIPE: MSG_NOSIGNAL per call where it exists, SO_NOSIGPIPE on the
+// socket elsewhere (see directFd).
+#ifndef MSG_NOSIGNAL
+#define MSG_NOSIGNAL 0
+#endif
+
+// Functions shared between the shim's files stay out of the library's exported symbols.
+#define SHIM_HIDDEN __attribute__((visibility("hidden")))
+
+
+#define SHIM_TIMEOUT_CODE (-1000)
+#define SHIM_LOOP_TIMEOUT_MS 100
+/// At most this many packets are read after one poll (see loopOnce).
+#define SHIM_READ_BURST 64
+/// A session the broker ends within this long of its CONNACK is brief; brief sessions in a row mean another client
+/// with the same client id most of the time (each connect takes the session from the other one).
+#define SHIM_BRIEF_SESSION_MS 2000
+/// The wait of one mosquitto_loop step until CONNACK: it cannot watch the wake-up eventfd, so short steps bound how
+/// long a stop waits for a pending connect (100 wake-ups per second, only until the session is up).
+#define SHIM_CONNECTING_STEP_MS 10
+
+/// A QoS 0 PUBLISH packet of the direct path waiting to be written (see publishDirect).
+struct OutPacket {
+    struct OutPacket *next;
+    bool publish;   // a QoS 0 PUBLISH, counted in qos0Queued/qos0Written (else the rest of a keep-alive PINGREQ)
+    size_t length;
+    size_t offset;  // bytes already written
+    uint8_t bytes[];
+};
+
+struct CMosquittoShim_Client {
+    struct mosquitto *mosq;
+    atomic_int refCount;
+
+    // Settings (immutable after create). Broker 0 is the primary, the others its fallbacks, tried in order.
+    char **hosts;
+    int *ports;
+    int brokerCount;
+    // The broker of the current (or next) attempt: written by the loop thread only, read by pushEvent on any thread.
+    atomic_int currentBroker;
+    int keepAlive;
+    int connectTimeoutMs;
+    int reconnectDelayMs;
+    int maxReconnectDelayMs;
+    // Loop thread only: when the current session's CONNACK came, and how many sessions in a row were brief.
+    int64_t sessionStartMs;
+    int briefSessions;
+    int stopFlushMs;
+    bool quickAck;
+    bool withoutWakePair;  // libmosquitto was created without its wake-up socket pair (see newMosquitto)
+    bool protocolV5;
+    bool plainTCP;  // no TLS: QoS 0 PUBLISH packets may be written directly (see publishDirect)
+
+    // Direct QoS 0 writes (see publishDirect), guarded by writeLock, which the loop thread also holds while it writes.
+    pthread_mutex_t writeLock;
+    int directFd;                        // a duplicate of the session's socket; -1 outside a session
+    struct OutPacket *oursHead;          // direct packets not (fully) written yet, oldest first
+    struct OutPacket *oursTail;
+    atomic_bool directReady;             // directFd is open (set and cleared under writeLock)
+    atomic_bool oursNonEmpty;            // oursHead != NULL, for the loop's poll
+    atomic_uint_fast64_t flushedThrough; // every packet counted in packetsQueued up to this was written
+    atomic_uint_fast32_t maxPacketSize;  // the broker's Maximum Packet Size (MQTT 5 CONNACK); 0: none
+    // TCP_QUICKACK pacing (loop thread only; see renewQuickAck).
+    int64_t quickAckRenewedNs;
+    int64_t rateWindowStartNs;
+    uint64_t received;        // PUBLISH packets received
+    uint64_t rateWindowReceived;
+    bool streaming;           // the last rate window saw at least SHIM_STREAM_MESSAGES_PER_MS messages
+    int64_t wroteSeenNs;      // when the loop last saw this client write (a packet queued, or a QoS > 0 answer due)
+    uint64_t quickAckPacketsSeen;  // `packetsQueued` when wroteSeenNs was last updated
+    bool answerDue;           // a QoS > 0 message arrived, which libmosquitto answers (PUBACK / PUBREC)
+
+    // The network loop's own wait (see loopOnce): other threads that queue a packet count it in `packetsQueued` and,
+    // while the loop thread polls, wake it through `wakeFd` (at most one write per wait): an eventfd on Linux, where
+    // `wakeWriteFd` is the same descriptor; elsewhere the read end of a pipe whose write end is `wakeWriteFd`.
+    int wakeFd;
+    int wakeWriteFd;
+    atomic_uint_fast64_t packetsQueued;
+    uint64_t packetsSeen;     // loop thread only
+    atomic_bool loopPolling;
+    atomic_bool wakePending;
+
+    // The dispatch function the loop thread calls between its steps (set before start, under controlLock; the loop
+    // copies it when it starts), and whether another thread asked for a dispatch round (see wantDispatch).
+    CMosquittoShim_DispatchFunction dispatch;
+    void *dispatchContext;
+    atomic_bool dispatchWanted;
+    atomic_bool backingOff;  // the loop thread sleeps in backoffSleep (wantDispatch then signals controlCond)
+
+    // Queue state, guarded by queueLock.
+    pthread_mutex_t queueLock;
+    CMosquittoShim_Message **ring;
+    size_t capacity;       // the soft limit: reading pauses at it (see readAllowed)
+    size_t allocated;      // slots in `ring` (>= capacity; grows for a read step's overshoot)
+    size_t head;
+    size_t count;
+    atomic_size_t queuedMirror;  // `count`, for the loop's read decision without queueLock
+    atomic_bool readPaused;      // Swift asked the loop to stop reading (CMosquittoShim_Client_setReadPaused)
+    // Durable delivery (see CMosquittoShim_Client_acknowledgeThrough): the ring number of the last QoS > 0 message
+    // (written by onMessage on the loop thread), and the number through which the application handled every message.
+    bool holdAcks;
+    atomic_uint_fast64_t lastAnsweredMessage;
+    atomic_uint_fast64_t acknowledgedThrough;
+    bool heldBehindWhole;  // loop thread: this session's held answers followed a read with nothing else queued
+    int64_t pausedPingNs;        // loop thread: when the last keep-alive PINGREQ of a pause was written
+    atomic_bool readingHeld;     // the loop's last step did not read because of back-pressure (written by the loop)
+    bool armed;          // a consumer waits for the next message
+    bool consumerBlocked; // a consumer thread waits on consumerCond (briefly, see takeMessagesWaiting)
+    pthread_cond_t consumerCond;
+    bool wakeMessages;   // for the dispatcher: a waiting consumer can be served
+    bool dispatcherClosed;
+    CMosquittoShim_Event *eventHead;
+    CMosquittoShim_Event *eventTail;
+    uint64_t pushedMessages; // messages ever put into the ring (stamps events, see CMosquittoShim_Client_popDueEvent)
+    uint64_t takenMessages;  // messages ever taken from the ring
+    atomic_uint_fast64_t dropped;
+    // Events lost because their allocation failed (see pushEvent), and whether the loop must end the session for it.
+    atomic_uint_fast64_t eventsLost;
+    atomic_bool resyncNeeded;
+    // Tests only (CMosquittoShim_Client_failEventAllocations): event allocations to fail on purpose.
+    atomic_int failEventAllocations;
+
+    // Loop control, guarded by controlLock.
+    pthread_mutex_t controlLock;
+    pthread_cond_t controlCond;
+    bool loopRunning;
+    atomic_bool stopRequested;
+
+    // Loop-thread-only state (written in callbacks, which run on the loop thread).
+    bool sessionUp;
+    bool refusedThisAttempt;
+
+    // Tracked QoS 1/2 publish message ids, guarded by ackLock. ackLock also keeps QoS 1/2 publishes, subscribes and
+    // unsubscribes out of mosquitto_connect_async (see loopMain).
+    pthread_mutex_t ackLock;
+    uint8_t tracked[65536 / 8];
+
+    // QoS 0 accounting: publishes queued in libmosquitto (guarded by publishLock, so a settle never sees a publish
+    // half done) versus PUBLISH packets written to the socket (on_publish, loop thread). What is queued but never
+    // written when a connection ends (or the graceful stop's flush deadline passes) is counted in `unsent`.
+    // `qos0Queued` changes only under publishLock; it is atomic so the loop thread can read it without the lock.
+    pthread_mutex_t publishLock;
+    atomic_uint_fast64_t qos0Queued;
+    // QoS 0 publishes are taken from a connect until the settle that ends it (guarded by publishLock). Defensive:
+    // a publish taken in between would be discarded by libmosquitto's next connect without ever being counted
+    // (libmosquitto 2.0.11 itself refuses them after a timed-out attempt, but that is not part of its API).
+    bool accepting;
+    atomic_uint_fast64_t qos0Written;
+    atomic_uint_fast64_t unsent;
+    // A back-pressure waiter's target plus one (0: none); see CMosquittoShim_Client_armDrain and checkDrain.
+    atomic_uint_fast64_t drainTargetPlusOne;
+    atomic_bool drained;  // set with each drain event, taken by the dispatcher
+
+    // The last error/warning line libmosquitto logged, guarded by errorLock.
+    pthread_mutex_t errorLock;
+    char lastError[256];
+};
+
+// MARK: - Helpers (every file)
+
+static inline int64_t nowMs(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static inline int64_t nowNs(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static inline char *copyString(const char *s) { return s ? strdup(s) : NULL; }
+
+// MARK: - Shared between files
+
+// The client whose loop runs on this thread, or NULL (set by loop.c, read by events.c).
+extern SHIM_HIDDEN _Thread_local CMosquittoShim_Client *loopClientOfThisThread;
+SHIM_HIDDEN void onConnect(struct mosquitto *mosq, void *obj, int rc, int flags, const mosquitto_property *props);  // events.c
+SHIM_HIDDEN void onMessage(struct mosquitto *mosq, void *obj, const struct mosquitto_message *msg, const mosquitto_property *props);  // events.c
+SHIM_HIDDEN void onPublish(struct mosquitto *mosq, void *obj, int mid, int reasonCode, const mosquitto_property *props);  // events.c
+SHIM_HIDDEN void onSubscribe(struct mosquitto *mosq, void *obj, int mid, int count, const int *granted, const mosquitto_property *props);  // events.c
+SHIM_HIDDEN void onUnsubscribe(struct mosquitto *mosq, void *obj, int mid, const mosquitto_property *props);  // events.c
+SHIM_HIDDEN void onLog(struct mosquitto *mosq, void *obj, int level, const char *line);  // events.c
+SHIM_HIDDEN void checkDrain(CMosquittoShim_Client *c);  // events.c
+SHIM_HIDDEN void pushEvent(CMosquittoShim_Client *c, int kind, int code, int mid, const char *detail);  // events.c
+SHIM_HIDDEN void setMidBit(uint8_t *bits, int mid, bool on);  // events.c
+SHIM_HIDDEN void takeLastError(CMosquittoShim_Client *c, char *out, size_t size);  // events.c
+SHIM_HIDDEN uint64_t unwrittenQos0(CMosquittoShim_Client *c);  // events.c
+SHIM_HIDDEN void dropOurs(CMosquittoShim_Client *c);  // handle.c
+SHIM_HIDDEN void openWakeChannel(CMosquittoShim_Client *c);  // loop.c
+SHIM_HIDDEN void wakeLoop(CMosquittoShim_Client *c);  // loop.c
+SHIM_HIDDEN void wakeLoopIfPolling(CMosquittoShim_Client *c);  // loop.c
+SHIM_HIDDEN void wantDispatch(CMosquittoShim_Client *c);  // loop.c
+SHIM_HIDDEN void closeDirect(CMosquittoShim_Client *c);  // publish.c
+SHIM_HIDDEN bool flushOursLocked(CMosquittoShim_Client *c);  // publish.c
+SHIM_HIDDEN int loopWrite(CMosquittoShim_Client *c);  // publish.c
+SHIM_HIDDEN void openDirect(CMosquittoShim_Client *c);  // publish.c
+
+#endif

@@ -1,0 +1,120 @@
+/// A JSON object's UTF-8 text with its members located (`JSONParser.indexObject`), read by a root
+/// ``ValueDecoder`` member by member: each value is parsed when a container asks for it, and
+/// nothing else is built.
+///
+/// Answers equal the parsed object's: values come from the same parser, the text was validated
+/// when it was indexed, and what a location index cannot answer the same way sets
+/// ``unsupported`` so the caller decodes again from the parsed object. It keeps the text (the
+/// whole payload array) and reaches its bytes only inside each call, so a container a type keeps
+/// beyond its `init(from:)` stays safe to use.
+package final class ObjectBytes {
+    /// The text (a whole received payload; the object is a part of it).
+    private let text: [UInt8]
+    /// The members, in order (no repeated keys, every key ASCII without escapes).
+    let members: [JSONMemberLocation]
+    /// The nesting depth of the members' values in the text (1 for a payload's own members), so
+    /// values nest exactly as validated.
+    private let depth: Int
+    /// Set when a request was not answered as the parsed object would answer it. Used by one
+    /// synchronous decode at a time; no exclusivity checks needed.
+    @exclusivity(unchecked) package var unsupported = false
+
+    /// - Parameters:
+    ///   - text: the validated text the members lie in.
+    ///   - members: the located members.
+    ///   - depth: the depth of the members' values.
+    package init(text: [UInt8], members: [JSONMemberLocation], depth: Int) {
+        self.text = text
+        self.members = members
+        self.depth = depth
+    }
+
+    /// The member index of `name`, searching from `start` on and wrapping around.
+    func index(of name: String, from start: Int = 0) -> Int? {
+        var name = name
+        let found = name.withUTF8 { utf8 -> Int? in
+            text.withUnsafeBufferPointer { text -> Int? in
+                let count = members.count
+                guard count > 0, let key = utf8.baseAddress, let base = text.baseAddress else { return nil }
+                var i = start < count ? start : 0
+                for _ in 0..<count {
+                    let member = members[i]
+                    if member.keyEnd - member.keyStart == utf8.count
+                        && memcmpBytes(base + member.keyStart, key, utf8.count)
+                    {
+                        return i
+                    }
+                    i += 1
+                    if i == count { i = 0 }
+                }
+                return nil
+            }
+        }
+        // Keys here are ASCII; a non-ASCII name can still equal one under Unicode canonical
+        // equivalence (U+212A KELVIN SIGN is "K"), as `String ==` decides for the parsed object.
+        if found == nil && name.utf8.contains(where: { $0 >= 0x80 }) { unsupported = true }
+        return found
+    }
+
+    /// The key of member `i`.
+    package func key(at i: Int) -> String {
+        let member = members[i]
+        return String(decoding: text[member.keyStart..<member.keyEnd], as: UTF8.self)
+    }
+
+    /// The value of member `i`, parsed from the text.
+    package func value(at i: Int) -> JSONValue {
+        let start = members[i].valueStart
+        let parsed = text.withUnsafeBufferPointer { text -> JSONValue? in
+            var parser = JSONParser(
+                reading: text.baseAddress!,
+                count: text.count,
+                maximumDepth: JSONValue.defaultMaximumDepth
+            )
+            parser.pos = start
+            parser.depth = depth
+            return try? parser.parseValue()
+        }
+        guard let parsed else {
+            // Unreachable: the text was validated when it was indexed.
+            unsupported = true
+            return .null
+        }
+        return parsed
+    }
+
+    /// The value of member `i` as a UUID when it is a UUID string without escapes, else `nil`.
+    func plainUUID(at i: Int) -> CoatyUUID? {
+        let member = members[i]
+        guard member.valueEnd - member.valueStart == 38, text[member.valueStart] == UInt8(ascii: "\"") else {
+            return nil
+        }
+        return text.withUnsafeBytes {
+            CoatyUUID.parse(UnsafeRawBufferPointer(rebasing: $0[(member.valueStart + 1)..<(member.valueEnd - 1)]))
+        }
+    }
+
+    /// The first byte of member `i`'s value.
+    func firstByte(at i: Int) -> UInt8 { text[members[i].valueStart] }
+
+    /// All members as a parsed object (for a type that reads the whole value through the root decoder).
+    var object: JSONObject {
+        var object = JSONObject()
+        object.reserveCapacity(members.count)
+        for i in members.indices { object.appendUnchecked(key(at: i), value(at: i)) }
+        return object
+    }
+}
+
+extension JSONValueDecoder {
+    /// Decodes a Coaty object whose header the caller has validated, reading its members from the
+    /// indexed text; `nil` when the text cannot answer as the parsed object would (decode that
+    /// instead). Errors are not the tree decoder's (their object details are missing): on an
+    /// error, decode the parsed object to report it.
+    func decodeValidatedObject<T: CoatyObject>(_ type: T.Type, from bytes: ObjectBytes) throws -> T? {
+        let context = DecodingContext(self)
+        let decoder = ValueDecoder(bytes: bytes, context: context)
+        let result = try context.decodeObject(T.self, JSONObject(), decoder)
+        return bytes.unsupported ? nil : result
+    }
+}
