@@ -33,7 +33,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
-        .package(url: "https://github.com/apple/swift-async-algorithms", from: "1.0.0"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.0"),
@@ -446,7 +445,8 @@ let package = Package(
 /// sanitizer ("build only the targets a job needs"). Package.swift is re-evaluated when the variable changes.
 if Context.environment["COATY_PACKAGE_SUBSET"] == "sanitizers" {
     let kept: Set<String> = [
-        "CMosquitto", "CMosquittoShim", "CoatySync", "CoatyCore", "CoatyMQTT", "CoatyTesting", "CoatyStore",
+        "CMosquitto", "CMosquittoShim", "CoatySync", "CoatyModel", "CoatyFilter", "CoatyCommunication", "CoatyRuntime",
+        "CoatyCore", "CoatyMQTT", "CoatyTesting", "CoatyStore",
         "CoatySQLite", "CoatyKit", "AgentProcessTestSupport", "coaty-mqtt-probe",
         "CoatyMQTTTests", "CoatyKitTests", "CoatyTestingTests",
     ]
