@@ -171,6 +171,8 @@ public enum StoreContract {
         public init() {}
     }
 
+    /// A write whose body throws changes nothing.
+    /// - Parameter connection: a connection to an empty database.
     public static func rollback<C: ConnectionType>(_ connection: C) async throws {
         try await [Note(id: 1, text: "kept")].write(to: connection)
         await #expect(throws: Abort.self) {
@@ -185,6 +187,63 @@ public enum StoreContract {
         let notes = try await connection.read { tx in try await Note.read(tx).all() }
         #expect(notes == [Note(id: 1, text: "kept")])
         #expect(try await LocalStore(connection).get("k") == nil)
+    }
+
+    /// A task-local value a transaction body must see (the body runs in the calling task).
+    @TaskLocal static var caller: String?
+
+    /// Transaction bodies that await: a write whose body suspends between its writes commits both,
+    /// one that suspends and then throws rolls back everything, a read running while a write is
+    /// suspended sees all of that write or none of it, and a body sees the caller's task-local
+    /// values.
+    /// - Parameter connection: a connection to an empty database.
+    public static func awaitingBodies<C: ConnectionType>(_ connection: C) async throws {
+        let seen = try await $caller.withValue("test") {
+            try await connection.write { tx in
+                try await Note(id: 1, text: "before").write(to: tx)
+                await Task.yield()
+                try await Task.sleep(for: .milliseconds(5))
+                try await Note(id: 2, text: "after").write(to: tx)
+                return caller
+            }
+        }
+        #expect(seen == "test")
+        #expect(try await connection.read { tx in try await Note.read(tx).all().map(\.id) } == [1, 2])
+
+        await #expect(throws: Abort.self) {
+            try await connection.write { tx in
+                try await Note(id: 3, text: "rolled back").write(to: tx)
+                try await Task.sleep(for: .milliseconds(5))
+                try await tx.setLocalValue("x", forKey: "k")
+                await Task.yield()
+                throw Abort()
+            }
+        }
+        #expect(try await connection.read { tx in try await Note.read(tx).all().map(\.id) } == [1, 2])
+        #expect(try await LocalStore(connection).get("k") == nil)
+
+        // A write suspended between two writes: a read meanwhile sees both or neither.
+        let (written, writtenSignal) = AsyncStream.makeStream(of: Void.self)
+        let (gate, opener) = AsyncStream.makeStream(of: Void.self)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                try await connection.write { tx in
+                    try await Note(id: 4, text: "first").write(to: tx)
+                    writtenSignal.yield()
+                    for await _ in gate { break }
+                    try await Note(id: 5, text: "second").write(to: tx)
+                }
+            }
+            for await _ in written { break }
+            group.addTask {
+                let ids = try await connection.read { tx in try await Note.read(tx).byKeys(["4", "5"]).map(\.id) }
+                #expect(ids == [] || ids == [4, 5], "a read saw part of a write: \(ids)")
+            }
+            try await Task.sleep(for: .milliseconds(20))
+            opener.yield()
+            try await group.waitForAll()
+        }
+        #expect(try await connection.read { tx in try await Note.read(tx).count() } == 4)
     }
 
     /// Metadata of another type than an item type's own.
