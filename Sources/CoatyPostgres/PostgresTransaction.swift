@@ -178,7 +178,9 @@ public final class PostgresTransaction: WriteTransactionType, SQLReadTransaction
     /// - Returns: the names.
     /// - Throws: ``CoatyPostgresError``.
     public func localStores() async throws -> [String] {
-        try await fetch("SELECT DISTINCT store COLLATE \"C\" FROM coaty_local ORDER BY 1").map { try $0.decode(String.self) }
+        try await fetch("SELECT DISTINCT store COLLATE \"C\" FROM coaty_local ORDER BY 1").map {
+            try $0.decode(String.self)
+        }
     }
 
     /// Writes a row (an upsert keeps the row's place in insertion order).
@@ -241,13 +243,16 @@ public final class PostgresTransaction: WriteTransactionType, SQLReadTransaction
         let plan = PostgresPlan(query)
         guard plan.isExact, plan.limitClause.isEmpty else {
             var removed: [StoreIndex] = []
-            for row in try await rows(matching: query) where try await removeRow(at: row.index) { removed.append(row.index) }
+            for row in try await rows(matching: query) where try await removeRow(at: row.index) {
+                removed.append(row.index)
+            }
             return removed
         }
-        return try await fetch("DELETE FROM coaty_rows WHERE \(plan.whereClause) RETURNING collection, key", plan.sql).map {
-            let (collection, key) = try $0.decode((String, String).self)
-            return StoreIndex(collection, key)
-        }
+        return try await fetch("DELETE FROM coaty_rows WHERE \(plan.whereClause) RETURNING collection, key", plan.sql)
+            .map {
+                let (collection, key) = try $0.decode((String, String).self)
+                return StoreIndex(collection, key)
+            }
     }
 
     /// Sets or removes a local value.
@@ -268,7 +273,10 @@ public final class PostgresTransaction: WriteTransactionType, SQLReadTransaction
                 sql
             )
         } else {
-            _ = try await fetch("DELETE FROM coaty_local WHERE store = \(storeParameter) AND key = \(keyParameter)", sql)
+            _ = try await fetch(
+                "DELETE FROM coaty_local WHERE store = \(storeParameter) AND key = \(keyParameter)",
+                sql
+            )
         }
     }
 }

@@ -26,7 +26,9 @@ public struct ConnectionReader<Item: Sendable, Metadata: Codable & Sendable, Con
         self.coding = coding
     }
 
-    private func read<T: Sendable>(_ body: @escaping @Sendable (Reader<Item, Metadata>) async throws -> T) async throws -> T {
+    private func read<T: Sendable>(_ body: @escaping @Sendable (Reader<Item, Metadata>) async throws -> T) async throws
+        -> T
+    {
         let coding = coding
         return try await connection.read { tx in try await body(Reader(tx, coding: coding)) }
     }
@@ -78,13 +80,17 @@ public struct ConnectionReader<Item: Sendable, Metadata: Codable & Sendable, Con
     /// - Parameter filter: the filter.
     /// - Returns: the items.
     /// - Throws: a backend or decoding error.
-    public func matching(_ filter: ObjectFilter) async throws -> [Item] { try await read { try await $0.matching(filter) } }
+    public func matching(_ filter: ObjectFilter) async throws -> [Item] {
+        try await read { try await $0.matching(filter) }
+    }
 
     /// See ``Reader/count(_:)``.
     /// - Parameter filter: a filter; `nil` counts every item.
     /// - Returns: the count.
     /// - Throws: a backend error.
-    public func count(_ filter: ObjectFilter? = nil) async throws -> Int { try await read { try await $0.count(filter) } }
+    public func count(_ filter: ObjectFilter? = nil) async throws -> Int {
+        try await read { try await $0.count(filter) }
+    }
 
     /// The same reads with each item's metadata.
     public var withMetadata: ConnectionMetadataReader<Item, Metadata, Connection> {
@@ -124,7 +130,9 @@ public struct ConnectionMetadataReader<Item: Sendable, Metadata: Codable & Senda
     /// - Parameter key: the key.
     /// - Returns: the stored item, or `nil`.
     /// - Throws: a backend or decoding error.
-    public func byKey(_ key: String) async throws -> Stored<Item, Metadata>? { try await read { try await $0.byKey(key) } }
+    public func byKey(_ key: String) async throws -> Stored<Item, Metadata>? {
+        try await read { try await $0.byKey(key) }
+    }
 
     /// The item at an index, with its metadata.
     /// - Parameter index: the index.

@@ -387,7 +387,9 @@ public struct StoreRepository<Connection: ConnectionType, Entity: Sendable, Meta
     /// See ``PersistentRepository/count(_:)``.
     public func count(_ filter: ObjectFilter?) async throws -> Int {
         let scope = self.scope
-        return try await connection.read { tx in try await tx.count(matching: StoreQuery(scope: scope, filter: filter)) }
+        return try await connection.read { tx in
+            try await tx.count(matching: StoreQuery(scope: scope, filter: filter))
+        }
     }
 
     /// See ``PersistentRepository/aggregate(_:of:filter:)``.

@@ -540,7 +540,9 @@ extension ConnectionType {
     /// - Parameter body: the reads.
     /// - Returns: what `body` returns.
     /// - Throws: what `body` or the backend throws.
-    public func readBriefly<T: Sendable>(_ body: @escaping @Sendable (ReadTransaction) async throws -> T) async throws -> T {
+    public func readBriefly<T: Sendable>(_ body: @escaping @Sendable (ReadTransaction) async throws -> T) async throws
+        -> T
+    {
         try await read(body)
     }
 

@@ -96,7 +96,9 @@ public struct Reader<Item, Metadata: Codable & Sendable> {
         if case .collection(let collection) = coding.scope {
             existing = Set(try await transaction.keys(in: collection))
         } else {
-            existing = Set(try await transaction.rows(matching: StoreQuery(scope: coding.scope, keys: keys)).map(\.index.key))
+            existing = Set(
+                try await transaction.rows(matching: StoreQuery(scope: coding.scope, keys: keys)).map(\.index.key)
+            )
         }
         return keys.filter(existing.contains)
     }

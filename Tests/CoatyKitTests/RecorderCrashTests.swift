@@ -1,8 +1,8 @@
 import CoatyKit
 import CoatySQLite
 import CoatyStore
-import Foundation
 import CoatySync
+import Foundation
 import Testing
 
 #if canImport(Glibc)

@@ -166,7 +166,10 @@ struct PostgresBackendTests {
                     filter: .where("luminance", .greaterThan(0.5))
                 )
                 let rangePlan = try await tx.plan(for: range)
-                let ranged = try await tx.explain("SELECT id FROM coaty_rows WHERE \(rangePlan.whereClause)", rangePlan.sql)
+                let ranged = try await tx.explain(
+                    "SELECT id FROM coaty_rows WHERE \(rangePlan.whereClause)",
+                    rangePlan.sql
+                )
                 return (ordered, ranged, rangePlan.isExact)
             }
             #expect(plans.0.contains(name), "\(plans.0)")

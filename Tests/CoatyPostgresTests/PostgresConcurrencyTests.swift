@@ -1,6 +1,6 @@
-import CoatySync
 import CoatyStore
 import CoatyStoreTestSupport
+import CoatySync
 import Dispatch
 import Foundation
 import PostgresNIO
