@@ -75,6 +75,18 @@ final class ConnectionThreadExecutor: TaskExecutor {
         queue.withLock { $0.isFinished = true }
         wakeUp.signal()
     }
+
+    /// Gives the queued jobs, and every later one, to the global concurrent executor: no thread
+    /// will serve this executor (GRDB failed before running its closure).
+    func abandon() {
+        let jobs = queue.withLock { queue -> [UnownedJob] in
+            guard queue.isServed else { return [] }
+            queue.isServed = false
+            defer { queue.jobs = [] }
+            return queue.jobs
+        }
+        for job in jobs { globalConcurrentExecutor.enqueue(ExecutorJob(job)) }
+    }
 }
 
 /// GRDB's `Database` handed from the connection's thread to the task whose body runs there.
@@ -153,6 +165,11 @@ extension ConnectionThreadExecutor {
     /// Runs `body` in a GRDB transaction: `access` runs its closure on a connection's thread
     /// (GRDB's `DatabasePool.read` or `write`), which serves the body's jobs while the body runs in
     /// the calling task (its task-local values, priority and cancellation apply).
+    ///
+    /// The calling task moves to this executor before GRDB's closure starts, so the connection's
+    /// thread runs the task as soon as it holds the transaction, and lets GRDB end the transaction
+    /// as soon as the body has ended: the transaction is never held while the task waits for a
+    /// thread of the cooperative pool.
     /// - Parameters:
     ///   - access: GRDB's access, committing when its closure returns, rolling back when it throws.
     ///   - body: the transaction's body, given the database.
@@ -174,26 +191,22 @@ extension ConnectionThreadExecutor {
                 }
             } catch {
                 handoff.fail(error)
-                executor.finish()
+                executor.abandon()
                 throw error
             }
         }
         async let held: Void = hold()
-        let outcome: Result<T, any Error>
-        do {
-            let handle = try await handoff.database()
-            outcome = await withTaskExecutorPreference(executor) {
-                do {
-                    return .success(try await body(handle.db))
-                } catch {
-                    return .failure(error)
-                }
+        let outcome = await withTaskExecutorPreference(executor) { () async -> Result<T, any Error> in
+            let outcome: Result<T, any Error>
+            do {
+                outcome = .success(try await body(try await handoff.database().db))
+            } catch {
+                outcome = .failure(error)
+                bodyThrew.withLock { $0 = true }
             }
-        } catch {
-            outcome = .failure(error)
+            executor.finish()
+            return outcome
         }
-        if case .failure = outcome { bodyThrew.withLock { $0 = true } }
-        executor.finish()
         do {
             try await held
         } catch {
