@@ -353,6 +353,10 @@ public enum StoreWriteMode: Sendable, Hashable {
 /// Implementations are the backends' transaction objects, and test doubles (a recording mock
 /// is enough to test the typed API without a database). A transaction is only valid inside the
 /// closure of ``ConnectionType/read(_:)`` or ``ConnectionType/write(_:)``.
+///
+/// The requirements are `async`: a backend that waits for its database (PostgreSQL) suspends the
+/// calling task; one whose work is synchronous (SQLite, in-memory, a test double) implements them
+/// with ordinary methods, which satisfy `async` requirements.
 public protocol ReadTransactionType: SendableMetatype {
     /// The row at an index.
     /// - Parameter index: the index.
