@@ -40,9 +40,9 @@ public struct CoatyPostgresError: Error, Sendable, CustomStringConvertible {
 /// }
 /// ```
 ///
-/// Transaction bodies are synchronous (see ``CoatyStore/ConnectionType``): each runs on NIO's
-/// blocking thread pool (`NIOThreadPool.singleton`), never on a Swift concurrency thread, and waits
-/// there for its statements. Name the type `CoatyPostgres.PostgresDatabase` where `PostgresNIO`
+/// Transaction bodies are `async` (see ``CoatyStore/ConnectionType``): each leases a connection
+/// from the client's pool and awaits its statements there, so a transaction waiting for
+/// PostgreSQL holds a pooled connection, never a thread. Name the type `CoatyPostgres.PostgresDatabase` where `PostgresNIO`
 /// is imported too (it has a protocol of the same name).
 public final class PostgresDatabase: DatabaseType, Service, JSONPropertyIndexing {
     /// The client's configuration.
@@ -352,10 +352,10 @@ public final class PostgresDatabase: DatabaseType, Service, JSONPropertyIndexing
         return "\(configuration.username)@\(place)/\(configuration.database ?? "")"
     }
 
-    /// Runs `body` in a transaction on a pooled connection, on NIO's blocking thread pool.
+    /// Runs `body` in a transaction on a connection leased from the pool, awaiting each statement.
     func transaction<T: Sendable>(
         readOnly: Bool,
-        _ body: @escaping @Sendable (PostgresTransaction) throws -> T
+        _ body: @escaping @Sendable (PostgresTransaction) async throws -> T
     ) async throws -> T {
         let logger = logger
         let declared = indexes
@@ -364,15 +364,12 @@ public final class PostgresDatabase: DatabaseType, Service, JSONPropertyIndexing
             try await connection.query(begin, logger: logger)
             let result: T
             do {
-                result = try await NIOThreadPool.singleton.runIfActive {
-                    let transaction = PostgresTransaction(connection: connection, logger: logger, indexes: declared)
-                    let result = try body(transaction)
-                    if let failure = transaction.failure {
-                        throw CoatyPostgresError(
-                            "A statement failed inside the transaction, which was rolled back: \(failure)"
-                        )
-                    }
-                    return result
+                let transaction = PostgresTransaction(connection: connection, logger: logger, indexes: declared)
+                result = try await body(transaction)
+                if let failure = transaction.failure {
+                    throw CoatyPostgresError(
+                        "A statement failed inside the transaction, which was rolled back: \(failure)"
+                    )
                 }
             } catch {
                 do {
@@ -406,7 +403,9 @@ public struct PostgresStoreConnection: ConnectionType, JSONPropertyIndexing {
     /// - Parameter body: the reads.
     /// - Returns: what `body` returns.
     /// - Throws: what `body` or PostgreSQL throws.
-    public func read<T: Sendable>(_ body: @escaping @Sendable (PostgresTransaction) throws -> T) async throws -> T {
+    public func read<T: Sendable>(_ body: @escaping @Sendable (PostgresTransaction) async throws -> T) async throws
+        -> T
+    {
         try await database.transaction(readOnly: true, body)
     }
 
@@ -415,7 +414,9 @@ public struct PostgresStoreConnection: ConnectionType, JSONPropertyIndexing {
     /// - Parameter body: the writes.
     /// - Returns: what `body` returns.
     /// - Throws: what `body` or PostgreSQL throws.
-    public func write<T: Sendable>(_ body: @escaping @Sendable (PostgresTransaction) throws -> T) async throws -> T {
+    public func write<T: Sendable>(_ body: @escaping @Sendable (PostgresTransaction) async throws -> T) async throws
+        -> T
+    {
         try await database.transaction(readOnly: false, body)
     }
 }

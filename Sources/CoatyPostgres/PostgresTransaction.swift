@@ -7,9 +7,8 @@ import Synchronization
 
 /// A transaction of a ``PostgresDatabase``; valid only inside its connection's closure.
 ///
-/// Its methods are synchronous: each statement is sent on the transaction's connection and the
-/// calling thread (one of NIO's blocking pool, never a Swift concurrency thread) waits for the
-/// result.
+/// Each statement is sent on the transaction's leased connection and awaited: the calling task
+/// suspends until PostgreSQL answers, no thread waits.
 public final class PostgresTransaction: WriteTransactionType, SQLReadTransaction, Sendable {
     let connection: PostgresConnection
     let logger: Logger
@@ -28,14 +27,10 @@ public final class PostgresTransaction: WriteTransactionType, SQLReadTransaction
     /// turns a COMMIT into a ROLLBACK).
     var failure: String? { failures.withLock { $0 } }
 
-    /// Runs a statement and waits for its rows.
-    func fetch(_ query: PostgresQuery) throws -> [PostgresRow] {
-        let connection = connection
-        let logger = logger
-        let promise = connection.eventLoop.makePromise(of: [PostgresRow].self)
-        promise.completeWithTask { try await connection.query(query, logger: logger).collect() }
+    /// Runs a statement and awaits its rows.
+    func fetch(_ query: PostgresQuery) async throws -> [PostgresRow] {
         do {
-            return try promise.futureResult.wait()
+            return try await connection.query(query, logger: logger).collect()
         } catch {
             let message = String(reflecting: error)
             failures.withLock { if $0 == nil { $0 = message } }
@@ -43,13 +38,13 @@ public final class PostgresTransaction: WriteTransactionType, SQLReadTransaction
         }
     }
 
-    func fetch(_ text: String, _ sql: PostgresSQL = PostgresSQL()) throws -> [PostgresRow] {
-        try fetch(PostgresQuery(unsafeSQL: text, binds: sql.binds))
+    func fetch(_ text: String, _ sql: PostgresSQL = PostgresSQL()) async throws -> [PostgresRow] {
+        try await fetch(PostgresQuery(unsafeSQL: text, binds: sql.binds))
     }
 
     /// The plan PostgreSQL chooses for a statement (`EXPLAIN`), one line per node.
-    func explain(_ text: String, _ sql: PostgresSQL = PostgresSQL()) throws -> String {
-        try fetch("EXPLAIN " + text, sql).map { try $0.decode(String.self) }.joined(separator: "\n")
+    func explain(_ text: String, _ sql: PostgresSQL = PostgresSQL()) async throws -> String {
+        try await fetch("EXPLAIN " + text, sql).map { try $0.decode(String.self) }.joined(separator: "\n")
     }
 
     static let columns = "collection, key, object::text, metadata::text"
@@ -79,21 +74,21 @@ public final class PostgresTransaction: WriteTransactionType, SQLReadTransaction
     /// - Parameter index: the index.
     /// - Returns: the row, or `nil`.
     /// - Throws: ``CoatyPostgresError``.
-    public func row(at index: StoreIndex) throws -> StoreRow? {
+    public func row(at index: StoreIndex) async throws -> StoreRow? {
         var sql = PostgresSQL()
         let text =
             "SELECT \(Self.columns) FROM coaty_rows WHERE collection = \(sql.bind(index.collection)) AND key = \(sql.bind(index.key))"
-        return try fetch(text, sql).first.map(decode)
+        return try await fetch(text, sql).first.map(decode)
     }
 
     /// The keys of a collection, in insertion order.
     /// - Parameter collection: the collection.
     /// - Returns: the keys.
     /// - Throws: ``CoatyPostgresError``.
-    public func keys(in collection: String) throws -> [String] {
+    public func keys(in collection: String) async throws -> [String] {
         var sql = PostgresSQL()
         let text = "SELECT key FROM coaty_rows WHERE collection = \(sql.bind(collection)) ORDER BY id"
-        return try fetch(text, sql).map { try $0.decode(String.self) }
+        return try await fetch(text, sql).map { try $0.decode(String.self) }
     }
 
     /// The rows a query selects: SQL selects the candidates (exactly, when every condition
@@ -101,10 +96,10 @@ public final class PostgresTransaction: WriteTransactionType, SQLReadTransaction
     /// - Parameter query: the query.
     /// - Returns: the rows.
     /// - Throws: ``CoatyPostgresError``.
-    public func rows(matching query: StoreQuery) throws -> [StoreRow] {
-        let plan = try plan(for: query)
-        if let rows = try orderedRows(query, plan) { return rows }
-        let rows = try fetch(
+    public func rows(matching query: StoreQuery) async throws -> [StoreRow] {
+        let plan = try await plan(for: query)
+        if let rows = try await orderedRows(query, plan) { return rows }
+        let rows = try await fetch(
             "SELECT \(Self.columns) FROM coaty_rows WHERE \(plan.whereClause) ORDER BY id\(plan.limitClause)",
             plan.sql
         ).map(decode)
@@ -120,7 +115,7 @@ public final class PostgresTransaction: WriteTransactionType, SQLReadTransaction
         arguments: [JSONValue],
         orderBySQL orderBy: String?,
         limit: Int?
-    ) throws -> [StoreRow] {
+    ) async throws -> [StoreRow] {
         var sql = PostgresSQL()
         for argument in arguments {
             switch argument {
@@ -137,17 +132,17 @@ public final class PostgresTransaction: WriteTransactionType, SQLReadTransaction
         let text =
             "SELECT \(Self.columns) FROM coaty_rows WHERE (\(scopePlan.whereClause)) AND (\(condition))"
             + " ORDER BY \(orderBy.map { "\($0), id" } ?? "id")" + (limit.map { " LIMIT \($0)" } ?? "")
-        return try fetch(text, scopePlan.sql).map(decode)
+        return try await fetch(text, scopePlan.sql).map(decode)
     }
 
     /// How many rows a query selects; one `count(*)` when the whole filter translates.
     /// - Parameter query: the query.
     /// - Returns: the count.
     /// - Throws: ``CoatyPostgresError``.
-    public func count(matching query: StoreQuery) throws -> Int {
-        let plan = try plan(for: query)
-        guard plan.isExact, plan.limitClause.isEmpty else { return try rows(matching: query).count }
-        return try fetch("SELECT count(*) FROM coaty_rows WHERE \(plan.whereClause)", plan.sql).first?.decode(
+    public func count(matching query: StoreQuery) async throws -> Int {
+        let plan = try await plan(for: query)
+        guard plan.isExact, plan.limitClause.isEmpty else { return try await rows(matching: query).count }
+        return try await fetch("SELECT count(*) FROM coaty_rows WHERE \(plan.whereClause)", plan.sql).first?.decode(
             Int.self
         ) ?? 0
     }
@@ -158,10 +153,10 @@ public final class PostgresTransaction: WriteTransactionType, SQLReadTransaction
     ///   - store: the store's name.
     /// - Returns: the value, or `nil`.
     /// - Throws: ``CoatyPostgresError``.
-    public func localValue(forKey key: String, in store: String) throws -> JSONValue? {
+    public func localValue(forKey key: String, in store: String) async throws -> JSONValue? {
         var sql = PostgresSQL()
         let text = "SELECT value::text FROM coaty_local WHERE store = \(sql.bind(store)) AND key = \(sql.bind(key))"
-        guard let value = try fetch(text, sql).first?.decode(String.self) else { return nil }
+        guard let value = try await fetch(text, sql).first?.decode(String.self) else { return nil }
         do {
             return try JSONValue(parsing: value)
         } catch {
@@ -173,17 +168,19 @@ public final class PostgresTransaction: WriteTransactionType, SQLReadTransaction
     /// - Parameter store: the store's name.
     /// - Returns: the keys.
     /// - Throws: ``CoatyPostgresError``.
-    public func localKeys(in store: String) throws -> [String] {
+    public func localKeys(in store: String) async throws -> [String] {
         var sql = PostgresSQL()
         let text = "SELECT key FROM coaty_local WHERE store = \(sql.bind(store)) ORDER BY key COLLATE \"C\""
-        return try fetch(text, sql).map { try $0.decode(String.self) }
+        return try await fetch(text, sql).map { try $0.decode(String.self) }
     }
 
     /// The names of the local stores that hold a value, sorted by their bytes.
     /// - Returns: the names.
     /// - Throws: ``CoatyPostgresError``.
-    public func localStores() throws -> [String] {
-        try fetch("SELECT DISTINCT store COLLATE \"C\" FROM coaty_local ORDER BY 1").map { try $0.decode(String.self) }
+    public func localStores() async throws -> [String] {
+        try await fetch("SELECT DISTINCT store COLLATE \"C\" FROM coaty_local ORDER BY 1").map {
+            try $0.decode(String.self)
+        }
     }
 
     /// Writes a row (an upsert keeps the row's place in insertion order).
@@ -193,7 +190,7 @@ public final class PostgresTransaction: WriteTransactionType, SQLReadTransaction
     /// - Returns: whether it was written.
     /// - Throws: ``CoatyPostgresError`` (e.g. for a string with `\u0000`, which `jsonb` rejects).
     @discardableResult
-    public func write(_ row: StoreRow, mode: StoreWriteMode) throws -> Bool {
+    public func write(_ row: StoreRow, mode: StoreWriteMode) async throws -> Bool {
         let columns = PromotedColumns(row.object)
         var sql = PostgresSQL()
         let collection = sql.bind(row.index.collection)
@@ -222,7 +219,7 @@ public final class PostgresTransaction: WriteTransactionType, SQLReadTransaction
             let sets = zip(names, values).map { "\($0) = \($1)" }.joined(separator: ", ")
             text = "UPDATE coaty_rows SET \(sets) WHERE collection = \(collection) AND key = \(key) RETURNING 1"
         }
-        return try !fetch(text, sql).isEmpty
+        return try await !fetch(text, sql).isEmpty
     }
 
     /// Removes a row.
@@ -230,11 +227,11 @@ public final class PostgresTransaction: WriteTransactionType, SQLReadTransaction
     /// - Returns: whether it existed.
     /// - Throws: ``CoatyPostgresError``.
     @discardableResult
-    public func removeRow(at index: StoreIndex) throws -> Bool {
+    public func removeRow(at index: StoreIndex) async throws -> Bool {
         var sql = PostgresSQL()
         let text =
             "DELETE FROM coaty_rows WHERE collection = \(sql.bind(index.collection)) AND key = \(sql.bind(index.key)) RETURNING 1"
-        return try !fetch(text, sql).isEmpty
+        return try await !fetch(text, sql).isEmpty
     }
 
     /// Removes the rows a query selects: one `DELETE … RETURNING` when the whole filter translates.
@@ -242,17 +239,20 @@ public final class PostgresTransaction: WriteTransactionType, SQLReadTransaction
     /// - Returns: the indexes removed.
     /// - Throws: ``CoatyPostgresError``.
     @discardableResult
-    public func removeRows(matching query: StoreQuery) throws -> [StoreIndex] {
+    public func removeRows(matching query: StoreQuery) async throws -> [StoreIndex] {
         let plan = PostgresPlan(query)
         guard plan.isExact, plan.limitClause.isEmpty else {
             var removed: [StoreIndex] = []
-            for row in try rows(matching: query) where try removeRow(at: row.index) { removed.append(row.index) }
+            for row in try await rows(matching: query) where try await removeRow(at: row.index) {
+                removed.append(row.index)
+            }
             return removed
         }
-        return try fetch("DELETE FROM coaty_rows WHERE \(plan.whereClause) RETURNING collection, key", plan.sql).map {
-            let (collection, key) = try $0.decode((String, String).self)
-            return StoreIndex(collection, key)
-        }
+        return try await fetch("DELETE FROM coaty_rows WHERE \(plan.whereClause) RETURNING collection, key", plan.sql)
+            .map {
+                let (collection, key) = try $0.decode((String, String).self)
+                return StoreIndex(collection, key)
+            }
     }
 
     /// Sets or removes a local value.
@@ -261,19 +261,22 @@ public final class PostgresTransaction: WriteTransactionType, SQLReadTransaction
     ///   - key: the key.
     ///   - store: the store's name.
     /// - Throws: ``CoatyPostgresError``.
-    public func setLocalValue(_ value: JSONValue?, forKey key: String, in store: String) throws {
+    public func setLocalValue(_ value: JSONValue?, forKey key: String, in store: String) async throws {
         var sql = PostgresSQL()
         let storeParameter = sql.bind(store)
         let keyParameter = sql.bind(key)
         if let value {
             let valueParameter = sql.bindJSON(value)
-            _ = try fetch(
+            _ = try await fetch(
                 "INSERT INTO coaty_local (store, key, value) VALUES (\(storeParameter), \(keyParameter), \(valueParameter))"
                     + " ON CONFLICT (store, key) DO UPDATE SET value = excluded.value",
                 sql
             )
         } else {
-            _ = try fetch("DELETE FROM coaty_local WHERE store = \(storeParameter) AND key = \(keyParameter)", sql)
+            _ = try await fetch(
+                "DELETE FROM coaty_local WHERE store = \(storeParameter) AND key = \(keyParameter)",
+                sql
+            )
         }
     }
 }
@@ -285,7 +288,7 @@ extension PostgresTransaction {
     /// or nothing, at `property`, proven by two range lookups in the property's declared index:
     /// in `jsonb`'s order `null` and strings sort below every number, booleans, arrays and objects
     /// above. `nil` without such an index. Found once per transaction.
-    func holdsOnlyNumbers(_ property: String, in scope: StoreScope) throws -> Bool? {
+    func holdsOnlyNumbers(_ property: String, in scope: StoreScope) async throws -> Bool? {
         guard let collection = scope.singleCollection, indexes.contains(collection: collection, property: property)
         else { return nil }
         let key = JSONIndexDeclarations.Key(collection: collection, property: property)
@@ -295,20 +298,20 @@ extension PostgresTransaction {
         let text =
             "SELECT EXISTS (SELECT 1 FROM coaty_rows WHERE \(scope) AND \(value) <= '-9007199254740992'::jsonb)"
             + " OR EXISTS (SELECT 1 FROM coaty_rows WHERE \(scope) AND \(value) >= '9007199254740992'::jsonb)"
-        let numeric = try fetch(text).first?.decode(Bool.self) == false
+        let numeric = try await fetch(text).first?.decode(Bool.self) == false
         numericProperties.withLock { $0[key] = numeric }
         return numeric
     }
 
     /// The plan of a query, with numeric comparisons of indexed properties that hold only numbers
     /// made exact and sargable.
-    func plan(for query: StoreQuery) throws -> PostgresPlan {
+    func plan(for query: StoreQuery) async throws -> PostgresPlan {
         guard query.scope.singleCollection != nil, let conditions = query.filter?.conditions else {
             return PostgresPlan(query)
         }
         var numeric: Set<String> = []
         for property in PostgresPlan.numericallyCompared(conditions)
-        where try holdsOnlyNumbers(property, in: query.scope) == true {
+        where try await holdsOnlyNumbers(property, in: query.scope) == true {
             numeric.insert(property)
         }
         return PostgresPlan(query, numericProperties: numeric)
@@ -317,15 +320,15 @@ extension PostgresTransaction {
     /// The rows of a query ordered by top-level properties, the first of them indexed, ordered
     /// and paged by SQL, or `nil` without such an index or when SQL's order might not be Coaty's
     /// (see the SQLite backend's twin: the same rules, in `jsonb`).
-    func orderedRows(_ query: StoreQuery, _ plan: PostgresPlan) throws -> [StoreRow]? {
+    func orderedRows(_ query: StoreQuery, _ plan: PostgresPlan) async throws -> [StoreRow]? {
         guard let filter = query.filter, let ordering = filter.orderByProperties, !ordering.isEmpty,
             let first = ordering.first?.property.path, first.count == 1,
-            try holdsOnlyNumbers(first[0], in: query.scope) == true
+            try await holdsOnlyNumbers(first[0], in: query.scope) == true
         else { return nil }
         var keys: [(key: String, descending: Bool)] = []
         for level in ordering {
             let path = level.property.path
-            guard path.count == 1, try holdsOnlyNumbers(path[0], in: query.scope) == true else { return nil }
+            guard path.count == 1, try await holdsOnlyNumbers(path[0], in: query.scope) == true else { return nil }
             keys.append((path[0], level.order == .descending))
         }
         let take = filter.take ?? 0
@@ -340,13 +343,13 @@ extension PostgresTransaction {
         if plan.conditionsAreExact {
             var limit = take > 0 ? " LIMIT \(take)" : ""
             if skip > 0 { limit += " OFFSET \(skip)" }
-            let ids = try fetch(
+            let ids = try await fetch(
                 "SELECT id FROM coaty_rows WHERE \(plan.whereClause) ORDER BY \(order)\(limit)",
                 plan.sql
             ).map { try $0.decode(Int64.self) }
             if ids.isEmpty { return [] }
             var sql = PostgresSQL()
-            let rows = try fetch(
+            let rows = try await fetch(
                 "SELECT \(Self.columns), id FROM coaty_rows WHERE id = ANY(\(sql.bind(ids)))",
                 sql
             )
@@ -359,7 +362,7 @@ extension PostgresTransaction {
             }
             return ids.compactMap { byId[$0] }
         }
-        let candidates = try fetch(
+        let candidates = try await fetch(
             "SELECT \(Self.columns) FROM coaty_rows WHERE \(plan.whereClause) ORDER BY \(order)",
             plan.sql
         ).map(decode)

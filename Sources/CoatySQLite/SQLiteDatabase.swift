@@ -250,13 +250,18 @@ public struct SQLiteConnection: ConnectionType, JSONPropertyIndexing {
     let numericKnowledge: NumericKnowledge
 
     /// Runs `body` in a read transaction on a snapshot (WAL readers run beside the writer), on
-    /// one of GRDB's reader queues: a long read never holds a Swift concurrency thread.
+    /// one of GRDB's reader queues: the reader's thread runs the body's work and waits while the
+    /// body awaits anything else, so a long read never holds a Swift concurrency thread. The body
+    /// runs in the calling task (its task-local values, priority and cancellation apply).
     /// - Parameter body: the reads.
     /// - Returns: what `body` returns.
     /// - Throws: what `body` or SQLite throws.
-    public func read<T: Sendable>(_ body: @escaping @Sendable (SQLiteTransaction) throws -> T) async throws -> T {
-        try await pool.read { db in
-            try body(SQLiteTransaction(db, indexes: indexes, numericKnowledge: numericKnowledge))
+    public func read<T: Sendable>(_ body: @escaping @Sendable (SQLiteTransaction) async throws -> T) async throws
+        -> T
+    {
+        let (pool, indexes, numericKnowledge) = (pool, indexes, numericKnowledge)
+        return try await ConnectionThreadExecutor.run(in: { work in try await pool.read(work) }) { db in
+            try await body(SQLiteTransaction(db, indexes: indexes, numericKnowledge: numericKnowledge))
         }
     }
 
@@ -264,12 +269,13 @@ public struct SQLiteConnection: ConnectionType, JSONPropertyIndexing {
     /// database's one read-only connection for brief reads: a WAL reader never waits for the
     /// writer, so such a read is microseconds of work, and running it where the caller is saves
     /// the two thread switches of a hop to a reader queue and back, and the pool's reader
-    /// checkout. Brief reads are serialized on that connection. Never for scans: use ``read(_:)``.
+    /// checkout. Brief reads are serialized on that connection. Never for scans: use ``read(_:)``;
+    /// the body awaits nothing but the transaction (the calling thread waits for it to end).
     /// - Parameter body: the reads.
     /// - Returns: what `body` returns.
     /// - Throws: what `body` or SQLite throws.
-    public func readBriefly<T: Sendable>(_ body: @escaping @Sendable (SQLiteTransaction) throws -> T) async throws
-        -> T
+    public func readBriefly<T: Sendable>(_ body: @escaping @Sendable (SQLiteTransaction) async throws -> T)
+        async throws -> T
     {
         try readHere(body)
     }
@@ -280,8 +286,8 @@ public struct SQLiteConnection: ConnectionType, JSONPropertyIndexing {
     /// - Parameter body: the reads.
     /// - Returns: what `body` returns, or `nil` when it was stopped.
     /// - Throws: what `body` or SQLite throws (but not the stop).
-    public func readIfBrief<T: Sendable>(_ body: @escaping @Sendable (SQLiteTransaction) throws -> T) async throws
-        -> T?
+    public func readIfBrief<T: Sendable>(_ body: @escaping @Sendable (SQLiteTransaction) async throws -> T)
+        async throws -> T?
     {
         try briefReader.inDatabase { db in
             let budget = BriefReadBudget(deadline: ContinuousClock.now + briefReadBudget)
@@ -322,14 +328,15 @@ public struct SQLiteConnection: ConnectionType, JSONPropertyIndexing {
 
     /// A read transaction on the brief reader, begun and committed with cached statements (GRDB's
     /// `read` prepares `BEGIN` and `COMMIT` afresh each time, a third of a lookup's cost).
-    private func readHere<T>(_ body: (SQLiteTransaction) throws -> T) throws -> T {
+    private func readHere<T: Sendable>(_ body: @escaping @Sendable (SQLiteTransaction) async throws -> T) throws -> T {
         try briefReader.inDatabase { db in try inBriefTransaction(db, body) }
     }
 
+    /// Runs `body` in a read transaction on `db`, on the calling thread (which holds `db`).
     /// - Parameter beforeEnd: runs after `body`, before the transaction ends.
-    private func inBriefTransaction<T>(
+    private func inBriefTransaction<T: Sendable>(
         _ db: Database,
-        _ body: (SQLiteTransaction) throws -> T,
+        _ body: @escaping @Sendable (SQLiteTransaction) async throws -> T,
         beforeEnd: () -> Void = {}
     ) throws -> T {
         try db.cachedStatement(sql: "BEGIN DEFERRED TRANSACTION").execute()
@@ -342,17 +349,25 @@ public struct SQLiteConnection: ConnectionType, JSONPropertyIndexing {
                 try? db.execute(sql: "ROLLBACK TRANSACTION")
             }
         }
-        return try body(SQLiteTransaction(db, indexes: indexes, numericKnowledge: numericKnowledge))
+        let (indexes, numericKnowledge) = (indexes, numericKnowledge)
+        return try ConnectionThreadExecutor.runHere(db) { db in
+            try await body(SQLiteTransaction(db, indexes: indexes, numericKnowledge: numericKnowledge))
+        }
     }
 
     /// Runs `body` in an immediate write transaction: commits when it returns, rolls back when it
-    /// throws.
+    /// throws. The pool's writer thread runs the body's work and waits while the body awaits
+    /// anything else (holding the write lock: other writers wait); the body runs in the calling
+    /// task (its task-local values, priority and cancellation apply).
     /// - Parameter body: the writes.
     /// - Returns: what `body` returns.
     /// - Throws: what `body` or SQLite throws.
-    public func write<T: Sendable>(_ body: @escaping @Sendable (SQLiteTransaction) throws -> T) async throws -> T {
-        try await pool.write { db in
-            try body(SQLiteTransaction(db, indexes: indexes, numericKnowledge: numericKnowledge))
+    public func write<T: Sendable>(_ body: @escaping @Sendable (SQLiteTransaction) async throws -> T) async throws
+        -> T
+    {
+        let (pool, indexes, numericKnowledge) = (pool, indexes, numericKnowledge)
+        return try await ConnectionThreadExecutor.run(in: { work in try await pool.write(work) }) { db in
+            try await body(SQLiteTransaction(db, indexes: indexes, numericKnowledge: numericKnowledge))
         }
     }
 }

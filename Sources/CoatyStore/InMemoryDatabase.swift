@@ -59,17 +59,20 @@ struct InMemoryState: Sendable {
     }
 }
 
-/// An in-memory database: every connection shares one state behind a mutex.
+/// An in-memory database: every connection shares one state.
 ///
-/// Reads see a snapshot taken under the lock; a write transaction holds the lock for its body
-/// (writes are serialized) and keeps an undo log, so a throwing body leaves the state unchanged
-/// at the cost of its own changes only. Queries scan the rows in scope and evaluate the filter
-/// with ``CoatyFilter/ObjectMatcher`` — this backend is for tests and small agents. A property
-/// index (``createIndex(collection:property:)``) narrows the rows a query of that collection
-/// examines to those whose value can satisfy its conditions (string equality, `In` of strings,
-/// numeric comparisons and ranges); the matcher still decides, so answers stay the same.
+/// A write transaction borrows the state for its body (writes are serialized, first come first
+/// served) and keeps an undo log, so a throwing body leaves the state unchanged at the cost of
+/// its own changes only; a read waits while a write holds the state, then reads a snapshot.
+/// Waiting suspends the task, no thread is blocked. Queries scan the rows in scope and evaluate
+/// the filter with ``CoatyFilter/ObjectMatcher`` — this backend is for tests and small agents. A
+/// property index (``createIndex(collection:property:)``) narrows the rows a query of that
+/// collection examines to those whose value can satisfy its conditions (string equality, `In` of
+/// strings, numeric comparisons and ranges); the matcher still decides, so answers stay the same.
 public final class InMemoryDatabase: DatabaseType, JSONPropertyIndexing {
-    let state = CoatyMutex(InMemoryState())
+    let state = InMemoryStateSlot()
+    /// The indexed properties, readable while a write holds the state.
+    private let declaredIndexes = JSONIndexDeclarations()
 
     /// An empty database.
     public init() {}
@@ -97,7 +100,10 @@ public final class InMemoryDatabase: DatabaseType, JSONPropertyIndexing {
     /// - Throws: ``InMemoryIndexError`` for another property name.
     public func createIndex(collection: String, property: String) async throws {
         guard JSONIndexDeclarations.isIndexable(property) else { throw InMemoryIndexError(property: property) }
-        state.withLock { $0.createIndex(collection: collection, property: property) }
+        var borrowed = await state.borrow()
+        borrowed.createIndex(collection: collection, property: property)
+        declaredIndexes.insert([JSONIndexDeclarations.Key(collection: collection, property: property)])
+        state.giveBack(borrowed)
     }
 
     /// Whether a property of a collection is indexed.
@@ -106,7 +112,78 @@ public final class InMemoryDatabase: DatabaseType, JSONPropertyIndexing {
     ///   - property: the property.
     /// - Returns: `true` when indexed.
     public func hasIndex(collection: String, property: String) -> Bool {
-        state.withLock { $0.indexes[JSONIndexDeclarations.Key(collection: collection, property: property)] != nil }
+        declaredIndexes.contains(collection: collection, property: property)
+    }
+}
+
+/// The state of an ``InMemoryDatabase``, lent to one writer at a time: readers take a snapshot
+/// (a copy of the value) when no writer holds it, and wait in line otherwise. A writer takes the
+/// storage over (uniquely referenced, so its mutations do not copy it) and gives it back.
+final class InMemoryStateSlot: Sendable {
+    private enum Waiter {
+        case reader(CheckedContinuation<InMemoryState, Never>)
+        case writer(CheckedContinuation<InMemoryState, Never>)
+    }
+
+    private struct Slot {
+        /// `nil` while a writer holds the state.
+        var state: InMemoryState? = InMemoryState()
+        var waiters: [Waiter] = []
+    }
+
+    private let slot = CoatyMutex(Slot())
+
+    /// A snapshot of the state; waits while a writer holds it.
+    func snapshot() async -> InMemoryState {
+        if let state = slot.withLock({ $0.state }) { return state }
+        return await withCheckedContinuation { continuation in
+            let ready = slot.withLock { slot -> InMemoryState? in
+                if let state = slot.state { return state }
+                slot.waiters.append(.reader(continuation))
+                return nil
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
+    }
+
+    /// The state, for one writer; waits while another writer holds it. Give it back with
+    /// ``giveBack(_:)``.
+    func borrow() async -> InMemoryState {
+        await withCheckedContinuation { continuation in
+            let ready = slot.withLock { slot -> InMemoryState? in
+                if let state = slot.state, slot.waiters.isEmpty {
+                    slot.state = nil
+                    return state
+                }
+                slot.waiters.append(.writer(continuation))
+                return nil
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
+    }
+
+    /// Returns the state a writer borrowed: the readers waiting before the next writer get a
+    /// snapshot, that writer the state.
+    func giveBack(_ state: InMemoryState) {
+        var readers: [CheckedContinuation<InMemoryState, Never>] = []
+        let writer = slot.withLock { slot -> CheckedContinuation<InMemoryState, Never>? in
+            while !slot.waiters.isEmpty {
+                switch slot.waiters.removeFirst() {
+                case .reader(let continuation): readers.append(continuation)
+                case .writer(let continuation): return continuation
+                }
+            }
+            slot.state = state
+            return nil
+        }
+        for reader in readers { reader.resume(returning: state) }
+        writer?.resume(returning: state)
+    }
+
+    /// Reads the state where no writer holds it (tests inspect the indexes so).
+    func peek<T: Sendable>(_ body: (InMemoryState) -> T) -> T? {
+        let state = slot.withLock { $0.state }
+        return state.map(body)
     }
 }
 
@@ -135,35 +212,34 @@ public struct InMemoryConnection: ConnectionType, JSONPropertyIndexing {
         database.hasIndex(collection: collection, property: property)
     }
 
-    /// Runs `body` on a snapshot.
+    /// Runs `body` on a snapshot (taken when no write holds the state).
     /// - Parameter body: the reads.
     /// - Returns: what `body` returns.
     /// - Throws: what `body` throws.
-    public func read<T: Sendable>(_ body: @escaping @Sendable (InMemoryTransaction) throws -> T) async throws -> T {
-        let snapshot = database.state.withLock { $0 }
-        return try body(InMemoryTransaction(snapshot))
+    public func read<T: Sendable>(_ body: @escaping @Sendable (InMemoryTransaction) async throws -> T) async throws
+        -> T
+    {
+        try await body(InMemoryTransaction(await database.state.snapshot()))
     }
 
-    /// Runs `body` with the database locked: its changes stay when it returns and are undone when
-    /// it throws.
+    /// Runs `body` holding the database's state (writes are serialized): its changes stay when it
+    /// returns and are undone when it throws.
     /// - Parameter body: the writes.
     /// - Returns: what `body` returns.
     /// - Throws: what `body` throws; nothing is changed then.
-    public func write<T: Sendable>(_ body: @escaping @Sendable (InMemoryTransaction) throws -> T) async throws -> T {
-        try database.state.withLock { state throws -> T in
-            // The transaction takes the storage over (uniquely referenced, so mutations do not
-            // copy it) and keeps an undo log for a rollback.
-            let transaction = InMemoryTransaction(state)
-            state = InMemoryState()
-            do {
-                let result = try body(transaction)
-                state = transaction.state
-                return result
-            } catch {
-                transaction.rollBack()
-                state = transaction.state
-                throw error
-            }
+    public func write<T: Sendable>(_ body: @escaping @Sendable (InMemoryTransaction) async throws -> T) async throws
+        -> T
+    {
+        // The transaction takes the storage over and keeps an undo log for a rollback.
+        let transaction = InMemoryTransaction(await database.state.borrow())
+        do {
+            let result = try await body(transaction)
+            database.state.giveBack(transaction.state)
+            return result
+        } catch {
+            transaction.rollBack()
+            database.state.giveBack(transaction.state)
+            throw error
         }
     }
 }

@@ -326,15 +326,15 @@ public struct StoreRepository<Connection: ConnectionType, Entity: Sendable, Meta
         // delivery thread) when the backend can, saving a hop to a reader and back.
         return try await connection.readBrieflyIfPossible { tx in
             let query = StoreQuery(scope: scope, filter: options.filter, includesMetadata: false)
-            let objects = try tx.rows(matching: query).map(\.object)
-            return try Self.resolveJoins(options.joins, in: objects, transaction: tx)
+            let objects = try await tx.rows(matching: query).map(\.object)
+            return try await Self.resolveJoins(options.joins, in: objects, transaction: tx)
         }
     }
 
     /// See ``PersistentRepository/fetch(id:)``.
     public func fetch(id: String) async throws -> Entity? {
         let coding = self.coding
-        return try await connection.read { tx in try Reader(tx, coding: coding).byKey(id) }
+        return try await connection.read { tx in try await Reader(tx, coding: coding).byKey(id) }
     }
 
     /// See ``PersistentRepository/save(_:mode:)``.
@@ -342,7 +342,7 @@ public struct StoreRepository<Connection: ConnectionType, Entity: Sendable, Meta
     public func save(_ entities: [Entity], mode: StoreWriteMode) async throws -> [String] {
         let coding = self.coding
         return try await connection.write { tx in
-            try Writer(tx, coding: coding).write(entities, mode: mode).map(\.key)
+            try await Writer(tx, coding: coding).write(entities, mode: mode).map(\.key)
         }
     }
 
@@ -354,11 +354,11 @@ public struct StoreRepository<Connection: ConnectionType, Entity: Sendable, Meta
         let coding = self.coding
         return try await connection.write { tx in
             let index = coding.index(entity)
-            let stored = try Reader(tx, coding: coding).withMetadata.atIndex(index)
+            let stored = try await Reader(tx, coding: coding).withMetadata.atIndex(index)
             var updated = stored?.item ?? entity
             try changes(&updated)
-            if coding.index(updated) != index { try tx.removeRow(at: index) }
-            try Writer(tx, coding: coding).write(updated, metadata: stored?.metadata)
+            if coding.index(updated) != index { try await tx.removeRow(at: index) }
+            try await Writer(tx, coding: coding).write(updated, metadata: stored?.metadata)
             return updated
         }
     }
@@ -367,27 +367,29 @@ public struct StoreRepository<Connection: ConnectionType, Entity: Sendable, Meta
     @discardableResult
     public func delete(ids: [String]) async throws -> [String] {
         let coding = self.coding
-        return try await connection.write { tx in try Writer(tx, coding: coding).remove(keys: ids).map(\.key) }
+        return try await connection.write { tx in try await Writer(tx, coding: coding).remove(keys: ids).map(\.key) }
     }
 
     /// See ``PersistentRepository/delete(matching:)``.
     @discardableResult
     public func delete(matching filter: ObjectFilter) async throws -> Int {
         let coding = self.coding
-        return try await connection.write { tx in try Writer(tx, coding: coding).remove(matching: filter).count }
+        return try await connection.write { tx in try await Writer(tx, coding: coding).remove(matching: filter).count }
     }
 
     /// See ``PersistentRepository/deleteAll()``.
     @discardableResult
     public func deleteAll() async throws -> Int {
         let coding = self.coding
-        return try await connection.write { tx in try Writer(tx, coding: coding).removeAll() }
+        return try await connection.write { tx in try await Writer(tx, coding: coding).removeAll() }
     }
 
     /// See ``PersistentRepository/count(_:)``.
     public func count(_ filter: ObjectFilter?) async throws -> Int {
         let scope = self.scope
-        return try await connection.read { tx in try tx.count(matching: StoreQuery(scope: scope, filter: filter)) }
+        return try await connection.read { tx in
+            try await tx.count(matching: StoreQuery(scope: scope, filter: filter))
+        }
     }
 
     /// See ``PersistentRepository/aggregate(_:of:filter:)``.
@@ -396,7 +398,7 @@ public struct StoreRepository<Connection: ConnectionType, Entity: Sendable, Meta
     {
         let scope = self.scope
         let objects = try await connection.read { tx in
-            try tx.rows(matching: StoreQuery(scope: scope, filter: filter)).map(\.object)
+            try await tx.rows(matching: StoreQuery(scope: scope, filter: filter)).map(\.object)
         }
         return Aggregation.aggregate(operation, of: property, in: objects)
     }
@@ -405,7 +407,7 @@ public struct StoreRepository<Connection: ConnectionType, Entity: Sendable, Meta
     public func keys(matching filter: ObjectFilter?) async throws -> [String] {
         let scope = self.scope
         return try await connection.read { tx in
-            try tx.rows(matching: StoreQuery(scope: scope, filter: filter)).map(\.index.key)
+            try await tx.rows(matching: StoreQuery(scope: scope, filter: filter)).map(\.index.key)
         }
     }
 
@@ -413,9 +415,9 @@ public struct StoreRepository<Connection: ConnectionType, Entity: Sendable, Meta
     public func fetch(keys: [String], joins: [ObjectJoinCondition]) async throws -> [Entity] {
         let coding = self.coding
         let objects = try await connection.read { tx in
-            let rows = try Reader(tx, coding: coding).withMetadata.byKeys(keys)
+            let rows = try await Reader(tx, coding: coding).withMetadata.byKeys(keys)
             let objects = try rows.map { try coding.encode($0.item) }
-            return try Self.resolveJoins(joins, in: objects, transaction: tx)
+            return try await Self.resolveJoins(joins, in: objects, transaction: tx)
         }
         return try objects.map(coding.decode)
     }
@@ -424,7 +426,7 @@ public struct StoreRepository<Connection: ConnectionType, Entity: Sendable, Meta
         _ joins: [ObjectJoinCondition],
         in objects: [JSONValue],
         transaction: some ReadTransactionType
-    ) throws -> [JSONValue] {
+    ) async throws -> [JSONValue] {
         guard !joins.isEmpty else { return objects }
         var ids: Set<String> = []
         for object in objects {
@@ -437,7 +439,7 @@ public struct StoreRepository<Connection: ConnectionType, Entity: Sendable, Meta
                 }
             }
         }
-        let candidates = try transaction.rows(
+        let candidates = try await transaction.rows(
             matching: StoreQuery(
                 scope: .coatyObjects,
                 filter: .where("objectId", .in(ids.sorted().map(JSONValue.string)))

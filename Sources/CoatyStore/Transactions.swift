@@ -247,7 +247,7 @@ public protocol SQLReadTransaction: ReadTransactionType {
         arguments: [JSONValue],
         orderBySQL orderBy: String?,
         limit: Int?
-    ) throws -> [StoreRow]
+    ) async throws -> [StoreRow]
 }
 
 /// SQL text that stays within a database's limits, for backends that push filters into SQL.
@@ -353,31 +353,35 @@ public enum StoreWriteMode: Sendable, Hashable {
 /// Implementations are the backends' transaction objects, and test doubles (a recording mock
 /// is enough to test the typed API without a database). A transaction is only valid inside the
 /// closure of ``ConnectionType/read(_:)`` or ``ConnectionType/write(_:)``.
+///
+/// The requirements are `async`: a backend that waits for its database (PostgreSQL) suspends the
+/// calling task; one whose work is synchronous (SQLite, in-memory, a test double) implements them
+/// with ordinary methods, which satisfy `async` requirements.
 public protocol ReadTransactionType: SendableMetatype {
     /// The row at an index.
     /// - Parameter index: the index.
     /// - Returns: the row, or `nil`.
     /// - Throws: a backend error.
-    func row(at index: StoreIndex) throws -> StoreRow?
+    func row(at index: StoreIndex) async throws -> StoreRow?
 
     /// The keys in a collection, in insertion order.
     /// - Parameter collection: the collection.
     /// - Returns: the keys.
     /// - Throws: a backend error.
-    func keys(in collection: String) throws -> [String]
+    func keys(in collection: String) async throws -> [String]
 
     /// The rows a query selects, in the order the query defines (insertion order when it
     /// orders nothing).
     /// - Parameter query: the query.
     /// - Returns: the rows.
     /// - Throws: a backend error.
-    func rows(matching query: StoreQuery) throws -> [StoreRow]
+    func rows(matching query: StoreQuery) async throws -> [StoreRow]
 
     /// How many rows a query selects (skip and take apply).
     /// - Parameter query: the query.
     /// - Returns: the count.
     /// - Throws: a backend error.
-    func count(matching query: StoreQuery) throws -> Int
+    func count(matching query: StoreQuery) async throws -> Int
 
     /// A value of a local key/value store.
     /// - Parameters:
@@ -385,18 +389,18 @@ public protocol ReadTransactionType: SendableMetatype {
     ///   - store: the store's name (`""` is the default store).
     /// - Returns: the value, or `nil`.
     /// - Throws: a backend error.
-    func localValue(forKey key: String, in store: String) throws -> JSONValue?
+    func localValue(forKey key: String, in store: String) async throws -> JSONValue?
 
     /// The keys of a local key/value store, sorted.
     /// - Parameter store: the store's name.
     /// - Returns: the keys.
     /// - Throws: a backend error.
-    func localKeys(in store: String) throws -> [String]
+    func localKeys(in store: String) async throws -> [String]
 
     /// The names of the local stores that hold a value, sorted.
     /// - Returns: the names.
     /// - Throws: a backend error.
-    func localStores() throws -> [String]
+    func localStores() async throws -> [String]
 }
 
 extension ReadTransactionType {
@@ -404,12 +408,12 @@ extension ReadTransactionType {
     /// - Parameter key: the key.
     /// - Returns: the value, or `nil`.
     /// - Throws: a backend error.
-    public func localValue(forKey key: String) throws -> JSONValue? { try localValue(forKey: key, in: "") }
+    public func localValue(forKey key: String) async throws -> JSONValue? { try await localValue(forKey: key, in: "") }
 
     /// The keys of the default local store, sorted.
     /// - Returns: the keys.
     /// - Throws: a backend error.
-    public func localKeys() throws -> [String] { try localKeys(in: "") }
+    public func localKeys() async throws -> [String] { try await localKeys(in: "") }
 }
 
 extension ReadTransactionType {
@@ -417,8 +421,8 @@ extension ReadTransactionType {
     /// - Parameter query: the query.
     /// - Returns: the count.
     /// - Throws: a backend error.
-    public func count(matching query: StoreQuery) throws -> Int {
-        try rows(matching: query).count
+    public func count(matching query: StoreQuery) async throws -> Int {
+        try await rows(matching: query).count
     }
 }
 
@@ -431,21 +435,21 @@ public protocol WriteTransactionType: ReadTransactionType {
     /// - Returns: whether the row was written.
     /// - Throws: a backend error.
     @discardableResult
-    func write(_ row: StoreRow, mode: StoreWriteMode) throws -> Bool
+    func write(_ row: StoreRow, mode: StoreWriteMode) async throws -> Bool
 
     /// Removes the row at an index.
     /// - Parameter index: the index.
     /// - Returns: whether a row was removed.
     /// - Throws: a backend error.
     @discardableResult
-    func removeRow(at index: StoreIndex) throws -> Bool
+    func removeRow(at index: StoreIndex) async throws -> Bool
 
     /// Removes the rows a query selects.
     /// - Parameter query: the query.
     /// - Returns: the indexes of the removed rows.
     /// - Throws: a backend error.
     @discardableResult
-    func removeRows(matching query: StoreQuery) throws -> [StoreIndex]
+    func removeRows(matching query: StoreQuery) async throws -> [StoreIndex]
 
     /// Sets or removes (`nil`) a value of a local key/value store.
     /// - Parameters:
@@ -453,7 +457,7 @@ public protocol WriteTransactionType: ReadTransactionType {
     ///   - key: the key.
     ///   - store: the store's name (`""` is the default store).
     /// - Throws: a backend error.
-    func setLocalValue(_ value: JSONValue?, forKey key: String, in store: String) throws
+    func setLocalValue(_ value: JSONValue?, forKey key: String, in store: String) async throws
 }
 
 extension WriteTransactionType {
@@ -462,8 +466,8 @@ extension WriteTransactionType {
     ///   - value: the value; `nil` removes the key.
     ///   - key: the key.
     /// - Throws: a backend error.
-    public func setLocalValue(_ value: JSONValue?, forKey key: String) throws {
-        try setLocalValue(value, forKey: key, in: "")
+    public func setLocalValue(_ value: JSONValue?, forKey key: String) async throws {
+        try await setLocalValue(value, forKey: key, in: "")
     }
 
     /// Removes by reading the rows first; backends may override this.
@@ -471,9 +475,9 @@ extension WriteTransactionType {
     /// - Returns: the indexes of the removed rows.
     /// - Throws: a backend error.
     @discardableResult
-    public func removeRows(matching query: StoreQuery) throws -> [StoreIndex] {
+    public func removeRows(matching query: StoreQuery) async throws -> [StoreIndex] {
         var removed: [StoreIndex] = []
-        for row in try rows(matching: query) where try removeRow(at: row.index) {
+        for row in try await rows(matching: query) where try await removeRow(at: row.index) {
             removed.append(row.index)
         }
         return removed
@@ -482,10 +486,24 @@ extension WriteTransactionType {
 
 /// A connection to a database: runs read and write transactions.
 ///
-/// The entry points are `async` so that a backend whose I/O is asynchronous hops to its own
-/// executor; the transaction bodies are synchronous closures (as SQLite's are), so a body cannot
-/// suspend while it holds the database. A write commits when its body returns and rolls back
-/// when its body throws.
+/// Async all the way: the transaction bodies are `async` closures and the primitives of a
+/// transaction are `async` requirements, so no backend blocks a Swift concurrency thread while
+/// it waits for its database. PostgreSQL awaits each statement on its pooled connection; SQLite
+/// (whose work is synchronous, and on one connection's thread) runs the body on that thread of
+/// GRDB's, which runs nothing else until the body ends; the in-memory backend runs it where the
+/// caller is. A write commits when its body returns and rolls back when its body throws.
+///
+/// A body may await other work (an actor, a clock) while it holds its transaction; it must not
+/// start another transaction of the same database and wait for it (SQLite has one writer, and a
+/// body holds it), and it must not let the transaction escape.
+///
+/// ```swift
+/// let moved = try await connection.write { tx in
+///     let light = try await Light.read(tx).byKey(id)
+///     try await light?.remove(from: tx)
+///     return light
+/// }
+/// ```
 public protocol ConnectionType: Sendable {
     /// The backend's read transaction.
     associatedtype ReadTransaction: ReadTransactionType
@@ -496,36 +514,39 @@ public protocol ConnectionType: Sendable {
     /// - Parameter body: the reads.
     /// - Returns: what `body` returns.
     /// - Throws: what `body` or the backend throws.
-    func read<T: Sendable>(_ body: @escaping @Sendable (ReadTransaction) throws -> T) async throws -> T
+    func read<T: Sendable>(_ body: @escaping @Sendable (ReadTransaction) async throws -> T) async throws -> T
 
     /// Runs `body` in a write transaction: commits when it returns, rolls back when it throws.
     /// - Parameter body: the writes.
     /// - Returns: what `body` returns.
     /// - Throws: what `body` or the backend throws (after the rollback).
-    func write<T: Sendable>(_ body: @escaping @Sendable (WriteTransaction) throws -> T) async throws -> T
+    func write<T: Sendable>(_ body: @escaping @Sendable (WriteTransaction) async throws -> T) async throws -> T
 
     /// Runs a brief read (a lookup by key or indexed column); see the default implementation.
     /// - Parameter body: the reads.
     /// - Returns: what `body` returns.
     /// - Throws: what `body` or the backend throws.
-    func readBriefly<T: Sendable>(_ body: @escaping @Sendable (ReadTransaction) throws -> T) async throws -> T
+    func readBriefly<T: Sendable>(_ body: @escaping @Sendable (ReadTransaction) async throws -> T) async throws -> T
 
     /// Runs a read that is probably brief where a backend can run it without a thread switch,
     /// stopping it once it has run for about a millisecond; see the default implementation.
     /// - Parameter body: the reads.
     /// - Returns: what `body` returns, or `nil` when the backend stopped it or has no such path.
     /// - Throws: what `body` or the backend throws.
-    func readIfBrief<T: Sendable>(_ body: @escaping @Sendable (ReadTransaction) throws -> T) async throws -> T?
+    func readIfBrief<T: Sendable>(_ body: @escaping @Sendable (ReadTransaction) async throws -> T) async throws -> T?
 }
 
 extension ConnectionType {
     /// Runs a brief read — a lookup by key or by an indexed column, microseconds of work — where a
     /// backend can run it without a thread switch (SQLite: on the calling thread); by default a
-    /// ``read(_:)``. Never for scans or filters that may read many rows.
+    /// ``read(_:)``. Never for scans or filters that may read many rows, and the body awaits
+    /// nothing but the transaction (on SQLite, the calling thread waits for the body to end).
     /// - Parameter body: the reads.
     /// - Returns: what `body` returns.
     /// - Throws: what `body` or the backend throws.
-    public func readBriefly<T: Sendable>(_ body: @escaping @Sendable (ReadTransaction) throws -> T) async throws -> T {
+    public func readBriefly<T: Sendable>(_ body: @escaping @Sendable (ReadTransaction) async throws -> T) async throws
+        -> T
+    {
         try await read(body)
     }
 
@@ -538,7 +559,7 @@ extension ConnectionType {
     /// - Parameter body: the reads.
     /// - Returns: what `body` returns, or `nil`.
     /// - Throws: what `body` or the backend throws.
-    public func readIfBrief<T: Sendable>(_ body: @escaping @Sendable (ReadTransaction) throws -> T) async throws
+    public func readIfBrief<T: Sendable>(_ body: @escaping @Sendable (ReadTransaction) async throws -> T) async throws
         -> T?
     {
         nil
@@ -548,7 +569,7 @@ extension ConnectionType {
     /// - Parameter body: the reads.
     /// - Returns: what `body` returns.
     /// - Throws: what `body` or the backend throws.
-    public func readBrieflyIfPossible<T: Sendable>(_ body: @escaping @Sendable (ReadTransaction) throws -> T)
+    public func readBrieflyIfPossible<T: Sendable>(_ body: @escaping @Sendable (ReadTransaction) async throws -> T)
         async throws -> T
     {
         if let result = try await readIfBrief(body) { return result }

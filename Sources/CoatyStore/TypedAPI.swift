@@ -3,9 +3,9 @@ public import CoatyCore
 /// Reads items of one type from a transaction; get one with `Item.read(transaction)`.
 ///
 /// ```swift
-/// let light = try Light.read(transaction).byKey(id.uuidString)
-/// let bright = try Light.read(transaction).matching(.where("luminance", .greaterThan(0.5)))
-/// let withReceipts = try Light.read(transaction).withMetadata.all()
+/// let light = try await Light.read(transaction).byKey(id.uuidString)
+/// let bright = try await Light.read(transaction).matching(.where("luminance", .greaterThan(0.5)))
+/// let withReceipts = try await Light.read(transaction).withMetadata.all()
 /// ```
 public struct Reader<Item, Metadata: Codable & Sendable> {
     /// The transaction read from.
@@ -29,47 +29,47 @@ public struct Reader<Item, Metadata: Codable & Sendable> {
     /// - Parameter index: the index.
     /// - Returns: the item, or `nil`.
     /// - Throws: a backend or decoding error.
-    public func atIndex(_ index: StoreIndex) throws -> Item? {
-        try withMetadata.atIndex(index)?.item
+    public func atIndex(_ index: StoreIndex) async throws -> Item? {
+        try await withMetadata.atIndex(index)?.item
     }
 
     /// The items at these indexes that exist, in the order given.
     /// - Parameter indexes: the indexes.
     /// - Returns: the items found.
     /// - Throws: a backend or decoding error.
-    public func atIndexes(_ indexes: some Sequence<StoreIndex>) throws -> [Item] {
-        try withMetadata.atIndexes(indexes).map(\.item)
+    public func atIndexes(_ indexes: some Sequence<StoreIndex>) async throws -> [Item] {
+        try await withMetadata.atIndexes(indexes).map(\.item)
     }
 
     /// The item with a key.
     /// - Parameter key: the key.
     /// - Returns: the item, or `nil`.
     /// - Throws: a backend or decoding error.
-    public func byKey(_ key: String) throws -> Item? {
-        try withMetadata.byKey(key)?.item
+    public func byKey(_ key: String) async throws -> Item? {
+        try await withMetadata.byKey(key)?.item
     }
 
     /// The items with these keys that exist, in the order given.
     /// - Parameter keys: the keys.
     /// - Returns: the items found.
     /// - Throws: a backend or decoding error.
-    public func byKeys(_ keys: some Sequence<String>) throws -> [Item] {
-        try withMetadata.byKeys(keys).map(\.item)
+    public func byKeys(_ keys: some Sequence<String>) async throws -> [Item] {
+        try await withMetadata.byKeys(keys).map(\.item)
     }
 
     /// Every item, in insertion order.
     /// - Returns: the items.
     /// - Throws: a backend or decoding error.
-    public func all() throws -> [Item] {
-        try withMetadata.all().map(\.item)
+    public func all() async throws -> [Item] {
+        try await withMetadata.all().map(\.item)
     }
 
     /// The items a Coaty filter selects (conditions, ordering, skip and take).
     /// - Parameter filter: the filter.
     /// - Returns: the items.
     /// - Throws: a backend or decoding error.
-    public func matching(_ filter: ObjectFilter) throws -> [Item] {
-        try withMetadata.matching(filter).map(\.item)
+    public func matching(_ filter: ObjectFilter) async throws -> [Item] {
+        try await withMetadata.matching(filter).map(\.item)
     }
 
     /// The items that exist for these keys, and the keys that have none (as the seeds'
@@ -77,11 +77,11 @@ public struct Reader<Item, Metadata: Codable & Sendable> {
     /// - Parameter keys: the keys.
     /// - Returns: the items found and the missing keys.
     /// - Throws: a backend or decoding error.
-    public func filterExisting(_ keys: some Sequence<String>) throws -> (items: [Item], missingKeys: [String]) {
+    public func filterExisting(_ keys: some Sequence<String>) async throws -> (items: [Item], missingKeys: [String]) {
         var items: [Item] = []
         var missing: [String] = []
         for key in keys {
-            if let item = try byKey(key) { items.append(item) } else { missing.append(key) }
+            if let item = try await byKey(key) { items.append(item) } else { missing.append(key) }
         }
         return (items, missing)
     }
@@ -90,13 +90,15 @@ public struct Reader<Item, Metadata: Codable & Sendable> {
     /// - Parameter keys: the keys.
     /// - Returns: the keys that exist.
     /// - Throws: a backend error.
-    public func existingKeys(_ keys: some Sequence<String>) throws -> [String] {
+    public func existingKeys(_ keys: some Sequence<String>) async throws -> [String] {
         let keys = Array(keys)
         let existing: Set<String>
         if case .collection(let collection) = coding.scope {
-            existing = Set(try transaction.keys(in: collection))
+            existing = Set(try await transaction.keys(in: collection))
         } else {
-            existing = Set(try transaction.rows(matching: StoreQuery(scope: coding.scope, keys: keys)).map(\.index.key))
+            existing = Set(
+                try await transaction.rows(matching: StoreQuery(scope: coding.scope, keys: keys)).map(\.index.key)
+            )
         }
         return keys.filter(existing.contains)
     }
@@ -113,8 +115,8 @@ public struct Reader<Item, Metadata: Codable & Sendable> {
     /// - Parameter filter: a filter; `nil` counts every item.
     /// - Returns: the count.
     /// - Throws: a backend error.
-    public func count(_ filter: ObjectFilter? = nil) throws -> Int {
-        try transaction.count(matching: StoreQuery(scope: coding.scope, filter: filter))
+    public func count(_ filter: ObjectFilter? = nil) async throws -> Int {
+        try await transaction.count(matching: StoreQuery(scope: coding.scope, filter: filter))
     }
 }
 
@@ -133,11 +135,11 @@ extension Reader {
         arguments: [JSONValue] = [],
         orderBySQL orderBy: String? = nil,
         limit: Int? = nil
-    ) throws -> [Item] {
+    ) async throws -> [Item] {
         guard let sqlTransaction = transaction as? any SQLReadTransaction else {
             throw SQLReadingUnsupported(backend: "\(type(of: transaction))")
         }
-        let rows = try sqlTransaction.rows(
+        let rows = try await sqlTransaction.rows(
             in: coding.scope,
             whereSQL: condition,
             arguments: arguments,
@@ -176,8 +178,8 @@ public struct MetadataReader<Item, Metadata: Codable & Sendable> {
     /// - Parameter index: the index.
     /// - Returns: the stored item, or `nil`.
     /// - Throws: a backend or decoding error.
-    public func atIndex(_ index: StoreIndex) throws -> Stored<Item, Metadata>? {
-        guard let row = try reader.transaction.row(at: index) else { return nil }
+    public func atIndex(_ index: StoreIndex) async throws -> Stored<Item, Metadata>? {
+        guard let row = try await reader.transaction.row(at: index) else { return nil }
         guard reader.coding.scope.contains(row.index, columns: PromotedColumns(row.object)) else { return nil }
         return try stored(row)
     }
@@ -186,17 +188,21 @@ public struct MetadataReader<Item, Metadata: Codable & Sendable> {
     /// - Parameter indexes: the indexes.
     /// - Returns: the stored items found.
     /// - Throws: a backend or decoding error.
-    public func atIndexes(_ indexes: some Sequence<StoreIndex>) throws -> [Stored<Item, Metadata>] {
-        try indexes.compactMap { try atIndex($0) }
+    public func atIndexes(_ indexes: some Sequence<StoreIndex>) async throws -> [Stored<Item, Metadata>] {
+        var found: [Stored<Item, Metadata>] = []
+        for index in indexes {
+            if let stored = try await atIndex(index) { found.append(stored) }
+        }
+        return found
     }
 
     /// The item with a key, with its metadata.
     /// - Parameter key: the key.
     /// - Returns: the stored item, or `nil`.
     /// - Throws: a backend or decoding error.
-    public func byKey(_ key: String) throws -> Stored<Item, Metadata>? {
-        if let index = reader.coding.indexForKey(key) { return try atIndex(index) }
-        let rows = try reader.transaction.rows(matching: StoreQuery(scope: reader.coding.scope, keys: [key]))
+    public func byKey(_ key: String) async throws -> Stored<Item, Metadata>? {
+        if let index = reader.coding.indexForKey(key) { return try await atIndex(index) }
+        let rows = try await reader.transaction.rows(matching: StoreQuery(scope: reader.coding.scope, keys: [key]))
         return try rows.first.map(stored)
     }
 
@@ -204,13 +210,17 @@ public struct MetadataReader<Item, Metadata: Codable & Sendable> {
     /// - Parameter keys: the keys.
     /// - Returns: the stored items found.
     /// - Throws: a backend or decoding error.
-    public func byKeys(_ keys: some Sequence<String>) throws -> [Stored<Item, Metadata>] {
+    public func byKeys(_ keys: some Sequence<String>) async throws -> [Stored<Item, Metadata>] {
         let keys = Array(keys)
         if reader.coding.indexForKey("") != nil {
-            return try keys.compactMap { try byKey($0) }
+            var found: [Stored<Item, Metadata>] = []
+            for key in keys {
+                if let stored = try await byKey(key) { found.append(stored) }
+            }
+            return found
         }
         var rowsByKey: [String: StoreRow] = [:]
-        for row in try reader.transaction.rows(matching: StoreQuery(scope: reader.coding.scope, keys: keys))
+        for row in try await reader.transaction.rows(matching: StoreQuery(scope: reader.coding.scope, keys: keys))
         where rowsByKey[row.index.key] == nil {
             rowsByKey[row.index.key] = row
         }
@@ -220,16 +230,16 @@ public struct MetadataReader<Item, Metadata: Codable & Sendable> {
     /// Every item with its metadata, in insertion order.
     /// - Returns: the stored items.
     /// - Throws: a backend or decoding error.
-    public func all() throws -> [Stored<Item, Metadata>] {
-        try reader.transaction.rows(matching: StoreQuery(scope: reader.coding.scope)).map(stored)
+    public func all() async throws -> [Stored<Item, Metadata>] {
+        try await reader.transaction.rows(matching: StoreQuery(scope: reader.coding.scope)).map(stored)
     }
 
     /// The items a Coaty filter selects, with their metadata.
     /// - Parameter filter: the filter.
     /// - Returns: the stored items.
     /// - Throws: a backend or decoding error.
-    public func matching(_ filter: ObjectFilter) throws -> [Stored<Item, Metadata>] {
-        try reader.transaction.rows(matching: StoreQuery(scope: reader.coding.scope, filter: filter)).map(stored)
+    public func matching(_ filter: ObjectFilter) async throws -> [Stored<Item, Metadata>] {
+        try await reader.transaction.rows(matching: StoreQuery(scope: reader.coding.scope, filter: filter)).map(stored)
     }
 }
 
@@ -266,14 +276,14 @@ public struct Writer<Item, Metadata: Codable & Sendable> {
     /// - Returns: whether it was written.
     /// - Throws: a backend or encoding error.
     @discardableResult
-    public func write(_ item: Item, metadata: Metadata? = nil, mode: StoreWriteMode = .upsert) throws -> Bool {
+    public func write(_ item: Item, metadata: Metadata? = nil, mode: StoreWriteMode = .upsert) async throws -> Bool {
         var row = StoreRow(
             index: coding.index(item),
             object: try coding.encode(item),
             metadata: try coding.encodeMetadata(metadata)
         )
         if let received = item as? AnyCoatyObject { row.objectText = received.receivedText }
-        return try transaction.write(row, mode: mode)
+        return try await transaction.write(row, mode: mode)
     }
 
     /// Writes items, each with the same metadata.
@@ -288,9 +298,9 @@ public struct Writer<Item, Metadata: Codable & Sendable> {
         _ items: some Sequence<Item>,
         metadata: Metadata? = nil,
         mode: StoreWriteMode = .upsert
-    ) throws -> [StoreIndex] {
+    ) async throws -> [StoreIndex] {
         var written: [StoreIndex] = []
-        for item in items where try write(item, metadata: metadata, mode: mode) {
+        for item in items where try await write(item, metadata: metadata, mode: mode) {
             written.append(coding.index(item))
         }
         return written
@@ -301,8 +311,8 @@ public struct Writer<Item, Metadata: Codable & Sendable> {
     /// - Returns: whether it was stored.
     /// - Throws: a backend error.
     @discardableResult
-    public func remove(_ item: Item) throws -> Bool {
-        try transaction.removeRow(at: coding.index(item))
+    public func remove(_ item: Item) async throws -> Bool {
+        try await transaction.removeRow(at: coding.index(item))
     }
 
     /// Removes items.
@@ -310,9 +320,9 @@ public struct Writer<Item, Metadata: Codable & Sendable> {
     /// - Returns: how many were stored.
     /// - Throws: a backend error.
     @discardableResult
-    public func remove(_ items: some Sequence<Item>) throws -> Int {
+    public func remove(_ items: some Sequence<Item>) async throws -> Int {
         var count = 0
-        for item in items where try remove(item) { count += 1 }
+        for item in items where try await remove(item) { count += 1 }
         return count
     }
 
@@ -321,8 +331,8 @@ public struct Writer<Item, Metadata: Codable & Sendable> {
     /// - Returns: the indexes removed.
     /// - Throws: a backend error.
     @discardableResult
-    public func remove(keys: some Sequence<String>) throws -> [StoreIndex] {
-        try transaction.removeRows(matching: StoreQuery(scope: coding.scope, keys: Array(keys)))
+    public func remove(keys: some Sequence<String>) async throws -> [StoreIndex] {
+        try await transaction.removeRows(matching: StoreQuery(scope: coding.scope, keys: Array(keys)))
     }
 
     /// Removes the items a filter selects (ordering, skip and take apply).
@@ -330,16 +340,16 @@ public struct Writer<Item, Metadata: Codable & Sendable> {
     /// - Returns: the indexes removed.
     /// - Throws: a backend error.
     @discardableResult
-    public func remove(matching filter: ObjectFilter) throws -> [StoreIndex] {
-        try transaction.removeRows(matching: StoreQuery(scope: coding.scope, filter: filter))
+    public func remove(matching filter: ObjectFilter) async throws -> [StoreIndex] {
+        try await transaction.removeRows(matching: StoreQuery(scope: coding.scope, filter: filter))
     }
 
     /// Removes every item of the type.
     /// - Returns: how many were removed.
     /// - Throws: a backend error.
     @discardableResult
-    public func removeAll() throws -> Int {
-        try transaction.removeRows(matching: StoreQuery(scope: coding.scope)).count
+    public func removeAll() async throws -> Int {
+        try await transaction.removeRows(matching: StoreQuery(scope: coding.scope)).count
     }
 }
 
@@ -365,8 +375,8 @@ extension Persistable {
     ///   - transaction: the transaction.
     ///   - metadata: the metadata stored beside it; `nil` stores none.
     /// - Throws: a backend or encoding error.
-    public func write(to transaction: some WriteTransactionType, metadata: Metadata? = nil) throws {
-        try Self.writer(transaction).write(self, metadata: metadata)
+    public func write(to transaction: some WriteTransactionType, metadata: Metadata? = nil) async throws {
+        try await Self.writer(transaction).write(self, metadata: metadata)
     }
 
     /// Writes this item in its own write transaction.
@@ -375,7 +385,7 @@ extension Persistable {
     ///   - metadata: the metadata stored beside it; `nil` stores none.
     /// - Throws: a backend or encoding error.
     public func write(to connection: some ConnectionType, metadata: Metadata? = nil) async throws {
-        try await connection.write { tx in try self.write(to: tx, metadata: metadata) }
+        try await connection.write { tx in try await self.write(to: tx, metadata: metadata) }
     }
 
     /// Removes this item.
@@ -383,8 +393,8 @@ extension Persistable {
     /// - Returns: whether it was stored.
     /// - Throws: a backend error.
     @discardableResult
-    public func remove(from transaction: some WriteTransactionType) throws -> Bool {
-        try Self.writer(transaction).remove(self)
+    public func remove(from transaction: some WriteTransactionType) async throws -> Bool {
+        try await Self.writer(transaction).remove(self)
     }
 
     /// Removes this item in its own write transaction.
@@ -393,7 +403,7 @@ extension Persistable {
     /// - Throws: a backend error.
     @discardableResult
     public func remove(from connection: some ConnectionType) async throws -> Bool {
-        try await connection.write { tx in try self.remove(from: tx) }
+        try await connection.write { tx in try await self.remove(from: tx) }
     }
 
     /// Removes every item of this type.
@@ -401,8 +411,8 @@ extension Persistable {
     /// - Returns: how many were removed.
     /// - Throws: a backend error.
     @discardableResult
-    public static func removeAll(from transaction: some WriteTransactionType) throws -> Int {
-        try writer(transaction).removeAll()
+    public static func removeAll(from transaction: some WriteTransactionType) async throws -> Int {
+        try await writer(transaction).removeAll()
     }
 }
 
@@ -412,8 +422,8 @@ extension Sequence where Element: Persistable {
     ///   - transaction: the transaction.
     ///   - metadata: the metadata stored beside each; `nil` stores none.
     /// - Throws: a backend or encoding error.
-    public func write(to transaction: some WriteTransactionType, metadata: Element.Metadata? = nil) throws {
-        try Element.writer(transaction).write(self, metadata: metadata)
+    public func write(to transaction: some WriteTransactionType, metadata: Element.Metadata? = nil) async throws {
+        try await Element.writer(transaction).write(self, metadata: metadata)
     }
 
     /// Writes these items in one write transaction.
@@ -423,7 +433,7 @@ extension Sequence where Element: Persistable {
     /// - Throws: a backend or encoding error.
     public func write(to connection: some ConnectionType, metadata: Element.Metadata? = nil) async throws {
         let items = Array(self)
-        try await connection.write { tx in try items.write(to: tx, metadata: metadata) }
+        try await connection.write { tx in try await items.write(to: tx, metadata: metadata) }
     }
 
     /// Removes these items.
@@ -431,8 +441,8 @@ extension Sequence where Element: Persistable {
     /// - Returns: how many were stored.
     /// - Throws: a backend error.
     @discardableResult
-    public func remove(from transaction: some WriteTransactionType) throws -> Int {
-        try Element.writer(transaction).remove(self)
+    public func remove(from transaction: some WriteTransactionType) async throws -> Int {
+        try await Element.writer(transaction).remove(self)
     }
 
     /// Removes these items in one write transaction.
@@ -442,7 +452,7 @@ extension Sequence where Element: Persistable {
     @discardableResult
     public func remove(from connection: some ConnectionType) async throws -> Int {
         let items = Array(self)
-        return try await connection.write { tx in try items.remove(from: tx) }
+        return try await connection.write { tx in try await items.remove(from: tx) }
     }
 }
 
@@ -473,8 +483,8 @@ extension CoatyObject {
     ///   - transaction: the transaction.
     ///   - metadata: how it was received, stored beside it; `nil` stores none.
     /// - Throws: a backend or encoding error.
-    public func write(to transaction: some WriteTransactionType, metadata: ReceiptMetadata? = nil) throws {
-        try Self.writer(transaction).write(self, metadata: metadata)
+    public func write(to transaction: some WriteTransactionType, metadata: ReceiptMetadata? = nil) async throws {
+        try await Self.writer(transaction).write(self, metadata: metadata)
     }
 
     /// Writes this object in its own write transaction.
@@ -483,7 +493,7 @@ extension CoatyObject {
     ///   - metadata: how it was received; `nil` stores none.
     /// - Throws: a backend or encoding error.
     public func write(to connection: some ConnectionType, metadata: ReceiptMetadata? = nil) async throws {
-        try await connection.write { tx in try self.write(to: tx, metadata: metadata) }
+        try await connection.write { tx in try await self.write(to: tx, metadata: metadata) }
     }
 
     /// Removes this object.
@@ -491,8 +501,8 @@ extension CoatyObject {
     /// - Returns: whether it was stored.
     /// - Throws: a backend error.
     @discardableResult
-    public func remove(from transaction: some WriteTransactionType) throws -> Bool {
-        try Self.writer(transaction).remove(self)
+    public func remove(from transaction: some WriteTransactionType) async throws -> Bool {
+        try await Self.writer(transaction).remove(self)
     }
 
     /// Removes this object in its own write transaction.
@@ -501,7 +511,7 @@ extension CoatyObject {
     /// - Throws: a backend error.
     @discardableResult
     public func remove(from connection: some ConnectionType) async throws -> Bool {
-        try await connection.write { tx in try self.remove(from: tx) }
+        try await connection.write { tx in try await self.remove(from: tx) }
     }
 
     /// Removes every object this type reads.
@@ -509,8 +519,8 @@ extension CoatyObject {
     /// - Returns: how many were removed.
     /// - Throws: a backend error.
     @discardableResult
-    public static func removeAll(from transaction: some WriteTransactionType) throws -> Int {
-        try writer(transaction).removeAll()
+    public static func removeAll(from transaction: some WriteTransactionType) async throws -> Int {
+        try await writer(transaction).removeAll()
     }
 }
 
@@ -520,8 +530,8 @@ extension Sequence where Element: CoatyObject {
     ///   - transaction: the transaction.
     ///   - metadata: how they were received; `nil` stores none.
     /// - Throws: a backend or encoding error.
-    public func write(to transaction: some WriteTransactionType, metadata: ReceiptMetadata? = nil) throws {
-        try Element.writer(transaction).write(self, metadata: metadata)
+    public func write(to transaction: some WriteTransactionType, metadata: ReceiptMetadata? = nil) async throws {
+        try await Element.writer(transaction).write(self, metadata: metadata)
     }
 
     /// Writes these objects in one write transaction.
@@ -531,7 +541,7 @@ extension Sequence where Element: CoatyObject {
     /// - Throws: a backend or encoding error.
     public func write(to connection: some ConnectionType, metadata: ReceiptMetadata? = nil) async throws {
         let items = Array(self)
-        try await connection.write { tx in try items.write(to: tx, metadata: metadata) }
+        try await connection.write { tx in try await items.write(to: tx, metadata: metadata) }
     }
 
     /// Removes these objects.
@@ -539,8 +549,8 @@ extension Sequence where Element: CoatyObject {
     /// - Returns: how many were stored.
     /// - Throws: a backend error.
     @discardableResult
-    public func remove(from transaction: some WriteTransactionType) throws -> Int {
-        try Element.writer(transaction).remove(self)
+    public func remove(from transaction: some WriteTransactionType) async throws -> Int {
+        try await Element.writer(transaction).remove(self)
     }
 
     /// Removes these objects in one write transaction.
@@ -550,7 +560,7 @@ extension Sequence where Element: CoatyObject {
     @discardableResult
     public func remove(from connection: some ConnectionType) async throws -> Int {
         let items = Array(self)
-        return try await connection.write { tx in try items.remove(from: tx) }
+        return try await connection.write { tx in try await items.remove(from: tx) }
     }
 }
 
@@ -591,7 +601,7 @@ public struct LocalStore<Connection: ConnectionType>: Sendable {
     /// - Throws: a backend error.
     public func set(_ key: String, _ value: JSONValue) async throws {
         let name = name
-        try await connection.write { tx in try tx.setLocalValue(value, forKey: key, in: name) }
+        try await connection.write { tx in try await tx.setLocalValue(value, forKey: key, in: name) }
     }
 
     /// Sets any `Encodable` value (encoded as Coaty encodes: dates in milliseconds).
@@ -609,7 +619,7 @@ public struct LocalStore<Connection: ConnectionType>: Sendable {
     /// - Throws: a backend error.
     public func get(_ key: String) async throws -> JSONValue? {
         let name = name
-        return try await connection.read { tx in try tx.localValue(forKey: key, in: name) }
+        return try await connection.read { tx in try await tx.localValue(forKey: key, in: name) }
     }
 
     /// The value of a key, decoded.
@@ -628,7 +638,7 @@ public struct LocalStore<Connection: ConnectionType>: Sendable {
     /// - Throws: a backend error.
     public func remove(_ key: String) async throws {
         let name = name
-        try await connection.write { tx in try tx.setLocalValue(nil, forKey: key, in: name) }
+        try await connection.write { tx in try await tx.setLocalValue(nil, forKey: key, in: name) }
     }
 
     /// Every key, sorted.
@@ -636,7 +646,7 @@ public struct LocalStore<Connection: ConnectionType>: Sendable {
     /// - Throws: a backend error.
     public func keys() async throws -> [String] {
         let name = name
-        return try await connection.read { tx in try tx.localKeys(in: name) }
+        return try await connection.read { tx in try await tx.localKeys(in: name) }
     }
 
     /// Every key with its value, read in one transaction.
@@ -646,7 +656,7 @@ public struct LocalStore<Connection: ConnectionType>: Sendable {
         let name = name
         return try await connection.read { tx in
             var values: [String: JSONValue] = [:]
-            for key in try tx.localKeys(in: name) { values[key] = try tx.localValue(forKey: key, in: name) }
+            for key in try await tx.localKeys(in: name) { values[key] = try await tx.localValue(forKey: key, in: name) }
             return values
         }
     }
@@ -658,8 +668,8 @@ public struct LocalStore<Connection: ConnectionType>: Sendable {
     public func clear() async throws -> Int {
         let name = name
         return try await connection.write { tx in
-            let keys = try tx.localKeys(in: name)
-            for key in keys { try tx.setLocalValue(nil, forKey: key, in: name) }
+            let keys = try await tx.localKeys(in: name)
+            for key in keys { try await tx.setLocalValue(nil, forKey: key, in: name) }
             return keys.count
         }
     }
@@ -669,6 +679,6 @@ public struct LocalStore<Connection: ConnectionType>: Sendable {
     /// - Returns: the names.
     /// - Throws: a backend error.
     public static func names(in connection: Connection) async throws -> [String] {
-        try await connection.read { tx in try tx.localStores() }
+        try await connection.read { tx in try await tx.localStores() }
     }
 }

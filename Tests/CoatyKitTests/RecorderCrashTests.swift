@@ -1,8 +1,8 @@
 import CoatyKit
 import CoatySQLite
 import CoatyStore
-import Foundation
 import CoatySync
+import Foundation
 import Testing
 
 #if canImport(Glibc)
@@ -151,7 +151,7 @@ struct RecorderCrashTests {
 
         // The file opens, and every object the child reported as committed is there, whole.
         let connection = try SQLiteDatabase(path: path).makeConnection()
-        let tasks = try await connection.read { tx in try CoatyTask.read(tx).withMetadata.all() }
+        let tasks = try await connection.read { tx in try await CoatyTask.read(tx).withMetadata.all() }
         #expect(tasks.count >= committed)
         #expect(tasks.allSatisfy { $0.item.creatorId == creator && $0.metadata?.eventType == "Advertise" })
     }

@@ -64,7 +64,7 @@ struct RecorderGroupTests {
         let deadline = ContinuousClock.now + .seconds(60)
         var rows = 0
         while ContinuousClock.now < deadline {
-            rows = try await reader.read { tx in try CoatyTask.read(tx).count() }
+            rows = try await reader.read { tx in try await CoatyTask.read(tx).count() }
             if rows >= count { break }
             try await Task.sleep(for: .milliseconds(50))
         }

@@ -58,7 +58,7 @@ struct RecorderIntegrationTests {
 
         // Another process would see the committed rows: open the file on its own.
         let reader = try SQLiteDatabase(path: path).makeConnection()
-        let rows = try await reader.read { tx in try CoatyTask.read(tx).withMetadata.all() }
+        let rows = try await reader.read { tx in try await CoatyTask.read(tx).withMetadata.all() }
         #expect(rows.count == count)
         #expect(rows.allSatisfy { $0.metadata?.sourceId == foreignId && $0.metadata?.eventType == "Advertise" })
         #expect(rows.first?.item.custom["vendor"] != nil, "unknown fields are kept")
@@ -85,7 +85,7 @@ struct RecorderIntegrationTests {
         for await event in events {
             if case .removed(let ids) = event, ids.contains(gone.uuidString) { break }
         }
-        #expect(try await reader.read { tx in try CoatyTask.read(tx).byKey(gone.uuidString) } == nil)
+        #expect(try await reader.read { tx in try await CoatyTask.read(tx).byKey(gone.uuidString) } == nil)
 
         recorder.stop()
         try await run.value

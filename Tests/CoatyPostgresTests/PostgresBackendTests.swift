@@ -34,6 +34,10 @@ struct PostgresBackendTests {
         try await withPostgres { _, connection in try await StoreContract.rollback(connection) }
     }
 
+    @Test func transactionBodiesAwait() async throws {
+        try await withPostgres { _, connection in try await StoreContract.awaitingBodies(connection) }
+    }
+
     @Test func localKeyValueStore() async throws {
         try await withPostgres { _, connection in try await StoreContract.local(connection) }
     }
@@ -101,7 +105,7 @@ struct PostgresBackendTests {
             #expect(try await database.appliedMigrations() == ["v1-rows", "v2-local-context"])
             let connection = try await database.makeConnection()  // brings the schema up to date
             #expect(try await database.appliedMigrations() == PostgresDatabase.migrationNames)
-            let objects = try await connection.read { tx in try AnyCoatyObject.read(tx).all() }
+            let objects = try await connection.read { tx in try await AnyCoatyObject.read(tx).all() }
             #expect(objects.map(\.name) == (1...12).map { "Fixture \($0)" })
             let ranked = try await ConnectionRecorderStorage(connection).objects(
                 in: .collections(["com.example.Fixture"]),
@@ -128,13 +132,13 @@ struct PostgresBackendTests {
                 seed: indexed ? 5 : 6
             )
             let between = StoreQuery(scope: .collection("c1"), filter: .where("rank", .between(-3, 3)))
-            let exact = try await connection.read { tx in try tx.plan(for: between).isExact }
+            let exact = try await connection.read { tx in try await tx.plan(for: between).isExact }
             #expect(exact == indexed)
             let strings = StoreQuery(scope: .collection("c2"), filter: .where("rank", .between(-3, 3)))
-            #expect(try await connection.read { tx in try tx.plan(for: strings).isExact } == false)
+            #expect(try await connection.read { tx in try await tx.plan(for: strings).isExact } == false)
             #expect(database.hasIndex(collection: "c1", property: "rank") == indexed)
             let page = StoreQuery(scope: .collection("c1"), filter: ObjectFilter().orderBy("rank", .descending).take(5))
-            let pushed = try await connection.read { tx in try tx.orderedRows(page, tx.plan(for: page)) != nil }
+            let pushed = try await connection.read { tx in try await tx.orderedRows(page, tx.plan(for: page)) != nil }
             #expect(pushed == indexed)
         }
     }
@@ -146,13 +150,13 @@ struct PostgresBackendTests {
             try await database.createIndex(collection: "com.example.Light", property: "luminance")
             let name = JSONIndexDeclarations.Key(collection: "com.example.Light", property: "luminance").indexName
             let plans = try await connection.read { tx in
-                _ = try tx.fetch("SET LOCAL enable_seqscan = off")
+                _ = try await tx.fetch("SET LOCAL enable_seqscan = off")
                 let page = StoreQuery(
                     scope: .collection("com.example.Light"),
                     filter: ObjectFilter().orderBy("luminance", .descending).take(10)
                 )
-                let pagePlan = try tx.plan(for: page)
-                let ordered = try tx.explain(
+                let pagePlan = try await tx.plan(for: page)
+                let ordered = try await tx.explain(
                     "SELECT id FROM coaty_rows WHERE \(pagePlan.whereClause)"
                         + " ORDER BY (object -> 'luminance') DESC NULLS LAST, id LIMIT 10",
                     pagePlan.sql
@@ -161,8 +165,11 @@ struct PostgresBackendTests {
                     scope: .collection("com.example.Light"),
                     filter: .where("luminance", .greaterThan(0.5))
                 )
-                let rangePlan = try tx.plan(for: range)
-                let ranged = try tx.explain("SELECT id FROM coaty_rows WHERE \(rangePlan.whereClause)", rangePlan.sql)
+                let rangePlan = try await tx.plan(for: range)
+                let ranged = try await tx.explain(
+                    "SELECT id FROM coaty_rows WHERE \(rangePlan.whereClause)",
+                    rangePlan.sql
+                )
                 return (ordered, ranged, rangePlan.isExact)
             }
             #expect(plans.0.contains(name), "\(plans.0)")
@@ -196,11 +203,11 @@ struct PostgresBackendTests {
             // PostgreSQL refuses `\u0000` in jsonb; the body swallows the error, the commit must not.
             await #expect(throws: CoatyPostgresError.self) {
                 try await connection.write { tx in
-                    try Note(id: 2, text: "new").write(to: tx)
-                    _ = try? Note(id: 3, text: "nul \u{0}").write(to: tx)
+                    try await Note(id: 2, text: "new").write(to: tx)
+                    _ = try? await Note(id: 3, text: "nul \u{0}").write(to: tx)
                 }
             }
-            let notes = try await connection.read { tx in try Note.read(tx).all() }
+            let notes = try await connection.read { tx in try await Note.read(tx).all() }
             #expect(notes == [Note(id: 1, text: "kept")])
         }
     }
@@ -209,7 +216,7 @@ struct PostgresBackendTests {
         try await withPostgres { _, connection in
             await #expect(throws: CoatyPostgresError.self) {
                 try await connection.read { tx in
-                    try (tx as any WriteTransactionType).setLocalValue(1, forKey: "k")
+                    try await (tx as any WriteTransactionType).setLocalValue(1, forKey: "k")
                 }
             }
             let value = try await LocalStore(connection).get("k")
@@ -257,7 +264,7 @@ struct PostgresBackendTests {
                 let query = StoreQuery(scope: .all, filter: .where("v", ObjectFilterExpression(op, c.operand)))
                 #expect(PostgresPlan(query).isExact)
                 let expected = ObjectMatcher.apply(query.filter, to: [row]) { $0.object }
-                let actual = try await connection.read { tx in try tx.rows(matching: query) }
+                let actual = try await connection.read { tx in try await tx.rows(matching: query) }
                 #expect(actual == expected, "\(op) \(c.operand.serializedString()) on \(c.value.serializedString())")
             }
         }

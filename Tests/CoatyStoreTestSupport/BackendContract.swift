@@ -39,7 +39,7 @@ extension StoreContract {
     /// Checks what ``writeDataToReopen(_:)`` wrote, through a connection to the reopened database.
     /// - Parameter connection: the connection.
     public static func expectReopenedData(_ connection: some ConnectionType) async throws {
-        let objects = try await connection.read { tx in try AnyCoatyObject.read(tx).all() }
+        let objects = try await connection.read { tx in try await AnyCoatyObject.read(tx).all() }
         #expect(objects.map(\.objectId.uuidString) == (1...10).map(SpecObjects.objectId))
         #expect(objects.first?.json["testObj"]?["name"] == "Test SubObject 1")
         #expect(try await LocalStore(connection).get("agent") == ["name": "recorder"])
@@ -82,10 +82,10 @@ extension StoreContract {
             )
             if isExact(query) { exactCount += 1 }
             let expected = try await memory.read { tx in tx.rows(matching: query) }
-            let actual = try await connection.read { tx in try tx.rows(matching: query) }
+            let actual = try await connection.read { tx in try await tx.rows(matching: query) }
             #expect(actual.map(\.index) == expected.map(\.index), "\(query)")
             #expect(actual == expected)
-            let count = try await connection.read { tx in try tx.count(matching: query) }
+            let count = try await connection.read { tx in try await tx.count(matching: query) }
             #expect(count == expected.count, "\(query)")
             if !expected.isEmpty { nonEmpty += 1 }
         }
@@ -96,8 +96,8 @@ extension StoreContract {
 
         // Removing by query removes the same rows.
         let removal = StoreQuery(scope: .all, filter: .where("name", .in(["alpha", "beta"])))
-        let removedInMemory = try await memory.write { tx in try tx.removeRows(matching: removal) }
-        let removedInBackend = try await connection.write { tx in try tx.removeRows(matching: removal) }
+        let removedInMemory = try await memory.write { tx in try await tx.removeRows(matching: removal) }
+        let removedInBackend = try await connection.write { tx in try await tx.removeRows(matching: removal) }
         #expect(Set(removedInBackend) == Set(removedInMemory))
         #expect(!removedInMemory.isEmpty)
     }
@@ -130,19 +130,19 @@ extension StoreContract {
             filters[1].take = 7
             for filter in filters {
                 let query = StoreQuery(scope: .collection("c"), filter: filter)
-                let actual = try await connection.read { tx in try tx.rows(matching: query) }.map(\.object)
+                let actual = try await connection.read { tx in try await tx.rows(matching: query) }.map(\.object)
                 #expect(actual == ObjectMatcher.apply(filter, to: objects), "\(count) conditions")
                 #expect(!actual.isEmpty)
             }
         }
         let many = ObjectFilter.where("s", .in((0..<20_000).map { JSONValue.string("v\($0 * 2)") }))
         let inQuery = StoreQuery(scope: .collection("c"), filter: many)
-        let selected = try await connection.read { tx in try tx.rows(matching: inQuery) }.map(\.object)
+        let selected = try await connection.read { tx in try await tx.rows(matching: inQuery) }.map(\.object)
         #expect(selected == ObjectMatcher.apply(many, to: objects))
         #expect(selected.count == 100)
         let keys = (0..<5000).map { "k\($0)" }
         let byKeys = try await connection.read { tx in
-            try tx.rows(matching: StoreQuery(scope: .collection("c"), keys: keys))
+            try await tx.rows(matching: StoreQuery(scope: .collection("c"), keys: keys))
         }
         #expect(byKeys.count == 200)
     }
@@ -178,7 +178,7 @@ extension StoreContract {
         other["objectId"] = .string(CoatyUUID().uuidString)
         try await [try registry.decode(other)].write(to: connection)
         let dim = try await connection.read { tx in
-            try Light.read(tx).matchingSQL(
+            try await Light.read(tx).matchingSQL(
                 condition,
                 arguments: [1.5],
                 orderBySQL: orderBy
@@ -187,7 +187,7 @@ extension StoreContract {
         // luminance < 1.5 × minimum: l0 (0.2 < 0.75), l2 (0.4 < 0.45), l4 (0.5 < 0.6); not l1, l3.
         #expect(dim.map(\.name) == ["l4", "l2", "l0"])
         let limited = try await connection.read { tx in
-            try Light.read(tx).matchingSQL(
+            try await Light.read(tx).matchingSQL(
                 condition,
                 arguments: [1.5],
                 orderBySQL: orderBy,
@@ -197,15 +197,15 @@ extension StoreContract {
         #expect(limited.map(\.name) == ["l4"])
         // An argument is bound, never spliced: a quote in it is just a string.
         let none = try await connection.read { tx in
-            try Light.read(tx).matchingSQL(nameIs, arguments: ["l0' OR '1'='1"])
+            try await Light.read(tx).matchingSQL(nameIs, arguments: ["l0' OR '1'='1"])
         }
         #expect(none.isEmpty)
-        let named = try await connection.read { tx in try Light.read(tx).matchingSQL(nameIs, arguments: ["l3"]) }
+        let named = try await connection.read { tx in try await Light.read(tx).matchingSQL(nameIs, arguments: ["l3"]) }
         #expect(named.map(\.luminance) == [0.1])
-        #expect(try await connection.read { tx in try AnyCoatyObject.read(tx).all() }.count == 6)
+        #expect(try await connection.read { tx in try await AnyCoatyObject.read(tx).all() }.count == 6)
         await #expect(throws: (any Error).self) {
             try await connection.read { tx in
-                try AnyCoatyObject.read(tx).matchingSQL("no_such_column > 1")
+                try await AnyCoatyObject.read(tx).matchingSQL("no_such_column > 1")
             }
         }
     }

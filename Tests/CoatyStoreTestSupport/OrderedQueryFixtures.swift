@@ -81,9 +81,9 @@ extension StoreContract {
             let scope = [StoreScope.collection("c1"), .collections(["c1"]), .collection("c2"), .all][round % 4]
             let query = StoreQuery(scope: scope, filter: OrderedQueryFixtures.randomOrderedFilter(&random))
             let expected = try await memory.read { tx in tx.rows(matching: query) }
-            let actual = try await connection.read { tx in try tx.rows(matching: query) }
+            let actual = try await connection.read { tx in try await tx.rows(matching: query) }
             #expect(actual.map(\.index) == expected.map(\.index), "\(query)")
-            let count = try await connection.read { tx in try tx.count(matching: query) }
+            let count = try await connection.read { tx in try await tx.count(matching: query) }
             #expect(count == expected.count, "\(query)")
         }
     }

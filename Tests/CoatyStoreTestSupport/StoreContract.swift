@@ -171,20 +171,79 @@ public enum StoreContract {
         public init() {}
     }
 
+    /// A write whose body throws changes nothing.
+    /// - Parameter connection: a connection to an empty database.
     public static func rollback<C: ConnectionType>(_ connection: C) async throws {
         try await [Note(id: 1, text: "kept")].write(to: connection)
         await #expect(throws: Abort.self) {
             try await connection.write { tx in
-                try Note(id: 2, text: "new").write(to: tx)
-                try Note(id: 1, text: "changed").write(to: tx)
-                try tx.setLocalValue("x", forKey: "k")
-                #expect(try Note.read(tx).all().count == 2)
+                try await Note(id: 2, text: "new").write(to: tx)
+                try await Note(id: 1, text: "changed").write(to: tx)
+                try await tx.setLocalValue("x", forKey: "k")
+                #expect(try await Note.read(tx).all().count == 2)
                 throw Abort()
             }
         }
-        let notes = try await connection.read { tx in try Note.read(tx).all() }
+        let notes = try await connection.read { tx in try await Note.read(tx).all() }
         #expect(notes == [Note(id: 1, text: "kept")])
         #expect(try await LocalStore(connection).get("k") == nil)
+    }
+
+    /// A task-local value a transaction body must see (the body runs in the calling task).
+    @TaskLocal static var caller: String?
+
+    /// Transaction bodies that await: a write whose body suspends between its writes commits both,
+    /// one that suspends and then throws rolls back everything, a read running while a write is
+    /// suspended sees all of that write or none of it, and a body sees the caller's task-local
+    /// values.
+    /// - Parameter connection: a connection to an empty database.
+    public static func awaitingBodies<C: ConnectionType>(_ connection: C) async throws {
+        let seen = try await $caller.withValue("test") {
+            try await connection.write { tx in
+                try await Note(id: 1, text: "before").write(to: tx)
+                await Task.yield()
+                try await Task.sleep(for: .milliseconds(5))
+                try await Note(id: 2, text: "after").write(to: tx)
+                return caller
+            }
+        }
+        #expect(seen == "test")
+        #expect(try await connection.read { tx in try await Note.read(tx).all().map(\.id) } == [1, 2])
+
+        await #expect(throws: Abort.self) {
+            try await connection.write { tx in
+                try await Note(id: 3, text: "rolled back").write(to: tx)
+                try await Task.sleep(for: .milliseconds(5))
+                try await tx.setLocalValue("x", forKey: "k")
+                await Task.yield()
+                throw Abort()
+            }
+        }
+        #expect(try await connection.read { tx in try await Note.read(tx).all().map(\.id) } == [1, 2])
+        #expect(try await LocalStore(connection).get("k") == nil)
+
+        // A write suspended between two writes: a read meanwhile sees both or neither.
+        let (written, writtenSignal) = AsyncStream.makeStream(of: Void.self)
+        let (gate, opener) = AsyncStream.makeStream(of: Void.self)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                try await connection.write { tx in
+                    try await Note(id: 4, text: "first").write(to: tx)
+                    writtenSignal.yield()
+                    for await _ in gate { break }
+                    try await Note(id: 5, text: "second").write(to: tx)
+                }
+            }
+            for await _ in written { break }
+            group.addTask {
+                let ids = try await connection.read { tx in try await Note.read(tx).byKeys(["4", "5"]).map(\.id) }
+                #expect(ids == [] || ids == [4, 5], "a read saw part of a write: \(ids)")
+            }
+            try await Task.sleep(for: .milliseconds(20))
+            opener.yield()
+            try await group.waitForAll()
+        }
+        #expect(try await connection.read { tx in try await Note.read(tx).count() } == 4)
     }
 
     /// Metadata of another type than an item type's own.
@@ -240,7 +299,7 @@ public enum StoreContract {
         )
         try await object.write(to: connection, metadata: receipt)
         let stored = try await connection.read { tx in
-            try AnyCoatyObject.read(tx).withMetadata.byKey(object.objectId.uuidString)
+            try await AnyCoatyObject.read(tx).withMetadata.byKey(object.objectId.uuidString)
         }
         let found = try #require(stored)
         #expect(found.item == object)
@@ -261,7 +320,7 @@ public enum StoreContract {
         try await [Note(id: 1, text: "one"), Note(id: 2, text: "two")].write(to: connection)
 
         let result = try await connection.read { tx in
-            (
+            await (
                 all: try Light.read(tx).all(),
                 bright: try Light.read(tx).matching(.where("luminance", .greaterThan(0.4)).orderBy("luminance")),
                 byKeys: try Light.read(tx).byKeys([
@@ -290,13 +349,13 @@ public enum StoreContract {
         #expect(try await lights[1].remove(from: connection))
         #expect(try await !lights[1].remove(from: connection))
         let remaining = try await connection.write { tx in
-            let count = try Light.read(tx).count()
-            try Light.removeAll(from: tx)
+            let count = try await Light.read(tx).count()
+            try await Light.removeAll(from: tx)
             return count
         }
         #expect(remaining == 2)
-        #expect(try await connection.read { tx in try Light.read(tx).all() }.isEmpty)
-        #expect(try await connection.read { tx in try Note.read(tx).count() } == 2)
+        #expect(try await connection.read { tx in try await Light.read(tx).all() }.isEmpty)
+        #expect(try await connection.read { tx in try await Note.read(tx).count() } == 2)
 
         // The seeds' API on a connection: each read its own transaction.
         #expect(try await Note.read(connection).byKey("2") == Note(id: 2, text: "two"))
@@ -311,18 +370,18 @@ public enum StoreContract {
             try await Setting.read(connection).withMetadata(Who.self).all().map(\.metadata) == [Who(changedBy: "alice")]
         )
         try await connection.write { tx in
-            _ = try Note.writer(tx).withMetadata(Who.self).write(
+            _ = try await Note.writer(tx).withMetadata(Who.self).write(
                 Note(id: 7, text: "audited"),
                 metadata: Who(changedBy: "bob")
             )
         }
-        let audited = try await connection.read { tx in try Note.read(tx).withMetadata(Who.self).byKey("7") }
+        let audited = try await connection.read { tx in try await Note.read(tx).withMetadata(Who.self).byKey("7") }
         #expect(audited?.metadata == Who(changedBy: "bob"))
         // Curried steps, composed in one transaction.
         try await connection.write(Note(id: 5, text: "five").write())
         try await connection.write { tx in
-            try Note(id: 6, text: "six").write()(tx)
-            _ = try Note(id: 5, text: "five").remove()(tx)
+            try await Note(id: 6, text: "six").write()(tx)
+            _ = try await Note(id: 5, text: "five").remove()(tx)
         }
         #expect(try await connection.read(Note.readByKey("6")) == Note(id: 6, text: "six"))
         #expect(try await connection.read(Note.readByKey("5")) == nil)
@@ -376,7 +435,7 @@ public enum StoreContract {
 
         let everything = objectRepository(connection)
         #expect(try await everything.count() == 3)
-        let typedTasks = try await connection.read { tx in try CoatyTask.read(tx).all() }
+        let typedTasks = try await connection.read { tx in try await CoatyTask.read(tx).all() }
         #expect(typedTasks.map(\.objectId) == [task.objectId])
         #expect(typedTasks.first?.custom["priority"] == 7)
         #expect(typedTasks.first?.objectType == "com.example.Job")
@@ -393,10 +452,10 @@ public enum StoreContract {
             }
             try await group.waitForAll()
         }
-        let count = try await connection.read { tx in try Note.read(tx).count() }
+        let count = try await connection.read { tx in try await Note.read(tx).count() }
         #expect(count == 200)
         let fromWriterThree = try await connection.read { tx in
-            try Note.read(tx).matching(.where("text", .equals("w3")))
+            try await Note.read(tx).matching(.where("text", .equals("w3")))
         }
         #expect(fromWriterThree.map(\.id) == (300..<325).map { $0 })
     }

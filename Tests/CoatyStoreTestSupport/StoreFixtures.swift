@@ -234,8 +234,8 @@ extension StoreContract {
         async throws
     {
         try await connection.write { tx in
-            for row in rows { try tx.write(row, mode: .upsert) }
-            for index in removals { try tx.removeRow(at: index) }
+            for row in rows { try await tx.write(row, mode: .upsert) }
+            for index in removals { try await tx.removeRow(at: index) }
         }
     }
 }

@@ -34,7 +34,7 @@ enum RecorderBackend: String, CaseIterable, Sendable, CustomTestStringConvertibl
     }
 
     static func rows(_ connection: some ConnectionType) async throws -> [StoreRow] {
-        try await connection.read { tx in try tx.rows(matching: StoreQuery(scope: .coatyObjects)) }
+        try await connection.read { tx in try await tx.rows(matching: StoreQuery(scope: .coatyObjects)) }
     }
 }
 

@@ -80,8 +80,8 @@ struct SQLiteBackendTests {
         let receipt = ReceiptMetadata(sourceId: nil, eventType: "Advertise", topic: "t")
         let built = try AnyCoatyObject(BaseObject(objectType: "com.example.Text", name: "built"))
         try await connection.write { tx in
-            try AnyCoatyObject.writer(tx).write(event.object, metadata: receipt)
-            try AnyCoatyObject.writer(tx).write(built, metadata: receipt)
+            try await AnyCoatyObject.writer(tx).write(event.object, metadata: receipt)
+            try await AnyCoatyObject.writer(tx).write(built, metadata: receipt)
         }
         let rows = try DatabaseQueue(path: path).read { db in
             try Row.fetchAll(db, sql: "SELECT object, externalId, name FROM coaty_rows ORDER BY id")
@@ -89,7 +89,7 @@ struct SQLiteBackendTests {
         #expect(rows.map { $0["object"] as String } == [text, built.json.description])
         #expect(rows.first?["externalId"] == "ext-1")
         #expect(rows.first?["name"] == "as sent")
-        let read = try await connection.read { tx in try AnyCoatyObject.read(tx).byKey(id.uuidString) }
+        let read = try await connection.read { tx in try await AnyCoatyObject.read(tx).byKey(id.uuidString) }
         #expect(read?.json == event.object.json)
         #expect(read?.json["n"] == 1.5)
     }
@@ -113,7 +113,7 @@ struct SQLiteBackendTests {
         let database = try SQLiteDatabase(path: path)
         #expect(try await database.appliedMigrations() == SQLiteDatabase.migrationNames)
         let connection = database.makeConnection()
-        let stored = try await connection.read { tx in try AnyCoatyObject.read(tx).withMetadata.all() }
+        let stored = try await connection.read { tx in try await AnyCoatyObject.read(tx).withMetadata.all() }
         #expect(stored.map(\.item.name) == (1...12).map { "Fixture \($0)" })
         #expect(stored[3].item.json["tags"] == ["a", 4])
         #expect(stored.allSatisfy { $0.metadata?.eventType == "Advertise" })
@@ -189,7 +189,7 @@ struct SQLiteBackendTests {
         // The in-memory backend reads no SQL, and says so.
         let memory = InMemoryDatabase().makeConnection()
         await #expect(throws: SQLReadingUnsupported.self) {
-            try await memory.read { tx in try AnyCoatyObject.read(tx).matchingSQL("1") }
+            try await memory.read { tx in try await AnyCoatyObject.read(tx).matchingSQL("1") }
         }
     }
 

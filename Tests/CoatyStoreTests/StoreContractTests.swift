@@ -18,6 +18,11 @@ struct StoreContractTests {
     }
 
     @Test(arguments: Backend.allCases)
+    func transactionBodiesAwait(_ backend: Backend) async throws {
+        try await StoreContract.awaitingBodies(backend.makeConnection())
+    }
+
+    @Test(arguments: Backend.allCases)
     func localKeyValueStore(_ backend: Backend) async throws {
         try await StoreContract.local(backend.makeConnection())
     }

@@ -77,26 +77,26 @@ final class RecordingTransaction: WriteTransactionType {
 
 @Suite("Typed API over a recording transaction")
 struct TypedAPITransactionTests {
-    @Test func readByKeyAsksForTheIndexOfTheCollection() throws {
+    @Test func readByKeyAsksForTheIndexOfTheCollection() async throws {
         let tx = RecordingTransaction()
         tx.rowsByIndex[StoreIndex("settings", "volume")] = StoreRow(
             index: StoreIndex("settings", "volume"),
             object: ["id": "volume", "value": 7],
             metadata: ["changedBy": "alice"]
         )
-        let setting = try Setting.read(tx).byKey("volume")
+        let setting = try await Setting.read(tx).byKey("volume")
         #expect(setting == Setting(id: "volume", value: 7))
         #expect(tx.calls == [.row(StoreIndex("settings", "volume"))])
 
-        let stored = try #require(try Setting.read(tx).withMetadata.byKey("volume"))
+        let stored = try await #require(try Setting.read(tx).withMetadata.byKey("volume"))
         #expect(stored.metadata == Setting.Audit(changedBy: "alice"))
         #expect(stored.index == StoreIndex("settings", "volume"))
     }
 
-    @Test func missingKeyReadsNil() throws {
+    @Test func missingKeyReadsNil() async throws {
         let tx = RecordingTransaction()
-        #expect(try Setting.read(tx).byKey("none") == nil)
-        #expect(try Setting.read(tx).byKeys(["a", "b"]).isEmpty)
+        await #expect(try Setting.read(tx).byKey("none") == nil)
+        await #expect(try Setting.read(tx).byKeys(["a", "b"]).isEmpty)
         #expect(
             tx.calls == [
                 .row(StoreIndex("settings", "none")), .row(StoreIndex("settings", "a")),
@@ -105,10 +105,10 @@ struct TypedAPITransactionTests {
         )
     }
 
-    @Test func writeEncodesItemAndMetadataBesideIt() throws {
+    @Test func writeEncodesItemAndMetadataBesideIt() async throws {
         let tx = RecordingTransaction()
-        try Setting(id: "volume", value: 7).write(to: tx, metadata: Setting.Audit(changedBy: "bob"))
-        try Note(id: 3, text: "hi").write(to: tx)
+        try await Setting(id: "volume", value: 7).write(to: tx, metadata: Setting.Audit(changedBy: "bob"))
+        try await Note(id: 3, text: "hi").write(to: tx)
         #expect(
             tx.calls == [
                 .write(
@@ -127,23 +127,23 @@ struct TypedAPITransactionTests {
         )
     }
 
-    @Test func sequencesWriteAndRemoveEachItem() throws {
+    @Test func sequencesWriteAndRemoveEachItem() async throws {
         let tx = RecordingTransaction()
         let notes = [Note(id: 1, text: "a"), Note(id: 2, text: "b")]
-        try notes.write(to: tx)
-        let removed = try notes.remove(from: tx)
+        try await notes.write(to: tx)
+        let removed = try await notes.remove(from: tx)
         #expect(removed == 0)
         #expect(tx.calls.count == 4)
         #expect(tx.calls[2] == .remove(StoreIndex("notes", "1")))
         #expect(tx.calls[3] == .remove(StoreIndex("notes", "2")))
     }
 
-    @Test func matchingPassesTheFilterAndScope() throws {
+    @Test func matchingPassesTheFilterAndScope() async throws {
         let tx = RecordingTransaction()
         tx.queryResult = [StoreRow(index: StoreIndex("notes", "1"), object: ["id": 1, "text": "a"])]
         let filter = ObjectFilter.where("text", .equals("a")).take(1)
-        #expect(try Note.read(tx).matching(filter) == [Note(id: 1, text: "a")])
-        #expect(try Note.read(tx).all() == [Note(id: 1, text: "a")])
+        await #expect(try Note.read(tx).matching(filter) == [Note(id: 1, text: "a")])
+        await #expect(try Note.read(tx).all() == [Note(id: 1, text: "a")])
         #expect(
             tx.calls == [
                 .rows(StoreQuery(scope: .collection("notes"), filter: filter)),
@@ -152,21 +152,21 @@ struct TypedAPITransactionTests {
         )
     }
 
-    @Test func filterExistingUsesTheCollectionKeys() throws {
+    @Test func filterExistingUsesTheCollectionKeys() async throws {
         let tx = RecordingTransaction()
         tx.rowsByIndex[StoreIndex("notes", "2")] = StoreRow(
             index: StoreIndex("notes", "2"),
             object: ["id": 2, "text": "x"]
         )
-        #expect(try Note.read(tx).existingKeys(["1", "2", "3"]) == ["2"])
+        await #expect(try Note.read(tx).existingKeys(["1", "2", "3"]) == ["2"])
         #expect(tx.calls == [.keys("notes")])
     }
 
-    @Test func coatyObjectsAreStoredByObjectTypeAndObjectId() throws {
+    @Test func coatyObjectsAreStoredByObjectTypeAndObjectId() async throws {
         let tx = RecordingTransaction()
         let light = Light(name: "Lamp", isOn: true, luminance: 0.5)
         let receipt = ReceiptMetadata(sourceId: nil, eventType: "Advertise", topic: "coaty/3/-/ADV:com.example.Light/x")
-        try light.write(to: tx, metadata: receipt)
+        try await light.write(to: tx, metadata: receipt)
         guard case .write(let row, .upsert)? = tx.calls.first else {
             Issue.record("no write recorded")
             return
@@ -177,35 +177,35 @@ struct TypedAPITransactionTests {
         #expect(row.metadata?["topic"] == .string(receipt.topic))
 
         tx.rowsByIndex[row.index] = row
-        let read = try #require(try Light.read(tx).withMetadata.byKey(light.objectId.uuidString))
+        let read = try await #require(try Light.read(tx).withMetadata.byKey(light.objectId.uuidString))
         #expect(read.item == light)
         #expect(read.metadata?.eventType == "Advertise")
     }
 
-    @Test func anyCoatyObjectLooksUpAKeyAcrossCollections() throws {
+    @Test func anyCoatyObjectLooksUpAKeyAcrossCollections() async throws {
         let tx = RecordingTransaction()
-        _ = try AnyCoatyObject.read(tx).byKey("k")
+        _ = try await AnyCoatyObject.read(tx).byKey("k")
         #expect(tx.calls == [.rows(StoreQuery(scope: .coatyObjects, keys: ["k"]))])
     }
 
-    @Test func coreTypeStructReadsItsCoreType() throws {
+    @Test func coreTypeStructReadsItsCoreType() async throws {
         let tx = RecordingTransaction()
-        _ = try CoatyTask.read(tx).all()
+        _ = try await CoatyTask.read(tx).all()
         #expect(tx.calls == [.rows(StoreQuery(scope: .coreTypes(["Task"])))])
     }
 
-    @Test func removeAllRemovesTheScope() throws {
+    @Test func removeAllRemovesTheScope() async throws {
         let tx = RecordingTransaction()
-        _ = try Light.removeAll(from: tx)
+        _ = try await Light.removeAll(from: tx)
         #expect(tx.calls == [.removeRows(StoreQuery(scope: .collection("com.example.Light")))])
     }
 
-    @Test func wrongJSONThrowsADecodingError() {
+    @Test func wrongJSONThrowsADecodingError() async {
         let tx = RecordingTransaction()
         tx.rowsByIndex[StoreIndex("notes", "1")] = StoreRow(
             index: StoreIndex("notes", "1"),
             object: ["id": "not a number"]
         )
-        #expect(throws: (any Error).self) { try Note.read(tx).byKey("1") }
+        await #expect(throws: (any Error).self) { try await Note.read(tx).byKey("1") }
     }
 }

@@ -22,7 +22,7 @@ public enum RecorderMutationOutcome: Sendable, Hashable {
 /// The store a ``CoatyRecorder`` writes to and answers from.
 ///
 /// ``ConnectionRecorderStorage`` implements it once for every ``ConnectionType`` backend
-/// (in-memory, SQLite); a backend without synchronous transactions implements these five
+/// (in-memory, SQLite, PostgreSQL); a store that is not such a backend implements these five
 /// operations directly.
 public protocol RecorderStorage: Sendable {
     /// Applies mutations in order, in **one** transaction: all of them are committed, or none.
@@ -104,7 +104,7 @@ public struct ConnectionRecorderStorage<Connection: ConnectionType>: RecorderSto
             }
             var otherRows: [String: [StoreIndex]] = [:]
             if !ids.isEmpty {
-                for row in try tx.rows(matching: Self.byObjectId(ids)) {
+                for row in try await tx.rows(matching: Self.byObjectId(ids)) {
                     if let id = row.object["objectId"]?.stringValue { otherRows[id, default: []].append(row.index) }
                 }
             }
@@ -116,12 +116,12 @@ public struct ConnectionRecorderStorage<Connection: ConnectionType>: RecorderSto
                 case .store(let object, let receipt):
                     let id = object.objectId.uuidString
                     let index = StoreIndex(object.objectType, id)
-                    for other in otherRows[id] ?? [] where other != index { try tx.removeRow(at: other) }
+                    for other in otherRows[id] ?? [] where other != index { try await tx.removeRow(at: other) }
                     otherRows[id] = [index]
-                    try writer.write(object, metadata: receipt)
+                    try await writer.write(object, metadata: receipt)
                     outcomes.append(.stored)
                 case .remove(let objectIds):
-                    let removed = try Self.removeWithDescendants(objectIds, in: tx)
+                    let removed = try await Self.removeWithDescendants(objectIds, in: tx)
                     for id in removed { otherRows[id] = nil }
                     outcomes.append(.removed(removed))
                 }
@@ -152,7 +152,7 @@ public struct ConnectionRecorderStorage<Connection: ConnectionType>: RecorderSto
         let filter = ObjectFilter.where(ObjectFilterProperty(path: [property]), .equals(.string(value)))
         // objectId and externalId are promoted, indexed columns: a brief read.
         return try await connection.readBriefly { tx in
-            try tx.rows(matching: StoreQuery(scope: .coatyObjects, filter: filter, includesMetadata: false)).map(
+            try await tx.rows(matching: StoreQuery(scope: .coatyObjects, filter: filter, includesMetadata: false)).map(
                 \.object
             )
         }
@@ -162,12 +162,12 @@ public struct ConnectionRecorderStorage<Connection: ConnectionType>: RecorderSto
     public func update(_ object: AnyCoatyObject, receipt: ReceiptMetadata) async throws -> JSONValue? {
         try await connection.write { tx in
             let id = object.objectId.uuidString
-            let existing = try tx.rows(matching: Self.byObjectId([.string(id)]))
+            let existing = try await tx.rows(matching: Self.byObjectId([.string(id)]))
             guard !existing.isEmpty else { return nil }
             let index = StoreIndex(object.objectType, id)
-            for row in existing where row.index != index { try tx.removeRow(at: row.index) }
-            try AnyCoatyObject.writer(tx).write(object, metadata: receipt)
-            return try tx.row(at: index)?.object
+            for row in existing where row.index != index { try await tx.removeRow(at: row.index) }
+            try await AnyCoatyObject.writer(tx).write(object, metadata: receipt)
+            return try await tx.row(at: index)?.object
         }
     }
 
@@ -180,7 +180,9 @@ public struct ConnectionRecorderStorage<Connection: ConnectionType>: RecorderSto
 
     /// Removes the objects with `objectIds` and their descendants by `parentObjectId`, breadth
     /// first; returns the objectIds removed.
-    static func removeWithDescendants(_ objectIds: [String], in tx: Connection.WriteTransaction) throws -> [String] {
+    static func removeWithDescendants(_ objectIds: [String], in tx: Connection.WriteTransaction) async throws
+        -> [String]
+    {
         var visited: Set<String> = []
         var frontier = Array(Set(objectIds)).sorted()
         var removed: [String] = []
@@ -191,11 +193,11 @@ public struct ConnectionRecorderStorage<Connection: ConnectionType>: RecorderSto
             // thousand values at most.
             for start in stride(from: 0, to: frontier.count, by: 1000) {
                 let values = frontier[start..<min(start + 1000, frontier.count)].map(JSONValue.string)
-                let rows = try tx.rows(matching: byObjectId(values))
-                for row in rows where try tx.removeRow(at: row.index) {
+                let rows = try await tx.rows(matching: byObjectId(values))
+                for row in rows where try await tx.removeRow(at: row.index) {
                     if let id = row.object["objectId"]?.stringValue { removed.append(id) }
                 }
-                let children = try tx.rows(
+                let children = try await tx.rows(
                     matching: StoreQuery(scope: .coatyObjects, filter: .where("parentObjectId", .in(values)))
                 )
                 next.formUnion(children.compactMap { $0.object["objectId"]?.stringValue })
