@@ -34,27 +34,7 @@ public struct AgentConnectionChange: Sendable, Hashable {
 /// Made by ``ConnectionStateController/changes()``, it receives the changes from then on; it
 /// ends when the controller's ``ConnectionStateController/run()`` ends, or when the iterating
 /// task is cancelled.
-public struct AgentConnectionChanges: AsyncSequence, Sendable {
-    /// Never fails.
-    public typealias Failure = Never
-
-    let stream: AsyncStream<AgentConnectionChange>
-
-    /// Creates the iterator.
-    /// - Returns: the iterator.
-    public func makeAsyncIterator() -> Iterator { Iterator(base: stream.makeAsyncIterator()) }
-
-    /// The iterator of ``AgentConnectionChanges``.
-    public struct Iterator: AsyncIteratorProtocol {
-        var base: AsyncStream<AgentConnectionChange>.Iterator
-
-        /// The next change.
-        /// - Returns: the change, or `nil` when the controller stopped or the task was cancelled.
-        public mutating func next() async -> AgentConnectionChange? {
-            await base.next()
-        }
-    }
-}
+public typealias AgentConnectionChanges = UpdateSequence<AgentConnectionChange>
 
 /// Tracks which other agents are online (Coaty's connection state of agents), from their
 /// identities' Advertises and Deadvertises.
@@ -108,7 +88,7 @@ public final class ConnectionStateController: Controller {
     /// agents already online.
     /// - Returns: the changes.
     public func changes() -> AgentConnectionChanges {
-        AgentConnectionChanges(stream: broadcast.stream())
+        AgentConnectionChanges(broadcast.stream())
     }
 
     /// Returns once ``run()`` has subscribed to the identities' Advertises and Deadvertises and

@@ -254,11 +254,11 @@ public final class SensorSourceController: Controller {
     /// - Parameter sensorId: the sensor's objectId.
     /// - Returns: the values.
     /// - Throws: ``SensorThingsError/sensorNotRegistered(_:)``.
-    public func sensorValues(_ sensorId: CoatyUUID) throws(SensorThingsError) -> AsyncStream<JSONValue> {
+    public func sensorValues(_ sensorId: CoatyUUID) throws(SensorThingsError) -> SensorValues {
         guard let values = state.withLock({ $0.entries[sensorId]?.values }) else {
             throw .sensorNotRegistered(sensorId)
         }
-        return values.stream()
+        return SensorValues(values.stream())
     }
 
     // MARK: Publishing observations

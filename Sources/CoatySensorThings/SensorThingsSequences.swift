@@ -1,4 +1,4 @@
-import CoatyCore
+public import CoatyCore
 import CoatySync
 import Synchronization
 
@@ -152,3 +152,15 @@ final class StopSignal: Sendable {
         }
     }
 }
+
+/// The values read for a sensor's published observations
+/// (``SensorSourceController/sensorValues(_:)``); it ends when the sensor is unregistered.
+public typealias SensorValues = UpdateSequence<JSONValue>
+
+/// The changes of the registered sensors, the latest first
+/// (``ThingSensorObservationObserverController/registeredSensorsChanges()``).
+public typealias RegisteredSensorsChanges = UpdateSequence<RegisteredSensorsChangeInfo>
+
+/// The observations received for registered sensors
+/// (``ThingSensorObservationObserverController/sensorObservations()``).
+public typealias SensorObservations = UpdateSequence<SensorObservation>

@@ -130,15 +130,15 @@ public final class ThingSensorObservationObserverController: Controller {
     /// The changes of the registered sensors: the latest change first (an empty one before any),
     /// then each later one (Coaty JS's `registeredSensorsChangeInfo$`, a behaviour subject).
     /// - Returns: the changes; the sequence ends when the consumer stops.
-    public func registeredSensorsChanges() -> AsyncStream<RegisteredSensorsChangeInfo> {
-        state.withLock { state in changes.stream(initial: state.lastChange) }
+    public func registeredSensorsChanges() -> RegisteredSensorsChanges {
+        RegisteredSensorsChanges(state.withLock { state in changes.stream(initial: state.lastChange) })
     }
 
     /// The observations received for registered sensors from now on (Coaty JS's
     /// `sensorObservation$`).
     /// - Returns: the observations; the sequence ends when the consumer stops.
-    public func sensorObservations() -> AsyncStream<SensorObservation> {
-        observations.stream()
+    public func sensorObservations() -> SensorObservations {
+        SensorObservations(observations.stream())
     }
 
     /// Runs ``run()``.

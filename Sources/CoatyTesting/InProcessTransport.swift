@@ -103,32 +103,7 @@ public final class InProcessTransport: CoatyTransport {
     // MARK: Connection state
 
     /// A sequence of connection states: the current one, then every change.
-    public struct ConnectionStates: AsyncSequence, Sendable {
-        /// A connection state.
-        public typealias Element = TransportConnectionState
-        /// Observing never fails.
-        public typealias Failure = Never
-
-        let stream: AsyncStream<TransportConnectionState>
-
-        /// Creates an iterator.
-        public func makeAsyncIterator() -> Iterator { Iterator(base: stream.makeAsyncIterator()) }
-
-        /// Iterates the states.
-        public struct Iterator: AsyncIteratorProtocol {
-            var base: AsyncStream<TransportConnectionState>.Iterator
-
-            /// The next state, or `nil` when the consuming task is cancelled.
-            public mutating func next() async -> TransportConnectionState? {
-                await base.next()
-            }
-
-            /// The next state, or `nil` when the consuming task is cancelled.
-            public mutating func next(isolation actor: isolated (any Actor)?) async -> TransportConnectionState? {
-                await base.next(isolation: actor)
-            }
-        }
-    }
+    public typealias ConnectionStates = UpdateSequence<TransportConnectionState>
 
     /// The current connection state.
     public var connectionState: TransportConnectionState {
@@ -151,7 +126,7 @@ public final class InProcessTransport: CoatyTransport {
                 state.clients[index].stateObservers[token] = nil
             }
         }
-        return ConnectionStates(stream: stream)
+        return ConnectionStates(stream)
     }
 
     // MARK: Connecting

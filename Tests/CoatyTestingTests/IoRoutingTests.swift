@@ -1,6 +1,6 @@
 import CoatyCore
-import CoatyTesting
 import CoatySync
+import CoatyTesting
 import Testing
 
 /// A clock that moves only when a test advances it, so sample and throttle are deterministic.
@@ -160,7 +160,7 @@ func pairs(_ events: [AssociateEventData], associating: Bool = true) -> Set<Pair
 }
 
 /// Waits until an association state stream reports `wanted`.
-private func awaitAssociation(_ states: AsyncStream<Bool>, _ wanted: Bool = true) async {
+private func awaitAssociation(_ states: IoAssociationStates, _ wanted: Bool = true) async {
     for await state in states where state == wanted { return }
 }
 

@@ -123,8 +123,8 @@ public final class IoActorObserver: Service, Sendable {
 
     /// The association state now and at every change (distinct values).
     /// - Returns: a stream that ends when the observer stops.
-    public func associationStates() -> AsyncStream<Bool> {
-        follower.state.stream()
+    public func associationStates() -> IoAssociationStates {
+        IoAssociationStates(follower.state.stream())
     }
 
     /// Stops ``run()``.

@@ -4,6 +4,10 @@ import CoatySync
 import ServiceLifecycle
 import Synchronization
 
+/// Whether an IO point is associated, now and at every change (distinct values); see
+/// ``IoSourcePublisher/associationStates()`` and ``IoActorObserver/associationStates()``.
+public typealias IoAssociationStates = UpdateSequence<Bool>
+
 /// A state broadcast to every watcher: each new stream yields the current value at once, then
 /// every change (distinct values; a slow watcher keeps the newest 16).
 final class StateBroadcast<Value: Sendable & Equatable>: Sendable {

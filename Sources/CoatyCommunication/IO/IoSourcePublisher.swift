@@ -83,8 +83,8 @@ public final class IoSourcePublisher<C: Clock>: Service, Sendable where C.Durati
 
     /// The association state now and at every change (distinct values).
     /// - Returns: a stream that ends when the publisher stops.
-    public func associationStates() -> AsyncStream<Bool> {
-        follower.state.stream()
+    public func associationStates() -> IoAssociationStates {
+        IoAssociationStates(follower.state.stream())
     }
 
     /// Publishes a JSON value, or schedules it by the update strategy; discards it when the

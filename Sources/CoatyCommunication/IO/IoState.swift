@@ -25,30 +25,7 @@ public struct IoState: Sendable, Hashable {
 /// The IO states of one IO point, as an `AsyncSequence`: the current state first, then every
 /// change (a consumer that falls behind skips to the newest states). It ends when the iterating
 /// task is cancelled.
-public struct IoStates: AsyncSequence, Sendable {
-    /// Never fails.
-    public typealias Failure = Never
-
-    let stream: AsyncStream<IoState>
-
-    /// Creates the iterator.
-    /// - Returns: the iterator.
-    public func makeAsyncIterator() -> Iterator { Iterator(base: stream.makeAsyncIterator()) }
-
-    /// The iterator of ``IoStates``.
-    public struct Iterator: AsyncIteratorProtocol {
-        var base: AsyncStream<IoState>.Iterator
-
-        /// The next state, or `nil` when the iteration was cancelled.
-        public mutating func next() async -> IoState? { await base.next() }
-
-        /// The next state, or `nil` when the iteration was cancelled.
-        /// - Parameter actor: the caller's isolation.
-        public mutating func next(isolation actor: isolated (any Actor)?) async -> IoState? {
-            await base.next(isolation: actor)
-        }
-    }
-}
+public typealias IoStates = UpdateSequence<IoState>
 
 /// The association tables of the agent's own IO points, fed by the Associate events of the IO
 /// contexts of its IoNodes, and the IO state broadcast of each observed point.
@@ -82,7 +59,7 @@ final class IoStateTable: Sendable {
             table.broadcasts[pointId] = broadcast
             return broadcast
         }
-        return IoStates(stream: broadcast.stream())
+        return IoStates(broadcast.stream())
     }
 
     /// Applies an Associate event to those of its points the agent's `nodes` hold (Coaty JS's

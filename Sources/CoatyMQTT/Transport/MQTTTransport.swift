@@ -205,9 +205,12 @@ public final class MQTTTransport: CoatyTransport {
     /// The current connection state.
     public var connectionState: TransportConnectionState { state.withLock { $0.connection } }
 
+    /// The connection state now and at every change.
+    public typealias ConnectionStates = UpdateSequence<TransportConnectionState>
+
     /// The current connection state, then every change.
     /// - Returns: a sequence that ends when the consuming task is cancelled.
-    public func connectionStates() -> AsyncStream<TransportConnectionState> {
+    public func connectionStates() -> ConnectionStates {
         let (stream, continuation) = AsyncStream<TransportConnectionState>.makeStream(bufferingPolicy: .unbounded)
         let token = state.withLock { state in
             state.nextToken += 1
@@ -218,7 +221,7 @@ public final class MQTTTransport: CoatyTransport {
         continuation.onTermination = { [weak self] _ in
             _ = self?.state.withLock { $0.observers.removeValue(forKey: token) }
         }
-        return stream
+        return ConnectionStates(stream)
     }
 
     private func makeClient(will: TransportMessage?) -> MQTTClient {
