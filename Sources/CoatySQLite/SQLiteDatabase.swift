@@ -779,9 +779,11 @@ extension SQLiteTransaction {
             keys.append((level.property.path[0], level.order == .descending))
         }
         // Without an index on the first property SQLite evaluates `json_extract` for every
-        // candidate (a parse of its JSON each time): the matcher sorts faster.
+        // candidate (a parse of its JSON each time); that still beats decoding every candidate
+        // into Swift for the matcher to sort, when the conditions are exact and only the page is
+        // decoded.
         let walk = indexClause(query.scope, keys[0].key)
-        guard !walk.isEmpty else { return nil }
+        guard !walk.isEmpty || plan.conditionsAreExact else { return nil }
         let take = filter.take ?? 0
         if take < 0 { return [] }
         let skip = max(filter.skip ?? 0, 0)
