@@ -263,9 +263,11 @@ struct MQTTClientTests {
         let (warm, end) = (try usage(lines[0]), try usage(lines[1]))
         #expect(end["cycles"] == cycles)
         // After the warm-up tenth of the cycles, the rest change nothing but noise.
-        // (A runtime may open a descriptor or two lazily after the warm-up; a leak shows one per cycle.)
+        // (A runtime may open a descriptor or two, or start a worker thread or two, lazily after the
+        // warm-up — seen once under full load: 5 → 7 threads after 200 agent cycles; a leak shows one
+        // per cycle, 180 here.)
         #expect(end["fds", default: .max] <= warm["fds", default: 0] + 2, "fds \(warm) → \(end)")
-        #expect(end["threads", default: .max] <= warm["threads", default: 0] + 1, "threads \(warm) → \(end)")
+        #expect(end["threads", default: .max] <= warm["threads", default: 0] + 2, "threads \(warm) → \(end)")
         #expect(
             end["rssKiB", default: .max] - warm["rssKiB", default: 0] < 8 * 1024,
             "resident memory \(warm) → \(end)"
