@@ -235,6 +235,20 @@ public final class InProcessBroker: Sendable {
             state.clients.first { $0.clientId == clientId }?.subscriptions.first { $0.filter == filter }?.qos
         }
     }
+
+    /// Every subscribe request a client made, in order, including subscriptions it has since
+    /// ended (a request's response topic, for instance).
+    ///
+    /// Unlike ``subscriptions(ofClient:)`` followed by ``subscriptionQoS(ofClient:filter:)``,
+    /// this is one snapshot: a subscription ending in between cannot make it inconsistent.
+    ///
+    /// - Parameter clientId: the client id given to ``makeTransport(clientId:)``.
+    /// - Returns: the filter and QoS of each request of the first client with that id.
+    public func subscribeRequests(ofClient clientId: String) -> [(filter: String, qos: TransportQoS)] {
+        state.withLock { state in
+            state.clients.first { $0.clientId == clientId }?.subscribeRequests.map { ($0.filter, $0.qos) } ?? []
+        }
+    }
 }
 
 // MARK: - State
@@ -263,6 +277,8 @@ struct ClientState {
     var will: TransportMessage?
     /// The transport-owned subscription set, in order; active on the broker while connected.
     var subscriptions: [Subscription] = []
+    /// Every subscribe request since the client was created, in order, also those since ended.
+    var subscribeRequests: [Subscription] = []
     /// Received messages not yet consumed: `mailbox[mailboxHead...]`.
     var mailbox: [TransportMessage] = []
     var mailboxHead = 0

@@ -278,6 +278,7 @@ public final class InProcessTransport: CoatyTransport {
             let lifecycle = state.clients[index].lifecycle
             guard lifecycle != .disconnected else { return .notConnected }
             var isNew = false
+            state.clients[index].subscribeRequests.append(Subscription(filter: filter, qos: qos))
             if let existing = state.clients[index].subscriptions.firstIndex(where: { $0.filter == filter }) {
                 state.clients[index].subscriptions[existing].qos = qos
             } else {

@@ -29,10 +29,11 @@ struct AgentQoSTests {
         for publication in published {
             #expect(publication.message.qos == .atLeastOnce, "\(publication.message.topic)")
         }
-        let filters = broker.subscriptions(ofClient: transport.clientId)
-        #expect(!filters.isEmpty)
-        for filter in filters {
-            #expect(broker.subscriptionQoS(ofClient: transport.clientId, filter: filter) == .atLeastOnce, "\(filter)")
+        // One snapshot of every request, those since ended included (a response topic).
+        let requests = broker.subscribeRequests(ofClient: transport.clientId)
+        #expect(!requests.isEmpty)
+        for request in requests {
+            #expect(request.qos == .atLeastOnce, "\(request.filter)")
         }
         await manager.stop()
     }

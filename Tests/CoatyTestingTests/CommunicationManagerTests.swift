@@ -835,10 +835,11 @@ struct CommunicationManagerTests {
             #expect(!publication.message.retain, "\(publication.message.topic)")
         }
         for agent in [a, b] {
-            let filters = broker.subscriptions(ofClient: agent.clientId)
-            #expect(!filters.isEmpty)
-            for filter in filters {
-                #expect(broker.subscriptionQoS(ofClient: agent.clientId, filter: filter) == .atMostOnce, "\(filter)")
+            // One snapshot of every request, those since ended included (a response topic).
+            let requests = broker.subscribeRequests(ofClient: agent.clientId)
+            #expect(!requests.isEmpty)
+            for request in requests {
+                #expect(request.qos == .atMostOnce, "\(request.filter)")
             }
         }
         await a.manager.stop()
