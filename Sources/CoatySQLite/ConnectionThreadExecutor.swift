@@ -215,43 +215,4 @@ extension ConnectionThreadExecutor {
         }
         return try outcome.get()
     }
-
-    /// Runs `body` to its end on the calling thread, which must hold `db` (a GRDB closure on the
-    /// thread where the caller is): the brief reads. The calling thread waits while `body`
-    /// awaits anything but the transaction, so a brief read's body awaits nothing else.
-    /// - Parameters:
-    ///   - db: the database the calling thread holds.
-    ///   - body: the reads.
-    /// - Returns: what `body` returns.
-    /// - Throws: what `body` throws.
-    static func runHere<T: Sendable>(
-        _ db: Database,
-        _ body: @escaping @Sendable (Database) async throws -> T
-    ) throws -> T {
-        let executor = ConnectionThreadExecutor()
-        let outcome = Outcome<T>()
-        let handle = DatabaseHandle(db: db)
-        let task = Task(executorPreference: executor) {
-            do {
-                outcome.set(.success(try await body(handle.db)))
-            } catch {
-                outcome.set(.failure(error))
-            }
-            executor.finish()
-        }
-        executor.serve()
-        _ = task
-        return try outcome.result().get()
-    }
-}
-
-/// The result of a task run by ``ConnectionThreadExecutor/runHere(_:_:)``.
-private final class Outcome<T: Sendable>: Sendable {
-    private let value = CoatyMutex<Result<T, any Error>?>(nil)
-
-    func set(_ result: Result<T, any Error>) { value.withLock { $0 = result } }
-
-    func result() -> Result<T, any Error> {
-        value.withLock { $0 } ?? .failure(CoatySQLiteError("A brief read ended without a result"))
-    }
 }

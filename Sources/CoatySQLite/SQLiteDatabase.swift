@@ -265,22 +265,26 @@ public struct SQLiteConnection: ConnectionType, JSONPropertyIndexing {
         }
     }
 
-    /// Runs a brief read (a lookup by key or indexed column) on the calling thread, on the
-    /// database's one read-only connection for brief reads: a WAL reader never waits for the
-    /// writer, so such a read is microseconds of work, and running it where the caller is saves
-    /// the two thread switches of a hop to a reader queue and back, and the pool's reader
-    /// checkout. Brief reads are serialized on that connection. Never for scans: use ``read(_:)``;
-    /// the body awaits nothing but the transaction (the calling thread waits for it to end).
+    /// Runs a brief read (a lookup by key or indexed column) on the database's one read-only
+    /// connection for brief reads: a WAL reader never waits for the writer, and that connection's
+    /// transaction is begun and committed with cached statements (GRDB's `read` prepares `BEGIN`
+    /// and `COMMIT` afresh each time, a third of a lookup's cost) without the pool's reader
+    /// checkout. Brief reads are serialized on that connection, whose thread runs the body's work;
+    /// the calling task is suspended meanwhile, never its thread blocked. Never for scans: use
+    /// ``read(_:)``.
     /// - Parameter body: the reads.
     /// - Returns: what `body` returns.
     /// - Throws: what `body` or SQLite throws.
     public func readBriefly<T: Sendable>(_ body: @escaping @Sendable (SQLiteTransaction) async throws -> T)
         async throws -> T
     {
-        try readHere(body)
+        let briefReader = briefReader
+        return try await readOnBriefReader(body) { work in
+            try await briefReader.unsafeRead { db in try Self.inBriefTransaction(db) { try work(db) } }
+        }
     }
 
-    /// Runs a probably brief read on the calling thread, on the brief-read connection, and stops
+    /// Runs a probably brief read on the brief-read connection (see ``readBriefly(_:)``), and stops
     /// it (SQLite's progress handler, checked every 1000 virtual-machine steps) once it has run
     /// for ``CoatyStore/briefReadBudget``: `nil` then, so the caller runs it with ``read(_:)``.
     /// - Parameter body: the reads.
@@ -289,30 +293,38 @@ public struct SQLiteConnection: ConnectionType, JSONPropertyIndexing {
     public func readIfBrief<T: Sendable>(_ body: @escaping @Sendable (SQLiteTransaction) async throws -> T)
         async throws -> T?
     {
-        try briefReader.inDatabase { db in
-            let budget = BriefReadBudget(deadline: ContinuousClock.now + briefReadBudget)
-            let connection = db.sqliteConnection
-            sqlite3_progress_handler(
-                connection,
-                1000,
-                { context in
-                    guard let context else { return 0 }
-                    return Unmanaged<BriefReadBudget>.fromOpaque(context).takeUnretainedValue().check() ? 1 : 0
-                },
-                Unmanaged.passUnretained(budget).toOpaque()
-            )
-            // The handler goes before the transaction ends: SQLite counts a cached statement's steps
-            // across its runs, so the handler can fire inside COMMIT, and an interrupted COMMIT would
-            // leave the transaction open (the soak benchmark crashed a loaded recorder so).
-            let removeHandler = { withExtendedLifetime(budget) { sqlite3_progress_handler(connection, 0, nil, nil) } }
-            defer { removeHandler() }
-            do {
-                let result = try inBriefTransaction(db, body, beforeEnd: removeHandler)
-                // A body that caught SQLite's interruption must not return what it read so far.
-                return budget.exceeded ? nil : result
-            } catch  where budget.exceeded {
-                return nil
+        let briefReader = briefReader
+        let budget = BriefReadBudget(briefReadBudget)
+        do {
+            let result = try await readOnBriefReader(body) { work in
+                try await briefReader.unsafeRead { db in
+                    let connection = db.sqliteConnection
+                    budget.start()
+                    sqlite3_progress_handler(
+                        connection,
+                        1000,
+                        { context in
+                            guard let context else { return 0 }
+                            return Unmanaged<BriefReadBudget>.fromOpaque(context).takeUnretainedValue().check()
+                                ? 1 : 0
+                        },
+                        Unmanaged.passUnretained(budget).toOpaque()
+                    )
+                    // The handler goes before the transaction ends: SQLite counts a cached statement's
+                    // steps across its runs, so the handler can fire inside COMMIT, and an interrupted
+                    // COMMIT would leave the transaction open (the soak benchmark crashed a loaded
+                    // recorder so).
+                    let removeHandler = {
+                        withExtendedLifetime(budget) { sqlite3_progress_handler(connection, 0, nil, nil) }
+                    }
+                    defer { removeHandler() }
+                    try Self.inBriefTransaction(db, beforeEnd: removeHandler) { try work(db) }
+                }
             }
+            // A body that caught SQLite's interruption must not return what it read so far.
+            return budget.exceeded ? nil : result
+        } catch  where budget.exceeded {
+            return nil
         }
     }
 
@@ -326,19 +338,23 @@ public struct SQLiteConnection: ConnectionType, JSONPropertyIndexing {
         indexes.contains(collection: collection, property: property)
     }
 
-    /// A read transaction on the brief reader, begun and committed with cached statements (GRDB's
-    /// `read` prepares `BEGIN` and `COMMIT` afresh each time, a third of a lookup's cost).
-    private func readHere<T: Sendable>(_ body: @escaping @Sendable (SQLiteTransaction) async throws -> T) throws -> T {
-        try briefReader.inDatabase { db in try inBriefTransaction(db, body) }
+    /// Runs `body` on the brief reader's thread (``ConnectionThreadExecutor``), inside `access`.
+    private func readOnBriefReader<T: Sendable>(
+        _ body: @escaping @Sendable (SQLiteTransaction) async throws -> T,
+        access: @escaping @Sendable (@escaping @Sendable (Database) throws -> Void) async throws -> Void
+    ) async throws -> T {
+        let (indexes, numericKnowledge) = (indexes, numericKnowledge)
+        return try await ConnectionThreadExecutor.run(in: access) { db in
+            try await body(SQLiteTransaction(db, indexes: indexes, numericKnowledge: numericKnowledge))
+        }
     }
 
-    /// Runs `body` in a read transaction on `db`, on the calling thread (which holds `db`).
-    /// - Parameter beforeEnd: runs after `body`, before the transaction ends.
-    private func inBriefTransaction<T: Sendable>(
-        _ db: Database,
-        _ body: @escaping @Sendable (SQLiteTransaction) async throws -> T,
-        beforeEnd: () -> Void = {}
-    ) throws -> T {
+    /// Runs `work` in a read transaction on `db` begun and committed with cached statements.
+    /// - Parameters:
+    ///   - beforeEnd: runs after `work`, before the transaction ends.
+    private static func inBriefTransaction(_ db: Database, beforeEnd: () -> Void = {}, _ work: () throws -> Void)
+        throws
+    {
         try db.cachedStatement(sql: "BEGIN DEFERRED TRANSACTION").execute()
         defer {
             beforeEnd()
@@ -349,10 +365,7 @@ public struct SQLiteConnection: ConnectionType, JSONPropertyIndexing {
                 try? db.execute(sql: "ROLLBACK TRANSACTION")
             }
         }
-        let (indexes, numericKnowledge) = (indexes, numericKnowledge)
-        return try ConnectionThreadExecutor.runHere(db) { db in
-            try await body(SQLiteTransaction(db, indexes: indexes, numericKnowledge: numericKnowledge))
-        }
+        try work()
     }
 
     /// Runs `body` in an immediate write transaction: commits when it returns, rolls back when it
@@ -981,16 +994,30 @@ final class NumericKnowledge: Sendable {
 
 /// The deadline of one ``SQLiteConnection/readIfBrief(_:)``, checked by SQLite's progress
 /// handler on the reading thread (and only there).
-private final class BriefReadBudget {
-    let deadline: ContinuousClock.Instant
-    private(set) var exceeded = false
+private final class BriefReadBudget: Sendable {
+    private struct State {
+        var deadline: ContinuousClock.Instant?
+        var exceeded = false
+    }
 
-    init(deadline: ContinuousClock.Instant) { self.deadline = deadline }
+    private let budget: Duration
+    private let state = CoatyMutex(State())
+
+    /// Whether the read was stopped.
+    var exceeded: Bool { state.withLock { $0.exceeded } }
+
+    init(_ budget: Duration) { self.budget = budget }
+
+    /// Starts the clock: called on the reader's thread when the read begins (time spent waiting
+    /// for the connection does not count).
+    func start() { state.withLock { $0.deadline = ContinuousClock.now + budget } }
 
     /// Whether the read must stop now.
     func check() -> Bool {
-        if !exceeded, ContinuousClock.now >= deadline { exceeded = true }
-        return exceeded
+        state.withLock { state in
+            if !state.exceeded, let deadline = state.deadline, ContinuousClock.now >= deadline { state.exceeded = true }
+            return state.exceeded
+        }
     }
 }
 

@@ -200,14 +200,14 @@ struct SQLiteOrderedQueryTests {
         let connection = database.makeConnection()
         let pad = String(repeating: "x", count: 2000)
         try await connection.write { tx in
-            for i in 0..<20_000 {
+            for i in 0..<5_000 {
                 _ = try tx.write(
                     StoreRow(index: StoreIndex("c", "k\(i)"), object: ["n": .int(Int64(i)), "pad": .string(pad)]),
                     mode: .upsert
                 )
             }
         }
-        // Every row's JSON is read and searched: far beyond a millisecond.
+        // Every row's JSON (10 MB) is read and searched: far beyond a millisecond.
         let scan = StoreQuery(scope: .collection("c"), filter: .where("pad", .like("%y%")))
         let stopped = try await connection.readIfBrief { tx in try tx.rows(matching: scan).count }
         #expect(stopped == nil)
@@ -271,6 +271,36 @@ struct SQLiteOrderedQueryTests {
         }
         #expect((2...3).contains(releases))  // 3 when an earlier connection left texts under a reused identity
     }
+
+    /// Brief reads suspend their caller and run on the brief reader's thread: an actor that looks
+    /// something up keeps serving its other callers meanwhile, even the lookup's own body. Before,
+    /// a brief read blocked the calling thread while the actor was held, so a body that needed the
+    /// actor never ran (a deadlock that stalled whole test runs on two cores).
+    @Test(.timeLimit(.minutes(1))) func briefReadsSuspendTheirCallerNeverBlockIt() async throws {
+        let database = try SQLiteDatabase(path: TemporaryDirectory().file("suspend.sqlite"))
+        let connection = database.makeConnection()
+        try await connection.write { tx in
+            for i in 0..<100 {
+                _ = try tx.write(
+                    StoreRow(index: StoreIndex("c", "k\(i)"), object: ["n": .int(Int64(i))]),
+                    mode: .upsert
+                )
+            }
+        }
+        let keeper = LookupKeeper(connection)
+        // The lookup's body calls back into the actor that awaits it.
+        #expect(try await keeper.lookUp("k7", callingBack: true) == 1)
+        // Many at once, brief and probably brief, each calling back into the one actor.
+        let found = try await withThrowingTaskGroup(of: Int.self) { group in
+            for i in 0..<200 {
+                group.addTask { try await keeper.lookUp("k\(i % 100)", callingBack: i % 2 == 0, ifBrief: i % 3 == 0) }
+            }
+            return try await group.reduce(0, +)
+        }
+        #expect(found == 200)
+        #expect(await keeper.callbacks == 101)
+    }
+
 }
 
 extension InMemoryDatabase {
@@ -279,5 +309,26 @@ extension InMemoryDatabase {
         let connection = InMemoryDatabase().makeConnection()
         try await StoreContract.load(rows, removing: [], into: connection)
         return connection
+    }
+}
+
+/// An actor that looks rows up by key, its lookups optionally calling back into it.
+private actor LookupKeeper {
+    let connection: CoatySQLite.SQLiteConnection
+    private(set) var callbacks = 0
+
+    init(_ connection: CoatySQLite.SQLiteConnection) { self.connection = connection }
+
+    func count() { callbacks += 1 }
+
+    /// How many rows have the key (1 or 0), read briefly while the actor is isolated.
+    func lookUp(_ key: String, callingBack: Bool, ifBrief: Bool = false) async throws -> Int {
+        let query = StoreQuery(scope: .collection("c"), keys: [key])
+        let body: @Sendable (SQLiteTransaction) async throws -> Int = { [self] tx in
+            if callingBack { await count() }
+            return try tx.rows(matching: query).count
+        }
+        if ifBrief, let found = try await connection.readIfBrief(body) { return found }
+        return try await connection.readBriefly(body)
     }
 }
