@@ -205,6 +205,8 @@ let package = Package(
                 "CoatyPostgres",
                 "CoatyOperator",
                 "CoatyDiscovery",
+                // `coaty demo` starts a throwaway mosquitto with CoatyTesting's MosquittoBroker.
+                "CoatyTesting",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -235,13 +237,16 @@ let package = Package(
         ),
         .target(
             name: "BenchmarkSupport",
-            dependencies: ["CoatyCore", "CoatyMQTT", .product(name: "Metrics", package: "swift-metrics")],
+            dependencies: [
+                "CoatyCore", "CoatyMQTT", "CoatyTesting", .product(name: "Metrics", package: "swift-metrics"),
+            ],
             path: "Benchmarks/Support",
             swiftSettings: swiftSettings
         ),
         .executableTarget(
             name: "mqtt-benchmark",
             dependencies: [
+                "CoatyTesting",
                 "BenchmarkSupport", "CoatyCore", "CoatyMQTT", .product(name: "Logging", package: "swift-log"),
             ],
             path: "Benchmarks/MQTTBenchmark",
@@ -249,13 +254,15 @@ let package = Package(
         ),
         .executableTarget(
             name: "agent-benchmark",
-            dependencies: ["BenchmarkSupport", "CoatyKit", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "CoatyTesting","BenchmarkSupport", "CoatyKit", .product(name: "Logging", package: "swift-log")],
             path: "Benchmarks/AgentBenchmark",
             swiftSettings: swiftSettings
         ),
         .executableTarget(
             name: "store-benchmark",
             dependencies: [
+                "CoatyTesting",
                 "BenchmarkSupport", "CoatyKit", "CoatyStore", "CoatySQLite",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
@@ -318,22 +325,22 @@ let package = Package(
         // MARK: Test support
         .target(
             name: "CoatyStoreTestSupport",
-            // CoatyMQTT for MosquittoBroker.freeLoopbackPort (the PostgreSQL test server's port).
-            dependencies: ["CoatyStore", "CoatyCore", "CoatyMQTT"],
+            // CoatyTesting for MosquittoBroker.freeLoopbackPort (the PostgreSQL test server's port).
+            dependencies: ["CoatyStore", "CoatyCore", "CoatyTesting"],
             path: "Tests/CoatyStoreTestSupport",
             swiftSettings: swiftSettings
         ),
         .target(
             name: "AgentProcessTestSupport",
-            dependencies: ["CoatyKit", "CoatySync"],
+            dependencies: ["CoatyKit", "CoatySync", "CoatyTesting"],
             path: "Tests/AgentProcessTestSupport",
             swiftSettings: swiftSettings
         ),
         .target(
             name: "DNSSDTestSupport",
             // The tests' own dbus-daemon and avahi-daemon (TestSupportError and the CI flag from AgentProcessTestSupport,
-            // the spawn helper from CoatyMQTT's MosquittoBroker).
-            dependencies: ["AgentProcessTestSupport", "CoatySync", "CoatyMQTT"],
+            // the spawn helper from CoatyTesting's MosquittoBroker).
+            dependencies: ["AgentProcessTestSupport", "CoatySync", "CoatyTesting"],
             path: "Tests/DNSSDTestSupport",
             swiftSettings: swiftSettings
         ),
@@ -355,13 +362,14 @@ let package = Package(
         ),
         .testTarget(
             name: "CoatyMQTTTests",
-            dependencies: ["CoatyMQTT", "CoatySync", "AgentProcessTestSupport"],
+            dependencies: ["CoatyMQTT", "CoatySync", "CoatyTesting", "AgentProcessTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "CoatyCLITests",
             dependencies: [
-                "CoatyKit", "CoatyMQTT", "AgentProcessTestSupport", "CoatyStoreTestSupport", "CoatyDiscovery",
+                "CoatyKit", "CoatyMQTT", "CoatyTesting", "AgentProcessTestSupport", "CoatyStoreTestSupport",
+                "CoatyDiscovery",
                 "DNSSDTestSupport", .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: swiftSettings
@@ -377,7 +385,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ExamplesTests",
-            dependencies: ["CoatyKit", "CoatyStore", "CoatySQLite", "AgentProcessTestSupport"],
+            dependencies: ["CoatyTesting", "CoatyKit", "CoatyStore", "CoatySQLite", "AgentProcessTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -390,7 +398,7 @@ let package = Package(
         .testTarget(
             name: "CoatyOperatorTests",
             dependencies: [
-                "CoatyOperator", "CoatyKit", "CoatyStore", "CoatySync", "AgentProcessTestSupport",
+                "CoatyOperator", "CoatyKit", "CoatyStore", "CoatySync", "CoatyTesting", "AgentProcessTestSupport",
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -400,7 +408,7 @@ let package = Package(
         .testTarget(
             name: "CoatySensorThingsTests",
             dependencies: [
-                "CoatySensorThings", "CoatyKit", .product(name: "Logging", package: "swift-log"),
+                "CoatySensorThings", "CoatyKit", "CoatyTesting", .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
@@ -422,7 +430,7 @@ let package = Package(
         .testTarget(
             // Against the real Coaty JS 2.4.1 (../shared/coaty-js, or COATY_JS_AGENT) and mosquitto.
             name: "CoatyJSInteropTests",
-            dependencies: ["CoatyKit", "CoatySync", "AgentProcessTestSupport"],
+            dependencies: ["CoatyKit", "CoatySync", "CoatyTesting", "AgentProcessTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

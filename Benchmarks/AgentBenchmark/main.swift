@@ -31,6 +31,7 @@
 // report the medians.
 import BenchmarkSupport
 import CoatyKit
+import CoatyTesting
 import Foundation
 import Logging
 import Synchronization
@@ -344,7 +345,9 @@ func runSoakLoad(_ args: [String]) async throws {
                 let sample = try await timed {
                     try await manager.publishDiscover(.objectId(ids[n % ids.count])).first(timeout: .seconds(5)) != nil
                 }
-                state.window.withLock { if let sample { $0.discoverSamples.append(sample) } else { $0.unanswered += 1 } }
+                state.window.withLock {
+                    if let sample { $0.discoverSamples.append(sample) } else { $0.unanswered += 1 }
+                }
             }
         }
         group.addTask {

@@ -10,6 +10,7 @@
 import BenchmarkSupport
 import CoatyCore
 import CoatyMQTT
+import CoatyTesting
 import Foundation
 import Logging
 

@@ -24,6 +24,7 @@ import BenchmarkSupport
 import CoatyKit
 import CoatySQLite
 import CoatyStore
+import CoatyTesting
 import Foundation
 import GRDB
 import Logging

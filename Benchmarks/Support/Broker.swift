@@ -1,7 +1,7 @@
-public import CoatyMQTT
+public import CoatyTesting
 
 /// Runs `body` against a `mosquitto` this benchmark starts on a free loopback port with the
-/// pinned configuration of ``CoatyMQTT/MosquittoBroker``, and stops it afterwards (also on error).
+/// pinned configuration of ``CoatyTesting/MosquittoBroker``, and stops it afterwards (also on error).
 /// - Parameters:
 ///   - additionalConfiguration: lines appended to the pinned configuration, e.g. `set_tcp_nodelay true`.
 ///   - isolation: the caller's isolation.

@@ -2,6 +2,7 @@ import ArgumentParser
 import CoatyKit
 import CoatySQLite
 import CoatyStore
+import CoatyTesting
 import Foundation
 import Logging
 

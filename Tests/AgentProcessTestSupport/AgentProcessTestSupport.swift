@@ -3,6 +3,7 @@
 // (`SilentListener`).
 public import CoatyKit
 import CoatySync
+public import CoatyTesting
 import Foundation
 
 #if canImport(Glibc)
@@ -245,18 +246,7 @@ public func withPasswordBroker<T>(
     try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(atPath: directory) }
     let passwordFile = directory + "/passwords"
-    let candidates = ["/usr/bin/mosquitto_passwd", "/usr/local/bin/mosquitto_passwd"]
-    guard let executable = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
-        throw TestSupportError("mosquitto_passwd is needed (Debian package mosquitto)")
-    }
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = ["-b", "-c", passwordFile, user, password]
-    try process.run()
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else {
-        throw TestSupportError("mosquitto_passwd failed with status \(process.terminationStatus)")
-    }
+    try await writeMosquittoPasswordFile(passwordFile, user: user, password: password)
     let broker = try await MosquittoBroker.start(passwordFile: passwordFile)
     do {
         let result = try await body(broker, directory)

@@ -1,4 +1,5 @@
 import CoatyKit
+import CoatyTesting
 public import Foundation
 
 #if canImport(Glibc)
@@ -149,28 +150,12 @@ public struct RabbitMQCluster: Sendable {
     /// (each call takes a second or two: an Erlang VM starts for it), its output in a file.
     @discardableResult
     private func control(_ node: Node, _ arguments: [String]) async throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: binaries + "/rabbitmqctl")
-        process.arguments = ["-n", node.name] + arguments
-        process.environment = environment(node)
-        let outputPath = node.directory + "/rabbitmqctl-\(UUID().uuidString.prefix(8)).out"
-        _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
-        let output = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
-        defer { try? output.close() }
-        process.standardOutput = output
-        process.standardError = output
-        process.standardInput = FileHandle.nullDevice
-        let status: Int32 = try await withCheckedThrowingContinuation { continuation in
-            process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
-            do {
-                try process.run()
-            } catch {
-                process.terminationHandler = nil
-                continuation.resume(throwing: error)
-            }
-        }
-        let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
-        try? FileManager.default.removeItem(atPath: outputPath)
+        let outcome = try await runProcess(
+            binaries + "/rabbitmqctl",
+            ["-n", node.name] + arguments,
+            environment: environment(node)
+        )
+        let (status, text) = (outcome.status, outcome.output)
         guard status == 0 || arguments.first == "await_startup" else {
             throw Failure(
                 description:

@@ -1,5 +1,6 @@
 import CoatyDiscovery
 import CoatyKit
+import CoatyTesting
 import DNSSDTestSupport
 import Foundation
 import Testing

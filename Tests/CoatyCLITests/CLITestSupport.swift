@@ -3,6 +3,7 @@
 // these names keep the CLI tests reading as before.
 @_exported import AgentProcessTestSupport
 import CoatyKit
+import CoatyTesting
 import Foundation
 import Testing
 

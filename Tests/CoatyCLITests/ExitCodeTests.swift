@@ -1,4 +1,5 @@
 import CoatyKit
+import CoatyTesting
 import Foundation
 import Testing
 
@@ -154,7 +155,7 @@ struct SecurityOptionTests {
     func authentication() async throws {
         let directory = try TemporaryPath()
         let passwordFile = directory.path + "/passwords"
-        try runTool("mosquitto_passwd", ["-b", "-c", passwordFile, "alice", "s3cret"])
+        try await writeMosquittoPasswordFile(passwordFile, user: "alice", password: "s3cret")
         let broker = try MosquittoBroker(passwordFile: passwordFile)
         try await broker.start()
         defer { _ = broker }
@@ -182,7 +183,7 @@ struct SecurityOptionTests {
     @Test("TLS: an unverifiable broker certificate fails with exit 1; --ca-file makes it work")
     func tls() async throws {
         let directory = try TemporaryPath()
-        let pki = try TestCertificates(directory: directory.path)
+        let pki = try await TestCertificates.make(in: directory.path)
         let broker = try MosquittoBroker(
             tls: .init(caFile: pki.caFile, certificateFile: pki.serverCertificate, privateKeyFile: pki.serverKey)
         )
@@ -224,63 +225,6 @@ final class TemporaryPath: Sendable {
     }
 
     deinit { try? FileManager.default.removeItem(atPath: path) }
-}
-
-/// Runs a tool to its end, failing when it exits non-zero.
-func runTool(_ executable: String, _ arguments: [String]) throws {
-    let process = Process()
-    let candidates = ["/usr/bin/\(executable)", "/usr/local/bin/\(executable)", "/opt/homebrew/bin/\(executable)"]
-    process.executableURL = URL(
-        fileURLWithPath: candidates.first { FileManager.default.isExecutableFile(atPath: $0) } ?? executable
-    )
-    process.arguments = arguments
-    process.standardOutput = FileHandle.nullDevice
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else {
-        throw CLITestError("\(executable) \(arguments.joined(separator: " ")) exited with \(process.terminationStatus)")
-    }
-}
-
-/// A CA, a server certificate for IP 127.0.0.1 signed by it, and an unrelated CA (openssl).
-struct TestCertificates {
-    let caFile: String
-    let serverCertificate: String
-    let serverKey: String
-    let otherCAFile: String
-
-    init(directory: String) throws {
-        func path(_ name: String) -> String { directory + "/" + name }
-        for name in ["ca", "other-ca"] {
-            try runTool(
-                "openssl",
-                [
-                    "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-keyout", path("\(name).key"),
-                    "-out", path("\(name).crt"), "-subj", "/CN=coaty CLI test \(name)",
-                ]
-            )
-        }
-        try runTool(
-            "openssl",
-            [
-                "req", "-newkey", "rsa:2048", "-nodes", "-keyout", path("server.key"), "-out", path("server.csr"),
-                "-subj", "/CN=127.0.0.1",
-            ]
-        )
-        try "subjectAltName=IP:127.0.0.1\n".write(toFile: path("san.ext"), atomically: true, encoding: .utf8)
-        try runTool(
-            "openssl",
-            [
-                "x509", "-req", "-in", path("server.csr"), "-CA", path("ca.crt"), "-CAkey", path("ca.key"),
-                "-CAcreateserial", "-out", path("server.crt"), "-days", "2", "-extfile", path("san.ext"),
-            ]
-        )
-        caFile = path("ca.crt")
-        serverCertificate = path("server.crt")
-        serverKey = path("server.key")
-        otherCAFile = path("other-ca.crt")
-    }
 }
 
 @Suite("coaty connection failures and logging", .serialized)
@@ -364,22 +308,8 @@ struct MutualTLSTests {
     @Test("a broker requiring client certificates: refused without --cert-file/--key-file, accepted with them")
     func mutualTLS() async throws {
         let directory = try TemporaryPath()
-        let pki = try TestCertificates(directory: directory.path)
-        func path(_ name: String) -> String { directory.path + "/" + name }
-        try runTool(
-            "openssl",
-            [
-                "req", "-newkey", "rsa:2048", "-nodes", "-keyout", path("client.key"), "-out", path("client.csr"),
-                "-subj", "/CN=coaty CLI test client",
-            ]
-        )
-        try runTool(
-            "openssl",
-            [
-                "x509", "-req", "-in", path("client.csr"), "-CA", pki.caFile, "-CAkey", path("ca.key"),
-                "-CAcreateserial", "-out", path("client.crt"), "-days", "2",
-            ]
-        )
+        let pki = try await TestCertificates.make(in: directory.path)
+        let client = try await pki.makeClientCertificate()
         let broker = try MosquittoBroker(
             tls: .init(
                 caFile: pki.caFile,
@@ -401,7 +331,7 @@ struct MutualTLSTests {
         let authenticated = try await runCoaty(
             [
                 "discover", "--core-types", "Identity", "--count", "1", "--timeout", "30", "--broker", url,
-                "--ca-file", pki.caFile, "--cert-file", path("client.crt"), "--key-file", path("client.key"),
+                "--ca-file", pki.caFile, "--cert-file", client.certificate, "--key-file", client.key,
                 "--name", "mtls agent",
             ],
             timeout: 60

@@ -1,4 +1,5 @@
 import CoatyKit
+import CoatyTesting
 import Foundation
 import Testing
 

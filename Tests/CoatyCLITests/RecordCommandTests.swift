@@ -1,5 +1,6 @@
 import CoatyKit
 import CoatyStoreTestSupport
+import CoatyTesting
 import Foundation
 import GRDB
 import Testing
@@ -509,7 +510,7 @@ struct RecordCommandTests {
 struct RecordPostgresCommandTests {
     @Test("record --db postgres://… stores Advertise objects in PostgreSQL and answers a Query from them")
     func recordsIntoPostgres() async throws {
-        let server = try PostgresTestServer.start()
+        let server = try await PostgresTestServer.start()
         defer { server.stop() }
         let url = try server.makeDatabase()
         try await withBroker { broker in
@@ -541,7 +542,7 @@ struct RecordPostgresCommandTests {
         "record --group: three members on one PostgreSQL store 30 000 Advertise events once each at QoS 1, answer each Discover once, and lose nothing when one is killed"
     )
     func groupSurvivesAKilledMember() async throws {
-        let server = try PostgresTestServer.start()
+        let server = try await PostgresTestServer.start()
         defer { server.stop() }
         let url = try server.makeDatabase()
         try await withBroker { broker in

@@ -2,8 +2,9 @@
 // subprocess: started against a test's mosquitto, its stdout JSON lines read as they arrive.
 @_exported import AgentProcessTestSupport
 import CoatyKit
-import Foundation
 import CoatySync
+import CoatyTesting
+import Foundation
 import Testing
 
 #if canImport(Glibc)

@@ -1,4 +1,5 @@
 import CoatyKit
+import CoatyTesting
 import Synchronization
 import Testing
 

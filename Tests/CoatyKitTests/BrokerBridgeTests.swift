@@ -1,5 +1,6 @@
 import CoatyKit
 import CoatySync
+import CoatyTesting
 import Testing
 
 /// Counts the events of an observation, in the background.

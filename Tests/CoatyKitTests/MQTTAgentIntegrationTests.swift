@@ -1,4 +1,5 @@
 import CoatyKit
+import CoatyTesting
 import Testing
 
 /// A custom object type as a Coaty JS agent would publish it.

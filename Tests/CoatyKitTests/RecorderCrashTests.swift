@@ -2,6 +2,7 @@ import CoatyKit
 import CoatySQLite
 import CoatyStore
 import CoatySync
+import CoatyTesting
 import Foundation
 import Testing
 

@@ -1,5 +1,6 @@
 import AgentProcessTestSupport
 import CoatyKit
+import CoatyTesting
 import Foundation
 import Synchronization
 import Testing

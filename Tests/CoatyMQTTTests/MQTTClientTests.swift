@@ -1,5 +1,6 @@
 import AgentProcessTestSupport
 import CoatySync
+import CoatyTesting
 import Foundation
 import Logging
 import Synchronization
@@ -242,18 +243,14 @@ struct MQTTClientTests {
     func connectDisconnectChurnLeavesNothingBehind(mode: String, cycles: Int) async throws {
         let probe = try #require(probeExecutable(), "coaty-mqtt-probe not found next to \(CommandLine.arguments[0])")
         let broker = try await MosquittoBroker.start()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: probe)
-        process.arguments = [mode, broker.url, String(cycles)]
-        process.standardError = FileHandle.nullDevice
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let data = try await withTimeout(150, "\(cycles) \(mode) cycles") {
-            output.fileHandleForReading.readDataToEndOfFile()
-        }
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        let outcome = try await runProcess(
+            probe,
+            [mode, broker.url, String(cycles)],
+            keepStandardError: false,
+            timeout: .seconds(150)
+        )
+        #expect(outcome.status == 0)
+        let data = Data(outcome.output.utf8)
         let lines = String(decoding: data, as: UTF8.self).split(separator: "\n")
         try #require(lines.count == 2, "probe output: \(String(decoding: data, as: UTF8.self))")
         func usage(_ line: Substring) throws -> [String: Int] {
@@ -942,7 +939,7 @@ struct MQTTClientTests {
     @Test func authentication() async throws {
         let directory = try TemporaryDirectory()
         let passwordFile = directory.path + "/passwords"
-        try run("mosquitto_passwd", ["-b", "-c", passwordFile, "alice", "s3cret"])
+        try await writeMosquittoPasswordFile(passwordFile, user: "alice", password: "s3cret")
         let broker = try await MosquittoBroker.start(passwordFile: passwordFile)
 
         var wrong = try MQTTConfiguration(url: broker.url, clientId: uniqueClientId("auth"))
@@ -967,7 +964,7 @@ struct MQTTClientTests {
 
     @Test func tlsVerifiedConnectionAndUnknownCARejected() async throws {
         let directory = try TemporaryDirectory()
-        let pki = try TestPKI(directory: directory.path)
+        let pki = try await TestCertificates.make(in: directory.path)
         let broker = try await MosquittoBroker.start(
             tls: .init(caFile: pki.caFile, certificateFile: pki.serverCertificate, privateKeyFile: pki.serverKey)
         )
@@ -987,45 +984,5 @@ struct MQTTClientTests {
         }
         #expect(error?.kind == .tlsVerificationFailed)
         #expect(rejecting.connectionState == .disconnected)
-    }
-}
-
-/// A CA, a server certificate for IP 127.0.0.1 signed by it, and an unrelated second CA, made with openssl.
-struct TestPKI {
-    let caFile: String
-    let serverCertificate: String
-    let serverKey: String
-    let otherCAFile: String
-
-    init(directory: String) throws {
-        func path(_ name: String) -> String { directory + "/" + name }
-        for name in ["ca", "other-ca"] {
-            try run(
-                "openssl",
-                [
-                    "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-                    "-keyout", path("\(name).key"), "-out", path("\(name).crt"), "-subj", "/CN=CoatyMQTT Test \(name)",
-                ]
-            )
-        }
-        try run(
-            "openssl",
-            [
-                "req", "-newkey", "rsa:2048", "-nodes", "-keyout", path("server.key"), "-out", path("server.csr"),
-                "-subj", "/CN=127.0.0.1",
-            ]
-        )
-        try "subjectAltName=IP:127.0.0.1\n".write(toFile: path("san.ext"), atomically: true, encoding: .utf8)
-        try run(
-            "openssl",
-            [
-                "x509", "-req", "-in", path("server.csr"), "-CA", path("ca.crt"), "-CAkey", path("ca.key"),
-                "-CAcreateserial", "-out", path("server.crt"), "-days", "2", "-extfile", path("san.ext"),
-            ]
-        )
-        caFile = path("ca.crt")
-        serverCertificate = path("server.crt")
-        serverKey = path("server.key")
-        otherCAFile = path("other-ca.crt")
     }
 }

@@ -1,6 +1,7 @@
 import CoatyMQTT
-import Foundation
 import CoatySync
+import CoatyTesting
+import Foundation
 import Testing
 
 /// `MQTTDeliveryExecutor`: tasks preferring it run on the client's network thread, right after the batch that

@@ -1,4 +1,5 @@
 import CoatyMQTT
+import CoatyTesting
 import Foundation
 import Logging
 import Testing

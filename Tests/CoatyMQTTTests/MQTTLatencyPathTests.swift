@@ -1,6 +1,7 @@
 import CoatyMQTT
-import Foundation
 import CoatySync
+import CoatyTesting
+import Foundation
 import Synchronization
 import Testing
 

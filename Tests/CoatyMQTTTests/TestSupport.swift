@@ -1,8 +1,9 @@
 import CoatyMQTT
+import CoatySync
+import CoatyTesting
 import CoreMetrics
 import Foundation
 import Logging
-import CoatySync
 import Synchronization
 import Testing
 
@@ -109,28 +110,6 @@ func clientInOutage() async throws -> (broker: MosquittoBroker, client: MQTTClie
     await broker.stop()
     try await waitForState(client, .reconnecting)
     return (broker, client)
-}
-
-/// Runs a command line tool, failing when it exits non-zero.
-@discardableResult
-func run(_ executable: String, _ arguments: [String], in directory: String? = nil) throws -> String {
-    let process = Process()
-    let candidates = [executable, "/usr/bin/\(executable)", "/usr/local/bin/\(executable)"]
-    let path = candidates.first { FileManager.default.isExecutableFile(atPath: $0) } ?? executable
-    process.executableURL = URL(fileURLWithPath: path)
-    process.arguments = arguments
-    if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
-    let output = Pipe()
-    process.standardOutput = output
-    process.standardError = output
-    try process.run()
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    let text = String(decoding: data, as: UTF8.self)
-    guard process.terminationStatus == 0 else {
-        throw TestTimeout(what: "\(executable) \(arguments.joined(separator: " ")) failed: \(text)")
-    }
-    return text
 }
 
 /// A temporary directory removed on deinit.

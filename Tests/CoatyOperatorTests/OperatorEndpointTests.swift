@@ -3,6 +3,7 @@ import CoatyKit
 import CoatyOperator
 import CoatyStore
 import CoatySync
+import CoatyTesting
 import Prometheus
 import Testing
 

@@ -11,7 +11,7 @@ struct PostgresServerTrait: SuiteTrait, TestScoping {
         testCase: Test.Case?,
         performing function: @Sendable () async throws -> Void
     ) async throws {
-        let server = try PostgresTestServer.start()
+        let server = try await PostgresTestServer.start()
         defer { server.stop() }
         try await PostgresTestServer.$current.withValue(server) { try await function() }
     }

@@ -1,5 +1,6 @@
 import CoatyKit
 import CoatySensorThings
+import CoatyTesting
 import Foundation
 import Logging
 import ServiceLifecycle

@@ -1,4 +1,4 @@
-import CoatyMQTT
+import CoatyTesting
 import Foundation
 import Synchronization
 
@@ -58,9 +58,17 @@ public final class PostgresTestServer: Sendable {
         self.asPostgresUser = asPostgresUser
     }
 
-    /// Makes the data directory and starts the server.
+    /// Makes the data directory and starts the server, on a thread of its own (`initdb` and
+    /// `pg_ctl start` take seconds on a loaded machine: no thread of the cooperative pool waits
+    /// for them).
     /// - Throws: ``Failure`` when the binaries are missing or a command fails.
-    public static func start() throws -> PostgresTestServer {
+    public static func start() async throws -> PostgresTestServer {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(with: Result { try startBlocking() }) }
+        }
+    }
+
+    private static func startBlocking() throws -> PostgresTestServer {
         guard let binaries = binaryDirectory else { throw Failure(description: "\(skipReason)") }
         let asPostgresUser = getuid() == 0
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(

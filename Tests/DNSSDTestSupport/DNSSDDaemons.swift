@@ -12,8 +12,8 @@
 // user namespace (`unshare --user --map-root-user`) avahi cannot hand its runtime directory to the
 // unmapped avahi user and stops ("Failed to create runtime directory"), so as non-root the tests skip.
 import AgentProcessTestSupport
-import CoatyMQTT
 import CoatySync
+import CoatyTesting
 import Foundation
 
 #if canImport(Glibc)
@@ -183,7 +183,7 @@ public struct DNSSDDaemons: Sendable {
         )
     }
 
-    /// Starts `executable` with its stderr in `log` and this process's environment, with CoatyMQTT's
+    /// Starts `executable` with its stderr in `log` and this process's environment, with CoatyTesting's
     /// posix_spawn helper rather than Foundation's `Process`: both daemons close the descriptors they
     /// inherit at startup, and Process takes that end of file on its monitoring socket for the child's exit
     /// and blocks in `waitpid` on a shared thread, after which no other child of the test process is reaped.

@@ -1,4 +1,5 @@
 import CMosquittoShim
+import CoatySync
 
 #if canImport(Glibc)
     import Glibc
@@ -365,28 +366,4 @@ enum MosquittoCode {
     static let lookup: Int32 = 20
     static let tlsHandshake: Int32 = 23
     static let timeout: Int32 = -1000
-}
-
-/// Short-lived C copies of Swift strings for one C call.
-struct CStringArena {
-    private var allocations: [UnsafeMutableRawPointer] = []
-
-    mutating func copy(_ string: String?) -> UnsafePointer<CChar>? {
-        guard let string else { return nil }
-        guard let copy = strdup(string) else { return nil }
-        allocations.append(UnsafeMutableRawPointer(copy))
-        return UnsafePointer(copy)
-    }
-
-    mutating func copy(bytes: [UInt8]) -> UnsafePointer<UInt8>? {
-        let memory = UnsafeMutablePointer<UInt8>.allocate(capacity: max(1, bytes.count))
-        memory.initialize(from: bytes, count: bytes.count)
-        allocations.append(UnsafeMutableRawPointer(memory))
-        return UnsafePointer(memory)
-    }
-
-    mutating func free() {
-        for allocation in allocations { allocation.deallocate() }
-        allocations.removeAll()
-    }
 }
