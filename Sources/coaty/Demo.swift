@@ -166,6 +166,7 @@ struct DemoScenario {
             configuration: .init(coreTypes: [.coatyObject], answersDiscovers: false),
             logger: logger
         )
+        // Owned by this command: cancelled when the demo ends.
         let recording = Task { try await recorder.run() }
         defer { recording.cancel() }
 

@@ -481,12 +481,14 @@ struct Record: AsyncParsableCommand {
         _ signals: ShutdownSignals
     ) async throws {
         let events = verbose ? recorder.events() : nil
+        // Owned by this command: ends with the recorder's events, awaited before it returns.
         let printing = Task {
             guard let events else { return }
             for await event in events {
                 if let line = Self.line(for: event) { Output.line(line) }
             }
         }
+        // Owned by this command: stopped and awaited below (also when the agent cannot start).
         let recording = Task { try await recorder.run() }
         // Observations first, so the manager subscribes them before advertising the identity.
         await recorder.registered()

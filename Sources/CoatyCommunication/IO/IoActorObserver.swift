@@ -190,7 +190,9 @@ public final class IoActorObserver: Service, Sendable {
         route: String,
         payload: @escaping @Sendable (Element) -> [UInt8]
     ) -> Task<Void, Never> {
-        Task { [self] in
+        // Owned by run() (its forwarders, per route): cancelled when the association ends or the
+        // observer stops.
+        return Task { [self] in
             for await element in observation {
                 guard let sources = routes.withLock({ $0.routes[route] }) else { continue }
                 continuation.yield(IoActorValue(route: route, ioSourceIds: sources, payload: payload(element)))

@@ -186,6 +186,7 @@ public final class IoSourcePublisher<C: Clock>: Service, Sendable where C.Durati
         case .sample(let interval):
             // Tick k publishes the latest value given during interval k - 1, i.e. in
             // [start + (k - 1) · rate, start + k · rate), whenever this task gets to run.
+            // Owned by run(): cancelled when the rate changes and when the publisher stops.
             return Task { [self] in
                 var tick = 0
                 while !Task.isCancelled {
@@ -202,6 +203,7 @@ public final class IoSourcePublisher<C: Clock>: Service, Sendable where C.Durati
             }
         case .throttle:
             guard let signal = epoch.signal else { return nil }
+            // Owned by run(): cancelled when the rate changes and when the publisher stops.
             return Task { [self] in
                 for await _ in signal {
                     while true {

@@ -320,6 +320,8 @@ public final class CommunicationManager: Sendable {
     let gate: BackPressureGate
     /// The association states of the agent's IO points (see ``observeIoState(for:)-(IoSource)``).
     let ioStateTable = IoStateTable()
+    /// The short tasks started from routing callbacks and subscription changes; drained by stop().
+    let ownedTasks = OwnedTasks()
 
     /// Creates a manager; nothing happens until ``start()``.
     ///
@@ -494,6 +496,7 @@ public final class CommunicationManager: Sendable {
             return true
         }
         guard begin else { return }
+        // Owned by the manager, like the stall monitor and the dispatcher: cancelled and awaited by stop().
         let watcher = Task { [self] in await watchConnection() }
         // Owned by the manager: cancelled and awaited by stop().
         let stallMonitor = Task { [weak self, options] in
@@ -559,6 +562,9 @@ public final class CommunicationManager: Sendable {
         gate.releaseWaiters()
         await tasks.0?.value
         await tasks.1?.value
+        // Answers and subscription changes still under way end with the connection.
+        ownedTasks.cancelAll()
+        await ownedTasks.drain()
         setOnline(false)
         // The associations are the routers' to give again after the next start (Coaty JS reports
         // every IO point not associated when it stops).
@@ -805,7 +811,7 @@ public final class CommunicationManager: Sendable {
             return true
         }
         guard start else { return }
-        Task { [self] in
+        ownedTasks.spawn { [self] in
             await reconcile(filter)
             let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
                 state.pendingReconciles -= 1
@@ -1100,7 +1106,7 @@ public final class CommunicationManager: Sendable {
                 }
             }
             guard !answers.isEmpty else { return }
-            Task {
+            self.ownedTasks.spawn { [answers] in
                 for answer in answers {
                     let payload = ResolveEventData(unchecked: answer)
                     try? await self.publishResponse(.resolve, correlationId: correlationId, payload: payload.json)

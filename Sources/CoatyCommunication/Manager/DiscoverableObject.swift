@@ -46,7 +46,7 @@ public final class DiscoverableObject: Sendable {
                 return resolve
             }
             guard let answer else { return }
-            Task {
+            manager.ownedTasks.spawn {
                 do {
                     try await manager.publishResponse(.resolve, correlationId: correlationId, payload: answer.json)
                 } catch {

@@ -41,6 +41,8 @@ final class RequestTimers: Sendable {
             state.sleeper?.cancel()
             state.sleeperDeadline = deadline
             // Detached at a fixed priority: not at the priority of whichever request came first.
+            // Owned by the timers: replaced (cancelled) when an earlier deadline comes, and it ends
+            // by itself once no request waits.
             state.sleeper = Task.detached(priority: .high) { [weak self] in await self?.sleep(until: deadline) }
             return token
         }

@@ -328,6 +328,7 @@ extension CoatyTransport {
     ///   - filter: the filter.
     ///   - acknowledged: the outcome.
     public func unsubscribeNow(_ filter: String, acknowledged: @escaping @Sendable ((any Error)?) -> Void) {
+        // Owned by the caller through `acknowledged`, called when it ends (the manager waits for it).
         Task {
             do {
                 try await unsubscribe(filter)

@@ -234,7 +234,9 @@ public final class MQTTTransport: CoatyTransport {
 
     /// Forwards a client's states while it is the current client and no replacement is under way.
     private func forward(_ client: MQTTClient, generation: Int) -> Task<Void, Never> {
-        Task { [weak self] in
+        // Owned by the transport (kept with its client): cancelled when the client is replaced or
+        // disconnected.
+        return Task { [weak self] in
             for await mqttState in client.connectionStates() {
                 guard let self else { return }
                 let mapped: TransportConnectionState =

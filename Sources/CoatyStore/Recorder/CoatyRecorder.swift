@@ -326,6 +326,7 @@ public final class CoatyRecorder: Service, Sendable {
         defer { ingestProgress.withLock { $0 = [:] } }
         markRegistered()
 
+        // Owned by run(): ends when the queue is closed, awaited before run() returns.
         let writer = Task { await self.writeLoop() }
         await withGracefulShutdownHandler {
             await withTaskGroup(of: Void.self) { group in

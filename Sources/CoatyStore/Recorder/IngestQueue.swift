@@ -181,6 +181,7 @@ final class IngestQueue: Sendable {
             if now {
                 continuation.resume()
             } else if let timer {
+                // Owned by this wait: cancelled when it returns.
                 timerTask = Task { [weak self] in
                     try? await Task.sleep(for: timer)
                     self?.wakeConsumer(generation: generation)
