@@ -603,6 +603,33 @@ public final class SQLiteTransaction: WriteTransactionType, SQLReadTransaction {
         try String.fetchAll(db, sql: "SELECT DISTINCT store FROM coaty_local ORDER BY store")
     }
 
+    /// The indexes of the stored Coaty objects whose key and `objectId` are among `objectIds`, by
+    /// objectId, in insertion order: one cached statement that binds the objectIds as one JSON
+    /// array and reads only the index columns (the recorder's lookup of each batch, which as a
+    /// ``rows(matching:)`` query built, prepared and bound two `IN` lists of the batch's size).
+    /// - Parameter objectIds: the objectIds.
+    /// - Returns: the indexes by objectId.
+    /// - Throws: a database error.
+    public func coatyObjectIndexes(withObjectIds objectIds: [String]) throws -> [String: [StoreIndex]] {
+        guard !objectIds.isEmpty else { return [:] }
+        let ids = JSONValue.array(objectIds.map(JSONValue.string)).serializedString()
+        var indexes: [String: [StoreIndex]] = [:]
+        let rows = try Row.fetchCursor(db.cachedStatement(sql: Self.objectIndexesSQL), arguments: [ids])
+        while let row = try rows.next() {
+            let id: String = row[0]
+            indexes[id, default: []].append(StoreIndex(row[1], row[2]))
+        }
+        return indexes
+    }
+
+    /// The rows of ``coatyObjectIndexes(withObjectIds:)``: scope ``StoreScope/coatyObjects``, the
+    /// key and the promoted `objectId` (the JSON's string member) among the bound array's strings.
+    private static let objectIndexesSQL = """
+        SELECT objectId, collection, key FROM coaty_rows
+        WHERE objectId IN (SELECT value FROM json_each(?1)) AND key IN (SELECT value FROM json_each(?1))
+        AND coreType IS NOT NULL AND objectType IS NOT NULL ORDER BY id
+        """
+
     /// Writes a row (an upsert keeps the row's place in insertion order).
     /// - Parameters:
     ///   - row: the row.
