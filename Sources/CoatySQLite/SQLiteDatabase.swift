@@ -73,23 +73,7 @@ public final class SQLiteDatabase: DatabaseType, JSONPropertyIndexing {
     public init(path: String) throws {
         self.path = path
         do {
-            var configuration = Configuration()
-            configuration.busyMode = .timeout(10)
-            configuration.prepareDatabase { db in
-                // Read pages from a memory map instead of one read(2) per page: a query that
-                // re-checks JSON members reads many rows.
-                try db.execute(sql: "PRAGMA mmap_size = \(Self.mmapSize)")
-                // WAL with synchronous NORMAL: a commit is not fsynced, the WAL is at checkpoints. A
-                // crash of the process loses nothing committed; a power loss may lose the last
-                // transactions, never the database's consistency (SQLite's recommendation for WAL).
-                try db.execute(sql: "PRAGMA synchronous = NORMAL")
-                // Checkpoint the WAL every 10 000 pages (40 MB), not SQLite's 1000: a recorder's
-                // inserts land on random pages of the objectId and key indexes, so consecutive
-                // commits rewrite mostly the same pages, and each checkpoint copies a page once
-                // however often it was rewritten (8 % more objects/s ingested, measured).
-                try db.execute(sql: "PRAGMA wal_autocheckpoint = \(Self.walAutocheckpointPages)")
-            }
-            pool = try DatabasePool(path: path, configuration: configuration)
+            pool = try DatabasePool(path: path, configuration: Self.configuration)
             try Self.migrator.migrate(pool)
             let declared = try pool.read { db in
                 try Row.fetchAll(db, sql: "SELECT collection, property FROM coaty_json_indexes")
@@ -104,6 +88,33 @@ public final class SQLiteDatabase: DatabaseType, JSONPropertyIndexing {
             throw CoatySQLiteError("Cannot open the SQLite database at \(path): \(error)")
         }
     }
+
+    /// The pool's configuration: every connection runs ``pragmas`` first.
+    static var configuration: Configuration {
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(10)
+        configuration.prepareDatabase { db in
+            for pragma in pragmas { try db.execute(sql: pragma) }
+        }
+        return configuration
+    }
+
+    /// The statements that set up each connection of the pool (the benchmark's raw GRDB baseline
+    /// runs them too, so that it compares with the same settings).
+    package static let pragmas = [
+        // Read pages from a memory map instead of one read(2) per page: a query that
+        // re-checks JSON members reads many rows.
+        "PRAGMA mmap_size = \(mmapSize)",
+        // WAL with synchronous NORMAL: a commit is not fsynced, the WAL is at checkpoints. A
+        // crash of the process loses nothing committed; a power loss may lose the last
+        // transactions, never the database's consistency (SQLite's recommendation for WAL).
+        "PRAGMA synchronous = NORMAL",
+        // Checkpoint the WAL every 10 000 pages (40 MB), not SQLite's 1000: a recorder's
+        // inserts land on random pages of the objectId and key indexes, so consecutive
+        // commits rewrite mostly the same pages, and each checkpoint copies a page once
+        // however often it was rewritten (8 % more objects/s ingested, measured).
+        "PRAGMA wal_autocheckpoint = \(walAutocheckpointPages)",
+    ]
 
     /// A connection (connections share the pool).
     /// - Returns: the connection.
@@ -604,6 +615,33 @@ public final class SQLiteTransaction: WriteTransactionType, SQLReadTransaction {
     public func localStores() throws -> [String] {
         try String.fetchAll(db, sql: "SELECT DISTINCT store FROM coaty_local ORDER BY store")
     }
+
+    /// The indexes of the stored Coaty objects whose key and `objectId` are among `objectIds`, by
+    /// objectId, in insertion order: one cached statement that binds the objectIds as one JSON
+    /// array and reads only the index columns (the recorder's lookup of each batch, which as a
+    /// ``rows(matching:)`` query built, prepared and bound two `IN` lists of the batch's size).
+    /// - Parameter objectIds: the objectIds.
+    /// - Returns: the indexes by objectId.
+    /// - Throws: a database error.
+    public func coatyObjectIndexes(withObjectIds objectIds: [String]) throws -> [String: [StoreIndex]] {
+        guard !objectIds.isEmpty else { return [:] }
+        let ids = JSONValue.array(objectIds.map(JSONValue.string)).serializedString()
+        var indexes: [String: [StoreIndex]] = [:]
+        let rows = try Row.fetchCursor(db.cachedStatement(sql: Self.objectIndexesSQL), arguments: [ids])
+        while let row = try rows.next() {
+            let id: String = row[0]
+            indexes[id, default: []].append(StoreIndex(row[1], row[2]))
+        }
+        return indexes
+    }
+
+    /// The rows of ``coatyObjectIndexes(withObjectIds:)``: scope ``StoreScope/coatyObjects``, the
+    /// key and the promoted `objectId` (the JSON's string member) among the bound array's strings.
+    private static let objectIndexesSQL = """
+        SELECT objectId, collection, key FROM coaty_rows
+        WHERE objectId IN (SELECT value FROM json_each(?1)) AND key IN (SELECT value FROM json_each(?1))
+        AND coreType IS NOT NULL AND objectType IS NOT NULL ORDER BY id
+        """
 
     /// Writes a row (an upsert keeps the row's place in insertion order).
     /// - Parameters:

@@ -401,6 +401,37 @@ public protocol ReadTransactionType: SendableMetatype {
     /// - Returns: the names.
     /// - Throws: a backend error.
     func localStores() async throws -> [String]
+
+    /// The indexes of the stored Coaty objects (scope ``StoreScope/coatyObjects``) whose key and
+    /// `objectId` member are both among `objectIds`, by objectId, each list in insertion order:
+    /// where a recorder looks up, once per batch, the rows a stored object replaces.
+    ///
+    /// The default reads those rows with ``rows(matching:)``; a backend overrides it with a
+    /// lookup that reads the indexes only.
+    /// - Parameter objectIds: the objectIds (lowercase).
+    /// - Returns: the indexes by objectId; objectIds without a row are absent.
+    /// - Throws: a backend error.
+    func coatyObjectIndexes(withObjectIds objectIds: [String]) async throws -> [String: [StoreIndex]]
+}
+
+extension ReadTransactionType {
+    /// See ``ReadTransactionType/coatyObjectIndexes(withObjectIds:)``.
+    /// - Parameter objectIds: the objectIds (lowercase).
+    /// - Returns: the indexes by objectId.
+    /// - Throws: a backend error.
+    public func coatyObjectIndexes(withObjectIds objectIds: [String]) async throws -> [String: [StoreIndex]] {
+        guard !objectIds.isEmpty else { return [:] }
+        let query = StoreQuery(
+            scope: .coatyObjects,
+            keys: objectIds,
+            filter: .where("objectId", .in(objectIds.map(JSONValue.string)))
+        )
+        var indexes: [String: [StoreIndex]] = [:]
+        for row in try await rows(matching: query) {
+            if let id = row.object["objectId"]?.stringValue { indexes[id, default: []].append(row.index) }
+        }
+        return indexes
+    }
 }
 
 extension ReadTransactionType {

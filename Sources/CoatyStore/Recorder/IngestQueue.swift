@@ -122,13 +122,23 @@ final class IngestQueue: Sendable {
         }
         let (batch, producers) = state.withLock { state -> ([RecorderMutation], [CheckedContinuation<Void, Never>]) in
             let end = min(state.buffer.count, state.head + maxCount)
-            let batch = Array(state.buffer[state.head..<end])
-            state.head = end
-            state.taken += UInt64(batch.count)
-            if state.head > 4096 && state.head * 2 >= state.buffer.count {
-                state.buffer.removeFirst(state.head)
+            let batch: [RecorderMutation]
+            if state.head == 0 && end == state.buffer.count {
+                // The batch takes everything queued (the usual case: the capacity is the batch
+                // size): hand the buffer over instead of copying each mutation out of it.
+                batch = state.buffer
+                state.buffer = []
+                state.buffer.reserveCapacity(min(capacity, maxCount))
                 state.head = 0
+            } else {
+                batch = Array(state.buffer[state.head..<end])
+                state.head = end
+                if state.head > 4096 && state.head * 2 >= state.buffer.count {
+                    state.buffer.removeFirst(state.head)
+                    state.head = 0
+                }
             }
+            state.taken += UInt64(batch.count)
             defer { state.producers.removeAll() }
             return (batch, state.producers)
         }

@@ -98,16 +98,11 @@ public struct ConnectionRecorderStorage<Connection: ConnectionType>: RecorderSto
     public func apply(_ mutations: [RecorderMutation]) async throws -> [RecorderMutationOutcome] {
         try await connection.write { tx in
             // One lookup per batch for the objectIds stored under another object type.
-            let ids = mutations.compactMap { mutation -> JSONValue? in
-                if case .store(let object, _) = mutation { return .string(object.objectId.uuidString) }
+            let ids = mutations.compactMap { mutation -> String? in
+                if case .store(let object, _) = mutation { return object.objectId.uuidString }
                 return nil
             }
-            var otherRows: [String: [StoreIndex]] = [:]
-            if !ids.isEmpty {
-                for row in try await tx.rows(matching: Self.byObjectId(ids)) {
-                    if let id = row.object["objectId"]?.stringValue { otherRows[id, default: []].append(row.index) }
-                }
-            }
+            var otherRows = try await tx.coatyObjectIndexes(withObjectIds: ids)
             let writer = AnyCoatyObject.writer(tx)
             var outcomes: [RecorderMutationOutcome] = []
             outcomes.reserveCapacity(mutations.count)
