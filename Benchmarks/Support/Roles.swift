@@ -7,14 +7,18 @@ public struct Role: Sendable {
     public var executable: URL
     /// The arguments.
     public var arguments: [String]
+    /// Variables set in its environment (on top of this process's).
+    public var environment: [String: String]
 
     /// A role.
     /// - Parameters:
     ///   - executable: the program.
     ///   - arguments: the role and its arguments.
-    public init(_ executable: URL, _ arguments: [String]) {
+    ///   - environment: variables set in its environment (on top of this process's).
+    public init(_ executable: URL, _ arguments: [String], environment: [String: String] = [:]) {
         self.executable = executable
         self.arguments = arguments
+        self.environment = environment
     }
 }
 
@@ -29,9 +33,9 @@ public struct Role: Sendable {
 /// - Returns: the subscriber's result.
 /// - Throws: ``BenchmarkError`` when anything was lost (with the subscriber's drop counters).
 public func runThroughput(subscriber: Role, publisher: Role, expected: Int) throws -> JSONObject {
-    let sub = try Child(subscriber.executable, subscriber.arguments)
+    let sub = try Child(subscriber.executable, subscriber.arguments, environment: subscriber.environment)
     try sub.expectReady()
-    let pub = try Child(publisher.executable, publisher.arguments)
+    let pub = try Child(publisher.executable, publisher.arguments, environment: publisher.environment)
     let result = try sub.readJSON()
     pub.closeInput()
     pub.wait()
@@ -57,9 +61,9 @@ public func runThroughput(subscriber: Role, publisher: Role, expected: Int) thro
 /// - Returns: the requester's result.
 /// - Throws: ``BenchmarkError`` when a role fails.
 public func runRoundTrips(responder: Role, requester: Role, terminateResponder: Bool = false) throws -> JSONObject {
-    let answering = try Child(responder.executable, responder.arguments)
+    let answering = try Child(responder.executable, responder.arguments, environment: responder.environment)
     try answering.expectReady()
-    let asking = try Child(requester.executable, requester.arguments)
+    let asking = try Child(requester.executable, requester.arguments, environment: requester.environment)
     let result = try asking.readJSON()
     asking.wait()
     if terminateResponder { answering.terminate() } else { answering.wait() }

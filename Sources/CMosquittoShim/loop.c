@@ -4,12 +4,16 @@
 
 #include "shim_internal.h"
 
-/// Opens the loop's wake-up channel (see wakeFd); both descriptors stay -1 when that fails.
+/// Opens the loop's wake-up channel (see wakeFd): an eventfd (Linux, unless switched off), else a pipe; both
+/// descriptors stay -1 when that fails. The two are told apart by `wakeWriteFd == wakeFd` (the eventfd).
 SHIM_HIDDEN void openWakeChannel(CMosquittoShim_Client *c) {
 #ifdef SHIM_LINUX
-    c->wakeFd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    c->wakeWriteFd = c->wakeFd;
-#else
+    if (!shimTrickDisabled(CMosquittoShim_TrickEventfd)) {
+        c->wakeFd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        c->wakeWriteFd = c->wakeFd;
+        return;
+    }
+#endif
     int ends[2];
     c->wakeFd = -1;
     c->wakeWriteFd = -1;
@@ -20,7 +24,6 @@ SHIM_HIDDEN void openWakeChannel(CMosquittoShim_Client *c) {
     }
     c->wakeFd = ends[0];
     c->wakeWriteFd = ends[1];
-#endif
 }
 
 
@@ -155,24 +158,20 @@ static int renewQuickAck(CMosquittoShim_Client *c, int64_t now, int timeoutMs) {
 
 /// Ends the network loop's current (or next) poll.
 static void signalLoop(CMosquittoShim_Client *c) {
-#ifdef SHIM_LINUX
-    uint64_t one = 1;
-    (void)!write(c->wakeWriteFd, &one, sizeof(one));
-#else
-    char one = 1;
-    (void)!write(c->wakeWriteFd, &one, 1);
-#endif
+    if (c->wakeWriteFd == c->wakeFd) {
+        uint64_t one = 1;  // an eventfd takes 8 bytes
+        (void)!write(c->wakeWriteFd, &one, sizeof(one));
+    } else {
+        char one = 1;
+        (void)!write(c->wakeWriteFd, &one, 1);
+    }
 }
 
 /// Empties the wake-up channel after a poll saw it readable.
 static void drainWakeChannel(CMosquittoShim_Client *c) {
-#ifdef SHIM_LINUX
-    uint64_t value;
-    (void)!read(c->wakeFd, &value, sizeof(value));
-#else
+    // An eventfd is emptied by one 8-byte read; of a pipe, more than 64 bytes waiting only wakes the next poll early.
     char bytes[64];
-    (void)!read(c->wakeFd, bytes, sizeof(bytes));  // more than one byte waiting only wakes the next poll early
-#endif
+    (void)!read(c->wakeFd, bytes, c->wakeWriteFd == c->wakeFd ? sizeof(uint64_t) : sizeof(bytes));
 }
 
 /// Ends the loop thread's poll if it is in one (at most one eventfd write per wait). Callers first publish what the

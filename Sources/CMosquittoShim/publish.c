@@ -23,9 +23,10 @@
 // - The packet is the one libmosquitto would write (MQTT 3.1.1, or 5 without properties), after the same checks of
 //   the topic (mosquitto_pub_topic_check2, mosquitto_validate_utf8) and of the broker's Maximum Packet Size.
 
-/// Opens the duplicate socket for direct writes once a plain TCP session is up (loop thread).
+/// Opens the duplicate socket for direct writes once a plain TCP session is up (loop thread). Never over TLS: a
+/// direct write would put plaintext into the TLS stream.
 SHIM_HIDDEN void openDirect(CMosquittoShim_Client *c) {
-    if (!c->plainTCP) return;
+    if (!c->directAllowed) return;
     int sock = mosquitto_socket(c->mosq);
     if (sock < 0) return;
     pthread_mutex_lock(&c->writeLock);
@@ -181,6 +182,7 @@ static int publishDirect(CMosquittoShim_Client *c, const char *topic, const void
         } while (n < 0 && errno == EINTR);
     }
     atomic_fetch_add(&c->qos0Queued, 1);
+    atomic_fetch_add(&c->directPublishes, 1);
     bool wake = false;
     if (n == (ssize_t)total) {
         atomic_fetch_add(&c->qos0Written, 1);

@@ -52,6 +52,18 @@
 #include <linux/seccomp.h>
 #endif
 
+// Measurement switches: COATY_SHIM_DISABLE, read once per process (a comma-separated list, e.g.
+// COATY_SHIM_DISABLE=direct,seccomp), turns tricks off so one binary measures each against its fallback (the
+// benchmark does, Benchmarks/MQTTBenchmark; the tests run with any of them off too). Not a configuration: unset, every
+// trick the build has is on. The names (CMosquittoShim_Trick* in the public header, see shimTrickDisabled):
+//   direct    QoS 0 PUBLISH written by the publishing thread on a dup'd socket (publishDirect); off: queued in
+//             libmosquitto with mosquitto_publish_v5 and written by the loop thread, as QoS 1/2 and TLS always are
+//   seccomp   libmosquitto created without its wake-up socket pair (newMosquitto); off: with it (one write() per
+//             packet queued from another thread)
+//   eventfd   the loop woken through an eventfd (Linux); off: through a pipe, as the portable build does
+//   quickack  TCP_QUICKACK renewed before each loop wait, paced while a stream arrives (renewQuickAck); off: never set
+//   all       every one of them
+
 // Writes on the dup'd socket must not raise SIGPIPE: MSG_NOSIGNAL per call where it exists, SO_NOSIGPIPE on the
 // socket elsewhere (see directFd).
 #ifndef MSG_NOSIGNAL
@@ -103,7 +115,7 @@ struct CMosquittoShim_Client {
     bool quickAck;
     bool withoutWakePair;  // libmosquitto was created without its wake-up socket pair (see newMosquitto)
     bool protocolV5;
-    bool plainTCP;  // no TLS: QoS 0 PUBLISH packets may be written directly (see publishDirect)
+    bool directAllowed;  // plain TCP (no TLS) and not switched off: QoS 0 PUBLISH packets may be written directly
 
     // Direct QoS 0 writes (see publishDirect), guarded by writeLock, which the loop thread also holds while it writes.
     pthread_mutex_t writeLock;
@@ -114,6 +126,7 @@ struct CMosquittoShim_Client {
     atomic_bool oursNonEmpty;            // oursHead != NULL, for the loop's poll
     atomic_uint_fast64_t flushedThrough; // every packet counted in packetsQueued up to this was written
     atomic_uint_fast32_t maxPacketSize;  // the broker's Maximum Packet Size (MQTT 5 CONNACK); 0: none
+    atomic_uint_fast64_t directPublishes; // QoS 0 publishes that took the direct path (for tests)
     // TCP_QUICKACK pacing (loop thread only; see renewQuickAck).
     int64_t quickAckRenewedNs;
     int64_t rateWindowStartNs;
@@ -241,6 +254,7 @@ SHIM_HIDDEN void pushEvent(CMosquittoShim_Client *c, int kind, int code, int mid
 SHIM_HIDDEN void setMidBit(uint8_t *bits, int mid, bool on);  // events.c
 SHIM_HIDDEN void takeLastError(CMosquittoShim_Client *c, char *out, size_t size);  // events.c
 SHIM_HIDDEN uint64_t unwrittenQos0(CMosquittoShim_Client *c);  // events.c
+SHIM_HIDDEN bool shimTrickDisabled(int trick);  // library.c (a CMosquittoShim_Trick* bit)
 SHIM_HIDDEN void dropOurs(CMosquittoShim_Client *c);  // handle.c
 SHIM_HIDDEN void openWakeChannel(CMosquittoShim_Client *c);  // loop.c
 SHIM_HIDDEN void wakeLoop(CMosquittoShim_Client *c);  // loop.c

@@ -1,8 +1,9 @@
+import AgentProcessTestSupport
 import CoatyMQTT
+import CoatySync
 import CoreMetrics
 import Foundation
 import Logging
-import CoatySync
 import Synchronization
 import Testing
 
@@ -111,26 +112,17 @@ func clientInOutage() async throws -> (broker: MosquittoBroker, client: MQTTClie
     return (broker, client)
 }
 
-/// Runs a command line tool, failing when it exits non-zero.
+/// Runs a command line tool without blocking a thread (killed after 60 s), failing when it exits non-zero.
 @discardableResult
-func run(_ executable: String, _ arguments: [String], in directory: String? = nil) throws -> String {
-    let process = Process()
+func run(_ executable: String, _ arguments: [String]) async throws -> String {
     let candidates = [executable, "/usr/bin/\(executable)", "/usr/local/bin/\(executable)"]
     let path = candidates.first { FileManager.default.isExecutableFile(atPath: $0) } ?? executable
-    process.executableURL = URL(fileURLWithPath: path)
-    process.arguments = arguments
-    if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
-    let output = Pipe()
-    process.standardOutput = output
-    process.standardError = output
-    try process.run()
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    let text = String(decoding: data, as: UTF8.self)
-    guard process.terminationStatus == 0 else {
-        throw TestTimeout(what: "\(executable) \(arguments.joined(separator: " ")) failed: \(text)")
+    let process = try TestProcess(executable: path, arguments)
+    let result = await process.finish(timeout: 60)
+    guard result.status == 0 else {
+        throw TestTimeout(what: "\(executable) \(arguments.joined(separator: " ")) failed: \(result.stderr)")
     }
-    return text
+    return result.stdout
 }
 
 /// A temporary directory removed on deinit.

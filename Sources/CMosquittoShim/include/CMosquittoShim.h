@@ -241,6 +241,22 @@ bool CMosquittoShim_Client_withoutWakePair(CMosquittoShim_Client *client);
 /// wake-up pair); false on other systems and when built with -DCOATY_SHIM_PORTABLE.
 bool CMosquittoShim_hasLinuxSpeedUps(void);
 
+/// The shim's tricks, as bits of CMosquittoShim_disabledTricks (see the shim's private header for each one).
+enum {
+    CMosquittoShim_TrickDirect = 1,
+    CMosquittoShim_TrickSeccomp = 2,
+    CMosquittoShim_TrickEventfd = 4,
+    CMosquittoShim_TrickQuickAck = 8,
+};
+
+/// The tricks switched off for this process by the environment variable COATY_SHIM_DISABLE (read once; for
+/// measurements and for testing the fallbacks), as CMosquittoShim_Trick* bits.
+int CMosquittoShim_disabledTricks(void);
+
+/// How many QoS 0 publishes took the direct path (written by the publishing thread on the session's socket); tests
+/// use it to see which path ran (never over TLS).
+uint64_t CMosquittoShim_Client_directPublishCount(CMosquittoShim_Client *client);
+
 /// QoS 0 publishes queued in libmosquitto whose PUBLISH packet is not written yet (for back-pressure).
 uint64_t CMosquittoShim_Client_outstandingPublishes(CMosquittoShim_Client *client);
 
