@@ -206,7 +206,8 @@ CMosquittoShim_Client *CMosquittoShim_Client_create(const CMosquittoShim_Options
     atomic_init(&c->lastAnsweredMessage, 0);
     atomic_init(&c->acknowledgedThrough, 0);
     c->protocolV5 = o->protocolV5;
-    c->directAllowed = !o->useTLS && !shimTrickDisabled(CMosquittoShim_TrickDirect);
+    c->plainTCP = !o->useTLS;
+    c->directPublish = c->plainTCP && !shimTrickDisabled(CMosquittoShim_TrickDirect);
     if (!c->ring || !hostsCopied) {
         failCreate(c, MOSQ_ERR_NOMEM, "allocating the client", errorCode, errorText, errorTextSize);
         return NULL;

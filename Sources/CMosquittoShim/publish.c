@@ -26,7 +26,7 @@
 /// Opens the duplicate socket for direct writes once a plain TCP session is up (loop thread). Never over TLS: a
 /// direct write would put plaintext into the TLS stream.
 SHIM_HIDDEN void openDirect(CMosquittoShim_Client *c) {
-    if (!c->directAllowed) return;
+    if (!c->plainTCP) return;
     int sock = mosquitto_socket(c->mosq);
     if (sock < 0) return;
     pthread_mutex_lock(&c->writeLock);
@@ -131,7 +131,8 @@ static size_t putVarInt(uint8_t *out, uint32_t value) {
 /// Writes a QoS 0 PUBLISH through the direct path (publishLock held, `accepting`, no retain); returns -1 when the
 /// publish must be queued in libmosquitto instead, else a MOSQ_ERR_* code.
 static int publishDirect(CMosquittoShim_Client *c, const char *topic, const void *payload, int payloadLength) {
-    if (!atomic_load(&c->directReady) || !topic || payloadLength < 0 || payloadLength > 1024 * 1024) return -1;
+    if (!c->directPublish || !atomic_load(&c->directReady)) return -1;
+    if (!topic || payloadLength < 0 || payloadLength > 1024 * 1024) return -1;
     size_t topicLength = strlen(topic);
     if (topicLength == 0 || topicLength > 65535) return -1;  // libmosquitto reports the error
     pthread_mutex_lock(&c->writeLock);

@@ -57,7 +57,8 @@
 // benchmark does, Benchmarks/MQTTBenchmark; the tests run with any of them off too). Not a configuration: unset, every
 // trick the build has is on. The names (CMosquittoShim_Trick* in the public header, see shimTrickDisabled):
 //   direct    QoS 0 PUBLISH written by the publishing thread on a dup'd socket (publishDirect); off: queued in
-//             libmosquitto with mosquitto_publish_v5 and written by the loop thread, as QoS 1/2 and TLS always are
+//             libmosquitto with mosquitto_publish_v5 and written by the loop thread, as QoS 1/2 and TLS always are.
+//             The loop's own PINGREQs while reads are held (keepAliveWhileHeld) still use the duplicate.
 //   seccomp   libmosquitto created without its wake-up socket pair (newMosquitto); off: with it (one write() per
 //             packet queued from another thread)
 //   eventfd   the loop woken through an eventfd (Linux); off: through a pipe, as the portable build does
@@ -115,7 +116,8 @@ struct CMosquittoShim_Client {
     bool quickAck;
     bool withoutWakePair;  // libmosquitto was created without its wake-up socket pair (see newMosquitto)
     bool protocolV5;
-    bool directAllowed;  // plain TCP (no TLS) and not switched off: QoS 0 PUBLISH packets may be written directly
+    bool plainTCP;       // no TLS: the session's socket is duplicated for direct writes (see openDirect)
+    bool directPublish;  // plain TCP and not switched off: QoS 0 PUBLISH packets may be written directly
 
     // Direct QoS 0 writes (see publishDirect), guarded by writeLock, which the loop thread also holds while it writes.
     pthread_mutex_t writeLock;
