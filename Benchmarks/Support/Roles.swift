@@ -30,13 +30,15 @@ public struct Role: Sendable {
 ///   - subscriber: prints `ready`, then one JSON object with at least `received`.
 ///   - publisher: publishes `expected` messages.
 ///   - expected: how many messages the subscriber must receive.
-/// - Returns: the subscriber's result.
+/// - Returns: the subscriber's result, with `publisherCPUSeconds`: the publisher's CPU time (user plus system, its
+///   start-up included) when the subscriber had every message.
 /// - Throws: ``BenchmarkError`` when anything was lost (with the subscriber's drop counters).
 public func runThroughput(subscriber: Role, publisher: Role, expected: Int) throws -> JSONObject {
     let sub = try Child(subscriber.executable, subscriber.arguments, environment: subscriber.environment)
     try sub.expectReady()
     let pub = try Child(publisher.executable, publisher.arguments, environment: publisher.environment)
-    let result = try sub.readJSON()
+    var result = try sub.readJSON()
+    result["publisherCPUSeconds"] = .double(CPUTime.ofProcess(pub.process.processIdentifier))
     pub.closeInput()
     pub.wait()
     sub.wait()
