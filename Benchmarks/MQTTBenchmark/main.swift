@@ -129,7 +129,7 @@ func measure(_ options: BenchmarkOptions, baseline: URL, ours: URL, port: String
     let variants = options["--shim-variants"] != 0
     var contenders: [(name: String, executable: URL, environment: [String: String])] = [("baseline", baseline, [:])]
     if variants {
-        for disabled in ["", "direct", "seccomp", "eventfd", "quickack", "direct,seccomp", "direct,eventfd", "all"] {
+        for disabled in ["", "direct", "seccomp", "quickack", "direct,seccomp", "all"] {
             let name = disabled.isEmpty ? "ours" : "ours, \(disabled) off"
             contenders.append((name, ours, ["COATY_SHIM_DISABLE": disabled]))
         }

@@ -63,7 +63,7 @@ static int failCreate(CMosquittoShim_Client *c, int rc, const char *what, int *e
 //
 // mosquitto_new opens a socket pair through which other threads wake libmosquitto's own loop: every packet queued
 // from another thread (each publish) writes one byte to it, one write() system call per publish. Our loop never
-// waits on that pair (it has its own eventfd, see loopOnce), so those writes are pure cost: about 1.4 µs each, a
+// waits on that pair (it has its own wake-up pipe, see loopOnce), so those writes are pure cost: about 1.4 µs each, a
 // sixth of a publisher's CPU in the agent benchmark. libmosquitto works without the pair when socketpair() fails
 // (it logs a warning and skips the writes), so the handle is created on a short-lived thread that a seccomp filter
 // denies socketpair() alone. The filter applies to that one thread only (no TSYNC) and ends with it; where seccomp

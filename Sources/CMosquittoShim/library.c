@@ -43,10 +43,8 @@ static void readDisabledTricks(void) {
     } names[] = {
         {"direct", CMosquittoShim_TrickDirect},
         {"seccomp", CMosquittoShim_TrickSeccomp},
-        {"eventfd", CMosquittoShim_TrickEventfd},
         {"quickack", CMosquittoShim_TrickQuickAck},
-        {"all", CMosquittoShim_TrickDirect | CMosquittoShim_TrickSeccomp | CMosquittoShim_TrickEventfd |
-                    CMosquittoShim_TrickQuickAck},
+        {"all", CMosquittoShim_TrickDirect | CMosquittoShim_TrickSeccomp | CMosquittoShim_TrickQuickAck},
     };
     const char *list = getenv("COATY_SHIM_DISABLE");
     while (list && *list) {

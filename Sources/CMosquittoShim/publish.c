@@ -6,7 +6,7 @@
 // ---- direct QoS 0 writes ----
 //
 // libmosquitto queues every packet and writes it on the network thread: a QoS 0 publish from another thread costs a
-// packet allocation, a wake-up of that thread (an eventfd write, a context switch, a poll) and the write there. A
+// packet allocation, a wake-up of that thread (a pipe write, a context switch, a poll) and the write there. A
 // QoS 0 PUBLISH without retain on a plain TCP session is instead written by the publishing thread itself, with one
 // sendmsg() on a duplicate of the session's socket. The order of everything this client sends stays the order of
 // the calls:

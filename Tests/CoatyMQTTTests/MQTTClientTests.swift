@@ -588,7 +588,7 @@ struct MQTTClientTests {
         await client.disconnect()  // harmless when not connected
     }
 
-    /// A client that connected and disconnected is freed with its engine (and so its C client: socket, eventfd,
+    /// A client that connected and disconnected is freed with its engine (and so its C client: socket, wake-up pipe,
     /// buffers) once the application drops it: the network loop's hold on the session ends with the loop.
     @Test func aDisconnectedClientIsFreed() async throws {
         let broker = try await MosquittoBroker.start()

@@ -237,7 +237,7 @@ uint64_t CMosquittoShim_Client_unsentCount(CMosquittoShim_Client *client);
 /// thread-local seccomp filter; false where seccomp is unavailable).
 bool CMosquittoShim_Client_withoutWakePair(CMosquittoShim_Client *client);
 
-/// Whether the shim was built with its Linux-only speed-ups (an eventfd, the seccomp filter that spares libmosquitto's
+/// Whether the shim was built with its Linux-only speed-up (the seccomp filter that spares libmosquitto's
 /// wake-up pair); false on other systems and when built with -DCOATY_SHIM_PORTABLE.
 bool CMosquittoShim_hasLinuxSpeedUps(void);
 
@@ -245,8 +245,7 @@ bool CMosquittoShim_hasLinuxSpeedUps(void);
 enum {
     CMosquittoShim_TrickDirect = 1,
     CMosquittoShim_TrickSeccomp = 2,
-    CMosquittoShim_TrickEventfd = 4,
-    CMosquittoShim_TrickQuickAck = 8,
+    CMosquittoShim_TrickQuickAck = 4,
 };
 
 /// The tricks switched off for this process by the environment variable COATY_SHIM_DISABLE (read once; for

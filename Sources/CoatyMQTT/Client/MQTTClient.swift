@@ -263,12 +263,12 @@ public final class MQTTClient: Sendable {
     }
 
     /// The shim's tricks switched off in this process by `COATY_SHIM_DISABLE` (a measurement switch, see the
-    /// CMosquittoShim sources): `direct`, `seccomp`, `eventfd`, `quickack`.
+    /// CMosquittoShim sources): `direct`, `seccomp`, `quickack`.
     static var shimDisabledTricks: Set<String> {
         let bits = CMosquittoShim_disabledTricks()
         let names: [(Int32, String)] = [
             (Int32(CMosquittoShim_TrickDirect), "direct"), (Int32(CMosquittoShim_TrickSeccomp), "seccomp"),
-            (Int32(CMosquittoShim_TrickEventfd), "eventfd"), (Int32(CMosquittoShim_TrickQuickAck), "quickack"),
+            (Int32(CMosquittoShim_TrickQuickAck), "quickack"),
         ]
         return Set(names.filter { bits & $0.0 != 0 }.map(\.1))
     }
