@@ -1,12 +1,14 @@
 // mqtt-benchmark: CoatyMQTT against the C libmosquitto baseline, in the same run, against a
 // broker this program starts with a pinned configuration.
 //
-//   Benchmarks/run mqtt [--json] [--messages N] [--round-trips N] [--runs K] [--size BYTES]
+//   Benchmarks/run mqtt [--json] [--messages N] [--round-trips N] [--runs K] [--size BYTES] [--shim-variants 1]
 //
 // (which builds `mqtt-baseline` and `mqtt-benchmark` with `swift build -c release` and runs
 // `.build/release/mqtt-benchmark`). Each scenario runs the baseline and ours alternately K times
 // and reports the median of each and their ratio. Roles (`sub`, `pub`, `responder`, `requester`)
 // are the same command line as mqtt-baseline's, so the driver runs both sides identically.
+// `--shim-variants 1` also runs ours with each of the C shim's tricks switched off (COATY_SHIM_DISABLE), in the
+// same runs, and adds the CPU time of publisher plus subscriber per message.
 import BenchmarkSupport
 import CoatyCore
 import CoatyMQTT
@@ -121,24 +123,99 @@ func drive(_ options: BenchmarkOptions) async throws {
 func measure(_ options: BenchmarkOptions, baseline: URL, ours: URL, port: String) throws -> BenchmarkReport {
     let (messages, roundTrips, runs, size) =
         (options["--messages"], options["--round-trips"], options["--runs"], options["--size"])
-    var throughput: [String: [Double]] = ["baseline": [], "ours": []]
-    var p50: [String: [Double]] = ["baseline": [], "ours": []]
-    var p99: [String: [Double]] = ["baseline": [], "ours": []]
+    // --shim-variants 1: ours also with each trick of the C shim switched off (COATY_SHIM_DISABLE, see
+    // Sources/CMosquittoShim/shim_internal.h), alternating with the others in every run. The socket pair and the
+    // wake-up channel are used by publishes queued in libmosquitto (QoS 1/2, TLS, and QoS 0 without the direct
+    // path), so they are also measured with the direct path off.
+    let variants = options["--shim-variants"] != 0
+    var contenders: [(name: String, executable: URL, environment: [String: String])] = [("baseline", baseline, [:])]
+    if variants {
+        for disabled in ["", "direct", "seccomp", "quickack", "direct,seccomp", "all"] {
+            let name = disabled.isEmpty ? "ours" : "ours, \(disabled) off"
+            contenders.append((name, ours, ["COATY_SHIM_DISABLE": disabled]))
+        }
+    } else {
+        contenders.append(("ours", ours, [:]))
+    }
+    var throughput: [String: [Double]] = [:]
+    var cpu: [String: [Double]] = [:]
+    var publisherCPU: [String: [Double]] = [:]
+    var p50: [String: [Double]] = [:]
+    var p99: [String: [Double]] = [:]
     for run in 0..<runs {
-        for (name, executable) in [("baseline", baseline), ("ours", ours)] {
+        for (name, executable, environment) in contenders {
             let topic = "bench/throughput/\(run)"
+            let cpuBefore = CPUTime.ofWaitedChildren
             let result = try runThroughput(
-                subscriber: Role(executable, ["sub", "127.0.0.1", port, topic, String(messages)]),
-                publisher: Role(executable, ["pub", "127.0.0.1", port, topic, String(messages), String(size)]),
+                subscriber: Role(
+                    executable,
+                    ["sub", "127.0.0.1", port, topic, String(messages)],
+                    environment: environment
+                ),
+                publisher: Role(
+                    executable,
+                    ["pub", "127.0.0.1", port, topic, String(messages), String(size)],
+                    environment: environment
+                ),
                 expected: messages
             )
-            throughput[name]!.append(result.number("perSecond"))
+            cpu[name, default: []].append((CPUTime.ofWaitedChildren - cpuBefore) / Double(messages) * 1e6)
+            throughput[name, default: []].append(result.number("perSecond"))
+            publisherCPU[name, default: []].append(result.number("publisherCPUSeconds") / Double(messages) * 1e6)
             let rt = try runRoundTrips(
-                responder: Role(executable, ["responder", "127.0.0.1", port]),
-                requester: Role(executable, ["requester", "127.0.0.1", port, String(roundTrips)])
+                responder: Role(executable, ["responder", "127.0.0.1", port], environment: environment),
+                requester: Role(
+                    executable,
+                    ["requester", "127.0.0.1", port, String(roundTrips)],
+                    environment: environment
+                )
             )
-            p50[name]!.append(rt.number("p50"))
-            p99[name]!.append(rt.number("p99"))
+            p50[name, default: []].append(rt.number("p50"))
+            p99[name, default: []].append(rt.number("p99"))
+        }
+    }
+    var rows: [BenchmarkRow] = []
+    for (name, _, _) in contenders.dropFirst() {
+        let label = name == "ours" ? "" : " [\(name)]"
+        rows += [
+            BenchmarkRow(
+                "throughput \(size) B QoS 0 (msg/s)\(label)",
+                better: .higher,
+                ours: median(throughput[name]!),
+                baseline: median(throughput["baseline"]!)
+            ),
+            BenchmarkRow(
+                "round trip p50 (µs)\(label)",
+                better: .lower,
+                ours: median(p50[name]!),
+                baseline: median(p50["baseline"]!)
+            ),
+            BenchmarkRow(
+                "round trip p99 (µs)\(label)",
+                better: .lower,
+                ours: median(p99[name]!),
+                baseline: median(p99["baseline"]!)
+            ),
+        ]
+        if variants {
+            rows.append(
+                BenchmarkRow(
+                    "throughput CPU, publisher (µs/msg)\(label)",
+                    better: .lower,
+                    ours: median(publisherCPU[name]!),
+                    baseline: median(publisherCPU["baseline"]!),
+                    decimals: 2
+                )
+            )
+            rows.append(
+                BenchmarkRow(
+                    "throughput CPU, publisher + subscriber (µs/msg)\(label)",
+                    better: .lower,
+                    ours: median(cpu[name]!),
+                    baseline: median(cpu["baseline"]!),
+                    decimals: 2
+                )
+            )
         }
     }
     return BenchmarkReport(
@@ -146,26 +223,7 @@ func measure(_ options: BenchmarkOptions, baseline: URL, ours: URL, port: String
             "CoatyMQTT vs C libmosquitto baseline (median of \(runs) runs, \(messages) messages, \(roundTrips) round trips)",
         baselineHeader: "baseline (C)",
         parameters: options.parameters,
-        rows: [
-            BenchmarkRow(
-                "throughput \(size) B QoS 0 (msg/s)",
-                better: .higher,
-                ours: median(throughput["ours"]!),
-                baseline: median(throughput["baseline"]!)
-            ),
-            BenchmarkRow(
-                "round trip p50 (µs)",
-                better: .lower,
-                ours: median(p50["ours"]!),
-                baseline: median(p50["baseline"]!)
-            ),
-            BenchmarkRow(
-                "round trip p99 (µs)",
-                better: .lower,
-                ours: median(p99["ours"]!),
-                baseline: median(p99["baseline"]!)
-            ),
-        ],
+        rows: rows,
         notes: ["all \(messages) messages were received in every throughput run (checked)"]
     )
 }
@@ -173,6 +231,6 @@ func measure(_ options: BenchmarkOptions, baseline: URL, ours: URL, port: String
 await benchmarkMain(
     "mqtt-benchmark",
     roles: ["sub": runSubscriber, "pub": runPublisher, "responder": runResponder, "requester": runRequester],
-    defaults: ["--messages": 200_000, "--round-trips": 10_000, "--runs": 3, "--size": 300],
+    defaults: ["--messages": 200_000, "--round-trips": 10_000, "--runs": 3, "--size": 300, "--shim-variants": 0],
     driver: drive
 )

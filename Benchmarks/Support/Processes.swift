@@ -58,10 +58,14 @@ public final class Child {
     /// - Parameters:
     ///   - executable: the program.
     ///   - arguments: its arguments (the role first).
+    ///   - environment: variables set in its environment (on top of this process's).
     /// - Throws: when the process cannot be started.
-    public init(_ executable: URL, _ arguments: [String]) throws {
+    public init(_ executable: URL, _ arguments: [String], environment: [String: String] = [:]) throws {
         process.executableURL = executable
         process.arguments = arguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         process.standardOutput = output
         process.standardInput = input
         try process.run()

@@ -7,14 +7,18 @@ public struct Role: Sendable {
     public var executable: URL
     /// The arguments.
     public var arguments: [String]
+    /// Variables set in its environment (on top of this process's).
+    public var environment: [String: String]
 
     /// A role.
     /// - Parameters:
     ///   - executable: the program.
     ///   - arguments: the role and its arguments.
-    public init(_ executable: URL, _ arguments: [String]) {
+    ///   - environment: variables set in its environment (on top of this process's).
+    public init(_ executable: URL, _ arguments: [String], environment: [String: String] = [:]) {
         self.executable = executable
         self.arguments = arguments
+        self.environment = environment
     }
 }
 
@@ -26,13 +30,15 @@ public struct Role: Sendable {
 ///   - subscriber: prints `ready`, then one JSON object with at least `received`.
 ///   - publisher: publishes `expected` messages.
 ///   - expected: how many messages the subscriber must receive.
-/// - Returns: the subscriber's result.
+/// - Returns: the subscriber's result, with `publisherCPUSeconds`: the publisher's CPU time (user plus system, its
+///   start-up included) when the subscriber had every message.
 /// - Throws: ``BenchmarkError`` when anything was lost (with the subscriber's drop counters).
 public func runThroughput(subscriber: Role, publisher: Role, expected: Int) throws -> JSONObject {
-    let sub = try Child(subscriber.executable, subscriber.arguments)
+    let sub = try Child(subscriber.executable, subscriber.arguments, environment: subscriber.environment)
     try sub.expectReady()
-    let pub = try Child(publisher.executable, publisher.arguments)
-    let result = try sub.readJSON()
+    let pub = try Child(publisher.executable, publisher.arguments, environment: publisher.environment)
+    var result = try sub.readJSON()
+    result["publisherCPUSeconds"] = .double(CPUTime.ofProcess(pub.process.processIdentifier))
     pub.closeInput()
     pub.wait()
     sub.wait()
@@ -57,9 +63,9 @@ public func runThroughput(subscriber: Role, publisher: Role, expected: Int) thro
 /// - Returns: the requester's result.
 /// - Throws: ``BenchmarkError`` when a role fails.
 public func runRoundTrips(responder: Role, requester: Role, terminateResponder: Bool = false) throws -> JSONObject {
-    let answering = try Child(responder.executable, responder.arguments)
+    let answering = try Child(responder.executable, responder.arguments, environment: responder.environment)
     try answering.expectReady()
-    let asking = try Child(requester.executable, requester.arguments)
+    let asking = try Child(requester.executable, requester.arguments, environment: requester.environment)
     let result = try asking.readJSON()
     asking.wait()
     if terminateResponder { answering.terminate() } else { answering.wait() }

@@ -372,6 +372,10 @@ uint64_t CMosquittoShim_Client_unsentCount(CMosquittoShim_Client *c) { return at
 
 bool CMosquittoShim_Client_withoutWakePair(CMosquittoShim_Client *c) { return c->withoutWakePair; }
 
+uint64_t CMosquittoShim_Client_directPublishCount(CMosquittoShim_Client *c) {
+    return atomic_load(&c->directPublishes);
+}
+
 bool CMosquittoShim_hasLinuxSpeedUps(void) {
 #ifdef SHIM_LINUX
     return true;

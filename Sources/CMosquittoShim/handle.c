@@ -63,7 +63,7 @@ static int failCreate(CMosquittoShim_Client *c, int rc, const char *what, int *e
 //
 // mosquitto_new opens a socket pair through which other threads wake libmosquitto's own loop: every packet queued
 // from another thread (each publish) writes one byte to it, one write() system call per publish. Our loop never
-// waits on that pair (it has its own eventfd, see loopOnce), so those writes are pure cost: about 1.4 µs each, a
+// waits on that pair (it has its own wake-up pipe, see loopOnce), so those writes are pure cost: about 1.4 µs each, a
 // sixth of a publisher's CPU in the agent benchmark. libmosquitto works without the pair when socketpair() fails
 // (it logs a warning and skips the writes), so the handle is created on a short-lived thread that a seccomp filter
 // denies socketpair() alone. The filter applies to that one thread only (no TSYNC) and ends with it; where seccomp
@@ -120,7 +120,8 @@ static struct mosquitto *newMosquitto(const char *clientId, bool cleanSession, v
     struct NewMosquittoCall call = {.clientId = clientId, .cleanSession = cleanSession, .userData = userData};
     pthread_t thread;
     *withoutPair = false;
-    if (pthread_create(&thread, NULL, newMosquittoThread, &call) == 0) {
+    bool filtered = !shimTrickDisabled(CMosquittoShim_TrickSeccomp);
+    if (filtered && pthread_create(&thread, NULL, newMosquittoThread, &call) == 0) {
         pthread_join(thread, NULL);
         if (call.withoutPair) {
             *withoutPair = call.result != NULL;
@@ -160,6 +161,7 @@ CMosquittoShim_Client *CMosquittoShim_Client_create(const CMosquittoShim_Options
     atomic_init(&c->oursNonEmpty, false);
     atomic_init(&c->flushedThrough, 0);
     atomic_init(&c->maxPacketSize, 0);
+    atomic_init(&c->directPublishes, 0);
     atomic_init(&c->qos0Queued, 0);
     atomic_init(&c->qos0Written, 0);
     atomic_init(&c->drainTargetPlusOne, 0);
@@ -199,12 +201,13 @@ CMosquittoShim_Client *CMosquittoShim_Client_create(const CMosquittoShim_Options
     c->maxReconnectDelayMs = o->maxReconnectDelayMilliseconds >= c->reconnectDelayMs ? o->maxReconnectDelayMilliseconds
                                                                                       : c->reconnectDelayMs;
     c->stopFlushMs = o->stopFlushMilliseconds >= 0 ? o->stopFlushMilliseconds : 0;
-    c->quickAck = o->tcpNoDelay;
+    c->quickAck = o->tcpNoDelay && !shimTrickDisabled(CMosquittoShim_TrickQuickAck);
     c->holdAcks = o->holdAcknowledgements;
     atomic_init(&c->lastAnsweredMessage, 0);
     atomic_init(&c->acknowledgedThrough, 0);
     c->protocolV5 = o->protocolV5;
     c->plainTCP = !o->useTLS;
+    c->directPublish = c->plainTCP && !shimTrickDisabled(CMosquittoShim_TrickDirect);
     if (!c->ring || !hostsCopied) {
         failCreate(c, MOSQ_ERR_NOMEM, "allocating the client", errorCode, errorText, errorTextSize);
         return NULL;

@@ -30,3 +30,37 @@ const char *CMosquittoShim_reasonString(int code, bool v5) {
     const char *text = v5 ? mosquitto_reason_string(code) : mosquitto_connack_string(code);
     return text ? text : "unknown reason";
 }
+
+// MARK: - Measurement switches (COATY_SHIM_DISABLE, see shim_internal.h)
+
+static pthread_once_t disabledOnce = PTHREAD_ONCE_INIT;
+static int disabledTricks = 0;
+
+static void readDisabledTricks(void) {
+    static const struct {
+        const char *name;
+        int bits;
+    } names[] = {
+        {"direct", CMosquittoShim_TrickDirect},
+        {"seccomp", CMosquittoShim_TrickSeccomp},
+        {"quickack", CMosquittoShim_TrickQuickAck},
+        {"all", CMosquittoShim_TrickDirect | CMosquittoShim_TrickSeccomp | CMosquittoShim_TrickQuickAck},
+    };
+    const char *list = getenv("COATY_SHIM_DISABLE");
+    while (list && *list) {
+        size_t length = strcspn(list, ",");
+        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+            if (strlen(names[i].name) == length && strncmp(list, names[i].name, length) == 0) {
+                disabledTricks |= names[i].bits;
+            }
+        }
+        list += length + (list[length] == ',' ? 1 : 0);
+    }
+}
+
+int CMosquittoShim_disabledTricks(void) {
+    pthread_once(&disabledOnce, readDisabledTricks);
+    return disabledTricks;
+}
+
+SHIM_HIDDEN bool shimTrickDisabled(int trick) { return (CMosquittoShim_disabledTricks() & trick) != 0; }

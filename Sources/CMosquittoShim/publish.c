@@ -6,7 +6,7 @@
 // ---- direct QoS 0 writes ----
 //
 // libmosquitto queues every packet and writes it on the network thread: a QoS 0 publish from another thread costs a
-// packet allocation, a wake-up of that thread (an eventfd write, a context switch, a poll) and the write there. A
+// packet allocation, a wake-up of that thread (a pipe write, a context switch, a poll) and the write there. A
 // QoS 0 PUBLISH without retain on a plain TCP session is instead written by the publishing thread itself, with one
 // sendmsg() on a duplicate of the session's socket. The order of everything this client sends stays the order of
 // the calls:
@@ -23,7 +23,8 @@
 // - The packet is the one libmosquitto would write (MQTT 3.1.1, or 5 without properties), after the same checks of
 //   the topic (mosquitto_pub_topic_check2, mosquitto_validate_utf8) and of the broker's Maximum Packet Size.
 
-/// Opens the duplicate socket for direct writes once a plain TCP session is up (loop thread).
+/// Opens the duplicate socket for direct writes once a plain TCP session is up (loop thread). Never over TLS: a
+/// direct write would put plaintext into the TLS stream.
 SHIM_HIDDEN void openDirect(CMosquittoShim_Client *c) {
     if (!c->plainTCP) return;
     int sock = mosquitto_socket(c->mosq);
@@ -130,7 +131,8 @@ static size_t putVarInt(uint8_t *out, uint32_t value) {
 /// Writes a QoS 0 PUBLISH through the direct path (publishLock held, `accepting`, no retain); returns -1 when the
 /// publish must be queued in libmosquitto instead, else a MOSQ_ERR_* code.
 static int publishDirect(CMosquittoShim_Client *c, const char *topic, const void *payload, int payloadLength) {
-    if (!atomic_load(&c->directReady) || !topic || payloadLength < 0 || payloadLength > 1024 * 1024) return -1;
+    if (!c->directPublish || !atomic_load(&c->directReady)) return -1;
+    if (!topic || payloadLength < 0 || payloadLength > 1024 * 1024) return -1;
     size_t topicLength = strlen(topic);
     if (topicLength == 0 || topicLength > 65535) return -1;  // libmosquitto reports the error
     pthread_mutex_lock(&c->writeLock);
@@ -181,6 +183,7 @@ static int publishDirect(CMosquittoShim_Client *c, const char *topic, const void
         } while (n < 0 && errno == EINTR);
     }
     atomic_fetch_add(&c->qos0Queued, 1);
+    atomic_fetch_add(&c->directPublishes, 1);
     bool wake = false;
     if (n == (ssize_t)total) {
         atomic_fetch_add(&c->qos0Written, 1);

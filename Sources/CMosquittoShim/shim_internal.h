@@ -39,18 +39,62 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
-// Linux-only speed-ups (an eventfd to wake the loop, a seccomp filter that spares libmosquitto's wake-up socket
-// pair) behind SHIM_LINUX; elsewhere, or built with -DCOATY_SHIM_PORTABLE (CI builds and tests that fallback on
-// Linux), the loop is woken through a pipe and the handle keeps its pair. Same behaviour, a few system calls more.
+// The Linux-only speed-up (a seccomp filter that spares libmosquitto's wake-up socket pair) behind SHIM_LINUX;
+// elsewhere, or built with -DCOATY_SHIM_PORTABLE (CI builds and tests that fallback on Linux), the handle keeps its
+// pair. Same behaviour, one write() more per packet queued in libmosquitto.
 #if defined(__linux__) && !defined(COATY_SHIM_PORTABLE)
 #define SHIM_LINUX 1
-#include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #endif
+
+// Measurement switches: COATY_SHIM_DISABLE, read once per process (a comma-separated list, e.g.
+// COATY_SHIM_DISABLE=direct,seccomp), turns tricks off so one binary measures each against its fallback (the
+// benchmark does, Benchmarks/MQTTBenchmark; the tests run with any of them off too). Not a configuration: unset, every
+// trick the build has is on. The names (CMosquittoShim_Trick* in the public header, see shimTrickDisabled):
+//   direct    QoS 0 PUBLISH written by the publishing thread on a dup'd socket (publishDirect); off: queued in
+//             libmosquitto with mosquitto_publish_v5 and written by the loop thread, as QoS 1/2 and TLS always are.
+//             The loop's own PINGREQs while reads are held (keepAliveWhileHeld) still use the duplicate.
+//   seccomp   libmosquitto created without its wake-up socket pair (newMosquitto); off: with it (one write() per
+//             packet queued from another thread)
+//   quickack  TCP_QUICKACK renewed before each loop wait, paced while a stream arrives (renewQuickAck); off: never set
+//   all       every one of them
+//
+// What each trick buys (issue 21, point 3), measured with `mqtt-benchmark --shim-variants 1` (release; 200 000 QoS 0
+// messages of 300 B, median of 3 runs with the C libmosquitto baseline and every variant alternating in each run, on a
+// shared 2-core VM at load 5-7; a second invocation of 5 runs in brackets). Publisher CPU is the publishing process's
+// user + system time per message, the steadiest figure here; end-to-end throughput is bound by the subscriber
+// (~12-14 µs/msg) and moves ±15 % between runs, more than any one trick changes it:
+//
+//   switched off      publisher µs/msg   throughput msg/s (ratio to C)     round trip p50 µs
+//   nothing           1.05 (1.05)        35 218 (33 852)  1.57 (1.05)      178 (179)
+//   direct            3.05 (2.85)        30 440 (33 966)  1.36 (1.05)      201 (162)
+//   seccomp           1.00 (1.00)        34 267 (37 018)  1.53 (1.15)      163 (178)
+//   direct+seccomp    4.20               27 939           1.25             198
+//   quickack          1.10 (0.95)        43 261 (38 885)  1.93 (1.21)      150 (181)
+//   all               4.60 (4.30)        30 810 (31 804)  1.38 (0.99)      195 (197)
+//
+// The final code (pipe wake-up, below), 3 runs at load 9: publisher 0.90 µs/msg with every trick, 2.90 with the direct
+// path off, 3.95 with direct + seccomp off, 4.40 with all off; throughput 35 804 msg/s, 1.70 × the C baseline (21 031).
+//
+// - direct: the publisher's CPU per QoS 0 message ÷2.9 (3.05 -> 1.05 µs). Kept: MQTTShimPathTests (QoS 1
+//   interleaved, concurrent publishers against a full socket, client-id takeover and broker restart, TLS) pass with
+//   it on and off (COATY_SHIM_DISABLE=all) and in the portable build; it needs nothing Linux-only (dup, sendmsg).
+// - seccomp: nothing while QoS 0 publishes go direct (1.00 vs 1.05); for every packet queued in libmosquitto (QoS 1/2,
+//   TLS, subscribes) it saves the socket pair's write(): 4.20 -> 3.05 µs per publish with the direct path off. Kept,
+//   behind SHIM_LINUX; the fallback (the pair kept) is tested by COATY_SHIM_DISABLE=seccomp and the portable build.
+// - eventfd (removed): waking the loop through an eventfd instead of the pipe bought nothing measurable (publisher
+//   1.05 vs 1.25 and 0.95 µs, 3.05 vs 3.20 µs with the direct path off; throughput within noise), so the loop is
+//   woken through a pipe on every system: one code path.
+// - quickack: no gain measured here, nor in agent-benchmark's Discover->Resolve round trip against a default
+//   (Nagle on) mosquitto (p50 495 µs with, 473 µs without; p99 5976 / 3257 µs; 3 runs of 2000), where it was added
+//   against ~40 ms delayed-ACK stalls that no longer show; off was cheaper in all three invocations (publisher +
+//   subscriber 11.8-11.9 vs 12.4-14.4 µs/msg: a setsockopt per loop wait). Left as is for now
+//   (MQTTConfiguration.tcpNoDelay documents it): the next candidate for removal, once measured against a remote broker
+//   with Nagle on.
 
 // Writes on the dup'd socket must not raise SIGPIPE: MSG_NOSIGNAL per call where it exists, SO_NOSIGPIPE on the
 // socket elsewhere (see directFd).
@@ -69,7 +113,7 @@
 /// A session the broker ends within this long of its CONNACK is brief; brief sessions in a row mean another client
 /// with the same client id most of the time (each connect takes the session from the other one).
 #define SHIM_BRIEF_SESSION_MS 2000
-/// The wait of one mosquitto_loop step until CONNACK: it cannot watch the wake-up eventfd, so short steps bound how
+/// The wait of one mosquitto_loop step until CONNACK: it cannot watch the wake-up pipe, so short steps bound how
 /// long a stop waits for a pending connect (100 wake-ups per second, only until the session is up).
 #define SHIM_CONNECTING_STEP_MS 10
 
@@ -103,7 +147,8 @@ struct CMosquittoShim_Client {
     bool quickAck;
     bool withoutWakePair;  // libmosquitto was created without its wake-up socket pair (see newMosquitto)
     bool protocolV5;
-    bool plainTCP;  // no TLS: QoS 0 PUBLISH packets may be written directly (see publishDirect)
+    bool plainTCP;       // no TLS: the session's socket is duplicated for direct writes (see openDirect)
+    bool directPublish;  // plain TCP and not switched off: QoS 0 PUBLISH packets may be written directly
 
     // Direct QoS 0 writes (see publishDirect), guarded by writeLock, which the loop thread also holds while it writes.
     pthread_mutex_t writeLock;
@@ -114,6 +159,7 @@ struct CMosquittoShim_Client {
     atomic_bool oursNonEmpty;            // oursHead != NULL, for the loop's poll
     atomic_uint_fast64_t flushedThrough; // every packet counted in packetsQueued up to this was written
     atomic_uint_fast32_t maxPacketSize;  // the broker's Maximum Packet Size (MQTT 5 CONNACK); 0: none
+    atomic_uint_fast64_t directPublishes; // QoS 0 publishes that took the direct path (for tests)
     // TCP_QUICKACK pacing (loop thread only; see renewQuickAck).
     int64_t quickAckRenewedNs;
     int64_t rateWindowStartNs;
@@ -125,8 +171,8 @@ struct CMosquittoShim_Client {
     bool answerDue;           // a QoS > 0 message arrived, which libmosquitto answers (PUBACK / PUBREC)
 
     // The network loop's own wait (see loopOnce): other threads that queue a packet count it in `packetsQueued` and,
-    // while the loop thread polls, wake it through `wakeFd` (at most one write per wait): an eventfd on Linux, where
-    // `wakeWriteFd` is the same descriptor; elsewhere the read end of a pipe whose write end is `wakeWriteFd`.
+    // while the loop thread polls, wake it through `wakeFd` (at most one write per wait): the read end of a pipe whose
+    // write end is `wakeWriteFd`.
     int wakeFd;
     int wakeWriteFd;
     atomic_uint_fast64_t packetsQueued;
@@ -241,6 +287,7 @@ SHIM_HIDDEN void pushEvent(CMosquittoShim_Client *c, int kind, int code, int mid
 SHIM_HIDDEN void setMidBit(uint8_t *bits, int mid, bool on);  // events.c
 SHIM_HIDDEN void takeLastError(CMosquittoShim_Client *c, char *out, size_t size);  // events.c
 SHIM_HIDDEN uint64_t unwrittenQos0(CMosquittoShim_Client *c);  // events.c
+SHIM_HIDDEN bool shimTrickDisabled(int trick);  // library.c (a CMosquittoShim_Trick* bit)
 SHIM_HIDDEN void dropOurs(CMosquittoShim_Client *c);  // handle.c
 SHIM_HIDDEN void openWakeChannel(CMosquittoShim_Client *c);  // loop.c
 SHIM_HIDDEN void wakeLoop(CMosquittoShim_Client *c);  // loop.c

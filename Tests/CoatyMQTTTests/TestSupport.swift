@@ -1,3 +1,4 @@
+import AgentProcessTestSupport
 import CoatyMQTT
 import CoatySync
 import CoatyTesting

@@ -237,9 +237,24 @@ uint64_t CMosquittoShim_Client_unsentCount(CMosquittoShim_Client *client);
 /// thread-local seccomp filter; false where seccomp is unavailable).
 bool CMosquittoShim_Client_withoutWakePair(CMosquittoShim_Client *client);
 
-/// Whether the shim was built with its Linux-only speed-ups (an eventfd, the seccomp filter that spares libmosquitto's
+/// Whether the shim was built with its Linux-only speed-up (the seccomp filter that spares libmosquitto's
 /// wake-up pair); false on other systems and when built with -DCOATY_SHIM_PORTABLE.
 bool CMosquittoShim_hasLinuxSpeedUps(void);
+
+/// The shim's tricks, as bits of CMosquittoShim_disabledTricks (see the shim's private header for each one).
+enum {
+    CMosquittoShim_TrickDirect = 1,
+    CMosquittoShim_TrickSeccomp = 2,
+    CMosquittoShim_TrickQuickAck = 4,
+};
+
+/// The tricks switched off for this process by the environment variable COATY_SHIM_DISABLE (read once; for
+/// measurements and for testing the fallbacks), as CMosquittoShim_Trick* bits.
+int CMosquittoShim_disabledTricks(void);
+
+/// How many QoS 0 publishes took the direct path (written by the publishing thread on the session's socket); tests
+/// use it to see which path ran (never over TLS).
+uint64_t CMosquittoShim_Client_directPublishCount(CMosquittoShim_Client *client);
 
 /// QoS 0 publishes queued in libmosquitto whose PUBLISH packet is not written yet (for back-pressure).
 uint64_t CMosquittoShim_Client_outstandingPublishes(CMosquittoShim_Client *client);

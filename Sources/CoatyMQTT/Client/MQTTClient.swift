@@ -255,6 +255,24 @@ public final class MQTTClient: Sendable {
     /// build (`-DCOATY_SHIM_PORTABLE`, `Scripts/portable-test`).
     static var shimHasLinuxSpeedUps: Bool { CMosquittoShim_hasLinuxSpeedUps() }
 
+    /// How many QoS 0 publications the publishing thread wrote to the socket itself (the shim's direct path, plain
+    /// TCP only) instead of queueing them in libmosquitto; for tests that must know which path ran.
+    var directPublishCount: Int {
+        guard case .success(let handle) = core.setup else { return 0 }
+        return Int(clamping: handle.directPublishCount)
+    }
+
+    /// The shim's tricks switched off in this process by `COATY_SHIM_DISABLE` (a measurement switch, see the
+    /// CMosquittoShim sources): `direct`, `seccomp`, `quickack`.
+    static var shimDisabledTricks: Set<String> {
+        let bits = CMosquittoShim_disabledTricks()
+        let names: [(Int32, String)] = [
+            (Int32(CMosquittoShim_TrickDirect), "direct"), (Int32(CMosquittoShim_TrickSeccomp), "seccomp"),
+            (Int32(CMosquittoShim_TrickQuickAck), "quickack"),
+        ]
+        return Set(names.filter { bits & $0.0 != 0 }.map(\.1))
+    }
+
     /// The topic filters that are remembered and re-subscribed after a reconnect.
     public var subscriptions: [String: MQTTQoS] { core.state.withLock { $0.subscriptions } }
 }

@@ -234,6 +234,9 @@ final class MosquittoHandle: @unchecked Sendable {
     /// Whether libmosquitto was created without its wake-up socket pair (one `write()` less per publish).
     var withoutWakePair: Bool { CMosquittoShim_Client_withoutWakePair(pointer) }
 
+    /// QoS 0 publishes written by the publishing thread itself (the shim's direct path; never over TLS).
+    var directPublishCount: UInt64 { CMosquittoShim_Client_directPublishCount(pointer) }
+
     /// QoS 0 publishes queued but not yet written to the socket.
     var outstandingPublishes: UInt64 { CMosquittoShim_Client_outstandingPublishes(pointer) }
 
