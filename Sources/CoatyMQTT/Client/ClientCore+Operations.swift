@@ -1,0 +1,199 @@
+import CMosquittoShim
+import CoatySync
+import Foundation
+import Logging
+import Metrics
+import Synchronization
+
+extension ClientCore {
+    // MARK: Subscribe / unsubscribe / publish
+
+    func subscribe(_ filters: [(String, MQTTQoS)]) async throws {
+        let handle = try requireHandle()
+        guard !filters.isEmpty else { return }
+        for (filter, _) in filters { try MQTTTopic.validateFilter(filter) }
+        try await suspend { state, token in
+            guard state.running else {
+                throw notConnected("subscribe to \"\(filters[0].0)\"\(filters.count > 1 ? " and more" : "")")
+            }
+            var added: [String] = []
+            for (filter, qos) in filters where state.subscriptions.updateValue(qos, forKey: filter) == nil {
+                added.append(filter)
+            }
+            guard state.transportUp else {
+                // The resubscribe after the next CONNACK includes these filters.
+                state.awaitingConnected.insert(token)
+                return false
+            }
+            var mids: [Int32] = []
+            for (qos, group) in Self.groupByQoS(filters) {
+                for start in stride(from: 0, to: group.count, by: Self.resubscribeChunk) {
+                    let chunk = Array(group[start..<min(start + Self.resubscribeChunk, group.count)])
+                    let (rc, mid) = handle.subscribe(chunk, qos: qos)
+                    if rc == MosquittoCode.noConnection {
+                        for mid in mids { state.subscribeMids[mid] = nil }
+                        state.awaitingConnected.insert(token)
+                        return false
+                    }
+                    guard rc == MosquittoCode.success else {
+                        for mid in mids { state.subscribeMids[mid] = nil }
+                        for filter in added { state.subscriptions[filter] = nil }
+                        throw MQTTError(
+                            .protocolError,
+                            "Cannot subscribe to \"\(chunk[0])\" on \(url): \(MosquittoHandle.errorString(rc))."
+                        )
+                    }
+                    mids.append(mid)
+                    state.subscribeMids[mid] = (token, chunk)
+                }
+            }
+            state.ackGroups[token] = mids.count
+            return false
+        }
+    }
+
+    static func groupByQoS(_ filters: [(String, MQTTQoS)]) -> [(MQTTQoS, [String])] {
+        var groups: [MQTTQoS: [String]] = [:]
+        var seen = Set<String>()
+        for (filter, qos) in filters where seen.insert(filter).inserted { groups[qos, default: []].append(filter) }
+        return MQTTQoS.allCases.compactMap { qos in groups[qos].map { (qos, $0) } }
+    }
+
+    func unsubscribe(_ filter: String) async throws {
+        let handle = try requireHandle()
+        try MQTTTopic.validateFilter(filter)
+        try await suspend { state, token in try !queueUnsubscribe(filter, token: token, handle, &state) }
+    }
+
+    /// Forgets `filter` for reconnects and, while the connection is up, queues its UNSUBSCRIBE under `token`.
+    /// Returns whether an UNSUBACK will resolve `token` (`false`: there was nothing to send).
+    func queueUnsubscribe(
+        _ filter: String,
+        token: UInt64,
+        _ handle: MosquittoHandle,
+        _ state: inout ClientState
+    ) throws(MQTTError) -> Bool {
+        state.subscriptions[filter] = nil
+        guard state.running, state.transportUp else { return false }
+        let (rc, mid) = handle.unsubscribe(filter)
+        if rc == MosquittoCode.noConnection { return false }
+        guard rc == MosquittoCode.success else {
+            throw MQTTError(
+                .protocolError,
+                "Cannot unsubscribe from \"\(filter)\" on \(url): \(MosquittoHandle.errorString(rc))."
+            )
+        }
+        state.unsubscribeMids[mid] = token
+        return true
+    }
+
+    /// Queues a SUBSCRIBE on the live connection without waiting; see `MQTTClient.subscribeNow`.
+    func subscribeNow(
+        _ filter: String,
+        qos: MQTTQoS,
+        acknowledged: @escaping @Sendable ((any Error)?) -> Void
+    ) -> Bool {
+        guard case .success(let handle) = setup, (try? MQTTTopic.validateFilter(filter)) != nil else { return false }
+        return state.withLock { state in
+            guard state.running, state.transportUp else { return false }
+            let (rc, mid) = handle.subscribe([filter], qos: qos)
+            guard rc == MosquittoCode.success else { return false }
+            let token = state.makeToken()
+            state.subscriptions[filter] = qos
+            state.subscribeMids[mid] = (token, [filter])
+            state.ackGroups[token] = 1
+            state.callbacks[token] = acknowledged
+            return true
+        }
+    }
+
+    /// Forgets a filter and queues its UNSUBSCRIBE without waiting; see `MQTTClient.unsubscribeNow`.
+    func unsubscribeNow(_ filter: String, acknowledged: @escaping @Sendable ((any Error)?) -> Void) {
+        let pending = Result { () throws -> Bool in
+            let handle = try requireHandle()
+            try MQTTTopic.validateFilter(filter)
+            return try state.withLock { state throws(MQTTError) -> Bool in
+                let token = state.makeToken()
+                guard try queueUnsubscribe(filter, token: token, handle, &state) else { return false }
+                state.callbacks[token] = acknowledged
+                return true
+            }
+        }
+        switch pending {
+        case .success(true): return  // the UNSUBACK (or the end of the session) calls back
+        case .success(false): acknowledged(nil)
+        case .failure(let error): acknowledged(error)
+        }
+    }
+
+    func publish(_ topic: String, payload: some Collection<UInt8>, qos: MQTTQoS, retain: Bool) async throws {
+        let handle = try requireHandle()
+        try MQTTTopic.validateName(topic)
+        if qos == .atMostOnce {
+            guard running.load(ordering: .acquiring) else { throw notConnected("publish on \"\(topic)\"") }
+            let rc =
+                payload.withContiguousStorageIfAvailable { buffer in
+                    publishNow(handle, topic, UnsafeRawBufferPointer(buffer), qos, retain).0
+                }
+                ?? Array(payload).withUnsafeBytes { publishNow(handle, topic, $0, qos, retain).0 }
+            if rc != MosquittoCode.success { throw publishError(rc, topic: topic, size: payload.count) }
+            let limit = configuration.maxOutstandingPublishes
+            if limit > 0, handle.outstandingPublishes > UInt64(limit) {
+                await waitForWrites(handle, downTo: UInt64(limit / 2))
+            }
+            return
+        }
+        let bytes = Array(payload)
+        try await suspend { state, token in
+            guard state.running else { throw notConnected("publish on \"\(topic)\"") }
+            let (rc, mid) = bytes.withUnsafeBytes { publishNow(handle, topic, $0, qos, retain) }
+            guard rc == MosquittoCode.success else { throw publishError(rc, topic: topic, size: bytes.count) }
+            state.publishMids[mid] = token
+            return false
+        }
+    }
+
+    /// Back-pressure for QoS 0: waits while more than `target` publications are queued but unwritten, and the
+    /// loop runs. The network thread signals when the queue is down to `target` (one wake-up per drain, no polling);
+    /// a lost connection settles the queue and signals too; cancellation ends the wait.
+    func waitForWrites(_ handle: MosquittoHandle, downTo target: UInt64) async {
+        while handle.outstandingPublishes > target, running.load(ordering: .acquiring), !Task.isCancelled {
+            try? await suspend { state, token in
+                guard state.running, !handle.armDrain(target) else { return true }
+                state.drainTokens.insert(token)
+                return false
+            }
+        }
+    }
+
+    func publishNow(
+        _ handle: MosquittoHandle,
+        _ topic: String,
+        _ payload: UnsafeRawBufferPointer,
+        _ qos: MQTTQoS,
+        _ retain: Bool
+    ) -> (Int32, Int32) {
+        guard payload.count <= 268_435_455 - 65_542 else { return (MosquittoCode.payloadSize, 0) }
+        return handle.publish(topic: topic, payload: payload, qos: qos, retain: retain)
+    }
+
+    func publishError(_ rc: Int32, topic: String, size: Int) -> MQTTError {
+        switch rc {
+        case MosquittoCode.noConnection:
+            return MQTTError(
+                .notConnected,
+                "Cannot publish on \"\(topic)\": the connection to \(url) is down (reconnecting); retry later."
+            )
+        case MosquittoCode.payloadSize, MosquittoCode.oversizePacket:
+            return MQTTError(
+                .payloadTooLarge,
+                "Cannot publish \(size) bytes on \"\(topic)\": the payload exceeds what MQTT or the broker at \(url) allows."
+            )
+        default:
+            return MQTTError(
+                .protocolError,
+                "Cannot publish on \"\(topic)\" to \(url): \(MosquittoHandle.errorString(rc))."
+            )
+        }
+    }
+}

@@ -1,0 +1,221 @@
+import CoatyCore
+import CoatySync
+import Logging
+import Metrics
+import ServiceLifecycle
+import Synchronization
+
+extension CoatyRecorder {
+    // MARK: Answering
+
+    /// Lets the observers hand over what the manager delivered before the request (it dispatches
+    /// messages in arrival order, so those events are already in the observers' buffers), then
+    /// waits until all of it is committed.
+    /// - Parameter finalHandOver: the hand-over when the recorder stops: it waits (up to a minute)
+    ///   although a stop was requested.
+    func settleAndFlush(finalHandOver: Bool = false) async {
+        await settle(finalHandOver: finalHandOver)
+        await queue.flush()
+    }
+
+    /// Waits until the ingest observations handed to the queue every event the manager delivered
+    /// to them before now (what they held or had taken), except observation `excluded` (the
+    /// caller's own), without waiting for the commit. Exact: each observation's progress says how
+    /// many events it was given, and each pump counts what it handed over.
+    func settle(except excluded: Int? = nil, finalHandOver: Bool = false) async {
+        let deadline = ContinuousClock.now + .seconds(60)
+        let sources = ingestProgress.withLock { $0 }
+        var targets: [Int: UInt64] = [:]
+        for (index, progress) in sources where index != excluded {
+            let sample = progress()
+            targets[index] = sample.taken + UInt64(sample.waiting)
+        }
+        while true {
+            let counts = handed.withLock { $0 }
+            if targets.allSatisfy({ counts[$0.key, default: 0] >= $0.value }) { return }
+            if Task.isCancelled { return }
+            if finalHandOver ? ContinuousClock.now > deadline : control.withLock({ $0.stopRequested }) { return }
+            if queue.hasBlockedProducers {
+                await queue.flush()
+            } else {
+                try? await Task.sleep(for: .microseconds(200))
+            }
+        }
+    }
+
+    func answer(_ queries: EventObservation<QueryEvent>) async {
+        for await query in queries {
+            let start = ContinuousClock.now
+            await settleAndFlush()
+            let scope: StoreScope
+            if let objectTypes = query.data.objectTypes {
+                scope = .collections(objectTypes)
+            } else {
+                scope = .coreTypes((query.data.coreTypes ?? []).map(\.rawValue))
+            }
+            await indexIfUseful(query.data)
+            do {
+                let json = try await storage.objects(
+                    in: scope,
+                    filter: query.data.objectFilter,
+                    joins: query.data.objectJoinConditions?.conditions ?? []
+                )
+                let objects = decode(json)
+                try await query.retrieve(objects: objects)
+                metrics.answered(.query, since: start)
+                stats.withLock { $0.answeredQueries += 1 }
+                emit(.retrieved(correlationId: query.topic.correlationUUID, count: objects.count))
+            } catch {
+                metrics.failed(.query)
+                stats.withLock { $0.failedAnswers += 1 }
+                logger.error("Could not answer a Query", metadata: ["error": "\(Self.describe(error))"])
+                emit(.failed(message: "could not answer a Query: \(Self.describe(error))"))
+            }
+        }
+    }
+
+    /// Creates the automatic indexes a Query of one object type calls for
+    /// (``Configuration/automaticIndexesPerObjectType``): on its first ordering property, and on
+    /// the properties its conditions search (``indexedSearchProperties(of:)``).
+    func indexIfUseful(_ data: QueryEventData) async {
+        guard let indexing, configuration.automaticIndexesPerObjectType > 0,
+            let objectTypes = data.objectTypes, objectTypes.count == 1
+        else { return }
+        let objectType = objectTypes[0]
+        var properties: [String] = []
+        if let path = data.objectFilter?.orderByProperties?.first?.property.path, path.count == 1 {
+            properties.append(path[0])
+        }
+        properties += Self.indexedSearchProperties(of: data.objectFilter?.conditions).sorted()
+        for property in properties {
+            guard JSONIndexDeclarations.isIndexable(property), !PromotedColumns.names.contains(property),
+                !indexing.hasIndex(collection: objectType, property: property)
+            else { continue }
+            let admitted = automaticIndexes.withLock { indexes -> Bool in
+                guard indexes[objectType, default: []].count < configuration.automaticIndexesPerObjectType else {
+                    return false
+                }
+                return indexes[objectType, default: []].insert(property).inserted
+            }
+            guard admitted else { continue }
+            do {
+                try await indexing.createIndex(collection: objectType, property: property)
+                logger.info(
+                    "Created an index for Queries on a property",
+                    metadata: ["objectType": "\(objectType)", "property": "\(property)"]
+                )
+            } catch {
+                logger.warning(
+                    "Could not create an index",
+                    metadata: ["objectType": "\(objectType)", "property": "\(property)", "error": "\(error)"]
+                )
+            }
+        }
+    }
+
+    /// The top-level properties whose conditions an index can search: compared with a number
+    /// (`LessThan` … `GreaterThanOrEqual`, `Between`, `Equals`) or equal to strings (`Equals`,
+    /// `In`). Of an and-ed list every such property; of an or-ed list only a property that every
+    /// condition searches (otherwise each branch but one still reads every row).
+    static func indexedSearchProperties(of conditions: ObjectFilterConditions?) -> Set<String> {
+        func searches(_ expression: ObjectFilterExpression) -> Bool {
+            switch expression.operator {
+            case .lessThan, .lessThanOrEqual, .greaterThan, .greaterThanOrEqual:
+                return expression.operand1?.doubleValue != nil
+            case .between:
+                return expression.operand1?.doubleValue != nil && expression.operand2?.doubleValue != nil
+            case .equals:
+                return expression.operand1?.doubleValue != nil || expression.operand1?.stringValue != nil
+            case .in:
+                guard case .array(let values)? = expression.operand1 else { return false }
+                return !values.isEmpty && values.allSatisfy { $0.stringValue != nil }
+            default:
+                return false
+            }
+        }
+        let searched = SQLText.properties(of: conditions, where: searches)
+        guard case .or(let list)? = conditions else { return searched }
+        let all = Set(list.map { $0.property.path.joined(separator: ".") })
+        return all.count == 1 ? searched : []
+    }
+
+    func answer(_ discovers: EventObservation<DiscoverEvent>) async {
+        for await discover in discovers {
+            let start = ContinuousClock.now
+            let data = discover.data
+            let lookup: (property: String, value: String)
+            if let objectId = data.objectId {
+                lookup = ("objectId", objectId.uuidString)
+            } else if let externalId = data.externalId {
+                lookup = ("externalId", externalId)
+            } else {
+                continue  // by types only: not answered from the store
+            }
+            await settleAndFlush()
+            do {
+                let candidates = decode(try await storage.objects(where: lookup.property, equals: lookup.value))
+                guard let object = candidates.first(where: data.matches) else { continue }
+                try await discover.resolve(object: object)
+                metrics.answered(.discover, since: start)
+                stats.withLock { $0.answeredDiscovers += 1 }
+                emit(.resolved(correlationId: discover.topic.correlationUUID, objectId: object.objectId))
+            } catch {
+                metrics.failed(.discover)
+                stats.withLock { $0.failedAnswers += 1 }
+                logger.error("Could not answer a Discover", metadata: ["error": "\(Self.describe(error))"])
+                emit(.failed(message: "could not answer a Discover: \(Self.describe(error))"))
+            }
+        }
+    }
+
+    func answer(_ updates: EventObservation<UpdateEvent<AnyCoatyObject>>) async {
+        for await update in updates {
+            let start = ContinuousClock.now
+            await settleAndFlush()
+            let receipt = ReceiptMetadata(sourceId: update.sourceId, eventType: "Update", topic: update.topic.name)
+            do {
+                guard let json = try await storage.update(update.object, receipt: receipt) else {
+                    stats.withLock { $0.ignoredUpdates += 1 }
+                    continue
+                }
+                let object = try manager.registry.decode(json)
+                try await update.complete(object: object)
+                metrics.answered(.update, since: start)
+                stats.withLock { $0.completedUpdates += 1 }
+                emit(.updated(objectId: object.objectId, objectType: object.objectType, receipt: receipt))
+            } catch {
+                metrics.failed(.update)
+                stats.withLock { $0.failedAnswers += 1 }
+                logger.error("Could not apply an Update", metadata: ["error": "\(Self.describe(error))"])
+                emit(.failed(message: "could not apply an Update: \(Self.describe(error))"))
+            }
+        }
+    }
+
+    /// An error as one bounded line for a log: a backend error may quote a whole generated
+    /// statement (megabytes for a Query of many conditions), and anyone on the bus can send one.
+    static func describe(_ error: any Error) -> String {
+        var text = String(describing: error).split(whereSeparator: \.isNewline).joined(separator: " ")
+        let limit = 300
+        if text.count > limit {
+            let more = text.count - limit
+            text = String(text.prefix(limit)) + "… (\(more) more characters)"
+        }
+        return text
+    }
+
+    /// Decodes stored JSON into objects, skipping (and logging) rows that are no Coaty object.
+    func decode(_ json: [JSONValue]) -> [AnyCoatyObject] {
+        json.compactMap { value in
+            do {
+                return try manager.registry.decode(value)
+            } catch {
+                logger.warning(
+                    "Skipped a stored row that is not a Coaty object",
+                    metadata: ["error": "\(Self.describe(error))"]
+                )
+                return nil
+            }
+        }
+    }
+}
