@@ -22,10 +22,8 @@ public struct SQLiteConnection: ConnectionType, JSONPropertyIndexing {
     public func read<T: Sendable>(_ body: @escaping @Sendable (SQLiteTransaction) async throws -> T) async throws
         -> T
     {
-        let (pool, indexes, numericKnowledge) = (pool, indexes, numericKnowledge)
-        return try await ConnectionThreadExecutor.run(in: { work in try await pool.read(work) }) { db in
-            try await body(SQLiteTransaction(db, indexes: indexes, numericKnowledge: numericKnowledge))
-        }
+        let pool = pool
+        return try await run(body) { work in try await pool.read(work) }
     }
 
     /// Runs a brief read (a lookup by key or indexed column) on the database's one read-only
@@ -42,7 +40,7 @@ public struct SQLiteConnection: ConnectionType, JSONPropertyIndexing {
         async throws -> T
     {
         let briefReader = briefReader
-        return try await readOnBriefReader(body) { work in
+        return try await run(body) { work in
             try await briefReader.unsafeRead { db in try Self.inBriefTransaction(db) { try work(db) } }
         }
     }
@@ -59,7 +57,7 @@ public struct SQLiteConnection: ConnectionType, JSONPropertyIndexing {
         let briefReader = briefReader
         let budget = BriefReadBudget(briefReadBudget)
         do {
-            let result = try await readOnBriefReader(body) { work in
+            let result = try await run(body) { work in
                 try await briefReader.unsafeRead { db in
                     let connection = db.sqliteConnection
                     budget.start()
@@ -101,8 +99,9 @@ public struct SQLiteConnection: ConnectionType, JSONPropertyIndexing {
         indexes.contains(collection: collection, property: property)
     }
 
-    /// Runs `body` on the brief reader's thread (``ConnectionThreadExecutor``), inside `access`.
-    private func readOnBriefReader<T: Sendable>(
+    /// Runs `body` in `access` (GRDB's access to one connection: the pool's reader or writer, or
+    /// the brief reader), on that connection's thread (``ConnectionThreadExecutor``).
+    private func run<T: Sendable>(
         _ body: @escaping @Sendable (SQLiteTransaction) async throws -> T,
         access: @escaping @Sendable (@escaping @Sendable (Database) throws -> Void) async throws -> Void
     ) async throws -> T {
@@ -141,10 +140,8 @@ public struct SQLiteConnection: ConnectionType, JSONPropertyIndexing {
     public func write<T: Sendable>(_ body: @escaping @Sendable (SQLiteTransaction) async throws -> T) async throws
         -> T
     {
-        let (pool, indexes, numericKnowledge) = (pool, indexes, numericKnowledge)
-        return try await ConnectionThreadExecutor.run(in: { work in try await pool.write(work) }) { db in
-            try await body(SQLiteTransaction(db, indexes: indexes, numericKnowledge: numericKnowledge))
-        }
+        let pool = pool
+        return try await run(body) { work in try await pool.write(work) }
     }
 }
 

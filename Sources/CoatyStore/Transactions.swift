@@ -414,6 +414,19 @@ public protocol ReadTransactionType: SendableMetatype {
     func coatyObjectIndexes(withObjectIds objectIds: [String]) async throws -> [String: [StoreIndex]]
 }
 
+extension StoreQuery {
+    /// The Coaty objects with these objectIds. A Coaty object's key is its objectId, so the keys
+    /// narrow the rows first (the in-memory backend looks them up in a set) and the condition on
+    /// the promoted `objectId` column lets SQL use its index.
+    static func coatyObjects(withObjectIds objectIds: [String]) -> StoreQuery {
+        StoreQuery(
+            scope: .coatyObjects,
+            keys: objectIds,
+            filter: .where("objectId", .in(objectIds.map(JSONValue.string)))
+        )
+    }
+}
+
 extension ReadTransactionType {
     /// See ``ReadTransactionType/coatyObjectIndexes(withObjectIds:)``.
     /// - Parameter objectIds: the objectIds (lowercase).
@@ -421,13 +434,8 @@ extension ReadTransactionType {
     /// - Throws: a backend error.
     public func coatyObjectIndexes(withObjectIds objectIds: [String]) async throws -> [String: [StoreIndex]] {
         guard !objectIds.isEmpty else { return [:] }
-        let query = StoreQuery(
-            scope: .coatyObjects,
-            keys: objectIds,
-            filter: .where("objectId", .in(objectIds.map(JSONValue.string)))
-        )
         var indexes: [String: [StoreIndex]] = [:]
-        for row in try await rows(matching: query) {
+        for row in try await rows(matching: .coatyObjects(withObjectIds: objectIds)) {
             if let id = row.object["objectId"]?.stringValue { indexes[id, default: []].append(row.index) }
         }
         return indexes

@@ -157,20 +157,13 @@ public struct ConnectionRecorderStorage<Connection: ConnectionType>: RecorderSto
     public func update(_ object: AnyCoatyObject, receipt: ReceiptMetadata) async throws -> JSONValue? {
         try await connection.write { tx in
             let id = object.objectId.uuidString
-            let existing = try await tx.rows(matching: Self.byObjectId([.string(id)]))
+            let existing = try await tx.rows(matching: .coatyObjects(withObjectIds: [id]))
             guard !existing.isEmpty else { return nil }
             let index = StoreIndex(object.objectType, id)
             for row in existing where row.index != index { try await tx.removeRow(at: row.index) }
             try await AnyCoatyObject.writer(tx).write(object, metadata: receipt)
             return try await tx.row(at: index)?.object
         }
-    }
-
-    /// The Coaty objects with these objectIds. A Coaty object's key is its objectId, so the keys
-    /// narrow the rows first (the in-memory backend looks them up in a set) and the condition on
-    /// the promoted `objectId` column lets SQL use its index.
-    static func byObjectId(_ ids: [JSONValue]) -> StoreQuery {
-        StoreQuery(scope: .coatyObjects, keys: ids.compactMap(\.stringValue), filter: .where("objectId", .in(ids)))
     }
 
     /// Removes the objects with `objectIds` and their descendants by `parentObjectId`, breadth
@@ -187,8 +180,9 @@ public struct ConnectionRecorderStorage<Connection: ConnectionType>: RecorderSto
             // In chunks: a Deadvertise may name any number of objects, a statement binds a few
             // thousand values at most.
             for start in stride(from: 0, to: frontier.count, by: 1000) {
-                let values = frontier[start..<min(start + 1000, frontier.count)].map(JSONValue.string)
-                let rows = try await tx.rows(matching: byObjectId(values))
+                let ids = Array(frontier[start..<min(start + 1000, frontier.count)])
+                let values = ids.map(JSONValue.string)
+                let rows = try await tx.rows(matching: .coatyObjects(withObjectIds: ids))
                 for row in rows where try await tx.removeRow(at: row.index) {
                     if let id = row.object["objectId"]?.stringValue { removed.append(id) }
                 }
