@@ -11,7 +11,9 @@ import GRDB
 /// - Equals, NotEquals, In, NotIn with string operands (NotEquals and NotIn also hold for a
 ///   value of another type, as Coaty's "exists and differs" says).
 ///
-/// Necessary translations (the rows are then filtered again by ``CoatyFilter/ObjectMatcher``):
+/// Necessary translations (the rows are then filtered again by ``CoatyFilter/ObjectMatcher``),
+/// evaluated by `coaty_numeric_test` (``SQLiteFunctions``: one pass over the object's top level
+/// instead of three JSON parses per row):
 /// - Less/Greater/Between/NotBetween with a number operand: a number value must compare in SQL;
 ///   values of other types (strings, `null`, booleans, which JavaScript compares as numbers)
 ///   and numbers beyond 2^53 stay candidates;
@@ -188,10 +190,7 @@ struct SQLPlan {
                 return exact(sql.text, sql.arguments)
             }
             if let number = smallNumber(expression.operand1) {
-                return necessary(
-                    "\(type) IN ('integer', 'real') AND (abs(\(value)) >= \(exactLimit) OR \(value) = ?)",
-                    [number]
-                )
+                return necessary(SQLiteFunctions.numericTest(key, .equals), [number, nil])
             }
             return .unrestricted
         case .notEquals:
@@ -210,19 +209,21 @@ struct SQLPlan {
             return exact("\(type) IS NOT NULL AND NOT (\(included.text))", included.arguments)
         case .lessThan, .lessThanOrEqual, .greaterThan, .greaterThanOrEqual:
             guard let number = smallNumber(expression.operand1) else { return .unrestricted }
-            let op = expression.operator.sqlComparison ?? ">="
-            return necessary(
-                "\(type) NOT IN ('integer', 'real') OR abs(\(value)) >= \(exactLimit) OR \(value) \(op) ?",
-                [number]
-            )
+            let test: SQLiteFunctions.NumericTest =
+                switch expression.operator {
+                case .lessThan: .lessThan
+                case .lessThanOrEqual: .lessThanOrEqual
+                case .greaterThan: .greaterThan
+                default: .greaterThanOrEqual
+                }
+            return necessary(SQLiteFunctions.numericTest(key, test), [number, nil])
         case .between, .notBetween:
             guard let a = smallNumber(expression.operand1), let b = smallNumber(expression.operand2),
                 let x = expression.operand1?.doubleValue, let y = expression.operand2?.doubleValue
             else { return .unrestricted }
             let (low, high) = x <= y ? (a, b) : (b, a)
-            let negation = expression.operator == .notBetween ? "NOT " : ""
             return necessary(
-                "\(type) NOT IN ('integer', 'real') OR abs(\(value)) >= \(exactLimit) OR \(value) \(negation)BETWEEN ? AND ?",
+                SQLiteFunctions.numericTest(key, expression.operator == .notBetween ? .notBetween : .between),
                 [low, high]
             )
         case .like, .contains, .notContains:

@@ -82,19 +82,24 @@ public final class SQLiteDatabase: DatabaseType, JSONPropertyIndexing {
             indexes.insert(declared)
             var readOnly = Configuration()
             readOnly.readonly = true
-            readOnly.prepareDatabase { db in try db.execute(sql: "PRAGMA mmap_size = \(Self.mmapSize)") }
+            readOnly.prepareDatabase { db in
+                try db.execute(sql: "PRAGMA mmap_size = \(Self.mmapSize)")
+                try SQLiteFunctions.register(db)
+            }
             briefReader = try DatabaseQueue(path: path, configuration: readOnly)
         } catch {
             throw CoatySQLiteError("Cannot open the SQLite database at \(path): \(error)")
         }
     }
 
-    /// The pool's configuration: every connection runs ``pragmas`` first.
+    /// The pool's configuration: every connection runs ``pragmas`` first and has
+    /// ``SQLiteFunctions``.
     static var configuration: Configuration {
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
         configuration.prepareDatabase { db in
             for pragma in pragmas { try db.execute(sql: pragma) }
+            try SQLiteFunctions.register(db)
         }
         return configuration
     }

@@ -129,3 +129,20 @@ enum StatementCacheBudget {
         }
     }
 }
+
+extension SQLiteTransaction {
+    /// Steps a statement read with SQLite's C API: `true` at a row, `false` when done.
+    /// - Throws: the statement's error, as GRDB reports it.
+    func step(_ statement: SQLiteStatement, sql: String) throws -> Bool {
+        let code = sqlite3_step(statement)
+        if code == SQLITE_DONE { return false }
+        guard code == SQLITE_ROW else {
+            throw DatabaseError(
+                resultCode: ResultCode(rawValue: code),
+                message: String(cString: sqlite3_errmsg(db.sqliteConnection)),
+                sql: sql
+            )
+        }
+        return true
+    }
+}

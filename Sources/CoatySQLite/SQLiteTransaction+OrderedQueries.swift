@@ -8,19 +8,21 @@ import Synchronization
 // MARK: - Ordered queries
 
 extension SQLiteTransaction {
-    /// The rows of a query that orders by top-level properties, the first of them indexed
-    /// (``SQLiteDatabase/createIndex(collection:property:)``), ordered and paged by SQL
-    /// (`ORDER BY json_extract(…)`, then insertion order); `nil` without such an index or when
-    /// SQL's order might not be Coaty's.
+    /// The rows of a query that orders by top-level properties: with an index on the first
+    /// (``SQLiteDatabase/createIndex(collection:property:)``) ordered and paged by SQL
+    /// (`ORDER BY json_extract(…)`, then insertion order); without one, when the conditions are
+    /// exact, by sorting the candidates' keys in Swift (``pageIds(orderedBy:plan:skip:take:)``);
+    /// `nil` otherwise or when SQL's order might not be Coaty's.
     ///
     /// SQL orders numbers numerically, puts a missing value first (ascending) or last
     /// (descending), and keeps insertion order among equals — exactly Coaty's order as long as
-    /// every candidate's value at each ordering property is a number below 2^53 or missing. One
-    /// probe proves that first (with a declared index on the property, a few index range lookups;
-    /// without, one scan in SQLite); any other value (a string, whose collation is Coaty's own, a
-    /// boolean, `null`, an array or object, a huge number) leaves the query to
-    /// ``CoatyFilter/ObjectMatcher``. Rows come from a cursor: when the WHERE clause is not exact,
-    /// each is checked by the matcher, and reading stops at `skip + take` matches.
+    /// every candidate's value at each ordering property is a number below 2^53 or missing. That
+    /// is proven first (with a declared index on the property, a few index range lookups;
+    /// without, while the keys are read); any other value (a string, whose collation is Coaty's
+    /// own, a boolean, `null`, an array or object, a huge number) leaves the query to
+    /// ``CoatyFilter/ObjectMatcher``. Walking an index, rows come from a cursor: when the WHERE
+    /// clause is not exact, each is checked by the matcher, and reading stops at `skip + take`
+    /// matches.
     func orderedRows(_ query: StoreQuery, _ plan: SQLPlan) throws -> [StoreRow]? {
         guard let filter = query.filter, let ordering = filter.orderByProperties, !ordering.isEmpty else { return nil }
         var keys: [(key: String, descending: Bool)] = []
@@ -30,22 +32,25 @@ extension SQLiteTransaction {
             }
             keys.append((level.property.path[0], level.order == .descending))
         }
-        // Without an index on the first property SQLite evaluates `json_extract` for every
-        // candidate (a parse of its JSON each time); that still beats decoding every candidate
-        // into Swift for the matcher to sort, when the conditions are exact and only the page is
-        // decoded.
         let walk = indexClause(query.scope, keys[0].key)
         guard !walk.isEmpty || plan.conditionsAreExact else { return nil }
         let take = filter.take ?? 0
         if take < 0 { return [] }
         let skip = max(filter.skip ?? 0, 0)
+        let columns = query.includesMetadata ? Self.columns : Self.columnsWithoutMetadata
+        // Without an index on the first property: one pass reads every candidate's sort keys
+        // (``SQLiteFunctions``' probe, no JSON parse), Swift sorts them, and only the page is
+        // read and decoded.
+        if walk.isEmpty {
+            guard let ids = try pageIds(orderedBy: keys, plan: plan, skip: skip, take: take) else { return nil }
+            return try rows(withIds: ids, columns: columns)
+        }
         guard try orderIsNumeric(keys.map(\.key), query: query, plan: plan) else { return nil }
         let order =
             keys.map { "\(SQLPlan.valueExpression($0.key)) \($0.descending ? "DESC" : "ASC")" }.joined(separator: ", ")
             + ", id"
         let exact = plan.conditionsAreExact
         let limit = exact && (take > 0 || skip > 0) ? " LIMIT \(take > 0 ? take : -1) OFFSET \(skip)" : ""
-        let columns = query.includesMetadata ? Self.columns : Self.columnsWithoutMetadata
         // Walk the index of the first property (SQLite's planner, without statistics, would rather
         // read the whole collection and sort it).
         if exact {
@@ -77,6 +82,52 @@ extension SQLiteTransaction {
         return rows
     }
 
+    /// The ids of the page `skip`, `take` (0: all) of the rows selected by `plan` (whose conditions
+    /// are exact), ordered by `keys` as SQL orders numbers (a missing value first ascending and last
+    /// descending; insertion order among equals), read in one pass with `coaty_number`; `nil` when
+    /// a candidate holds anything but a number below 2^53 or nothing at a key (then the matcher
+    /// orders, with Coaty's collation).
+    private func pageIds(orderedBy keys: [(key: String, descending: Bool)], plan: SQLPlan, skip: Int, take: Int)
+        throws -> [Int64]?
+    {
+        let sql =
+            "SELECT id, " + keys.map { SQLiteFunctions.number($0.key) }.joined(separator: ", ")
+            + " FROM coaty_rows WHERE \(plan.whereClause)"
+        let prepared = try statement(sql)
+        try prepared.setArguments(StatementArguments(plan.arguments))
+        let sqlite = prepared.sqliteStatement
+        defer {
+            sqlite3_reset(sqlite)
+            sqlite3_clear_bindings(sqlite)
+        }
+        // Read with SQLite's C API (GRDB's rows cost more than the probe, per candidate). A missing
+        // value is -infinity: below every number, whichever the direction, as SQL's NULL.
+        let width = keys.count
+        var ids: [Int64] = []
+        var values: [Double] = []
+        while try step(sqlite, sql: sql) {
+            ids.append(sqlite3_column_int64(sqlite, 0))
+            for column in 1...Int32(width) {
+                switch sqlite3_column_type(sqlite, column) {
+                case SQLITE_NULL: values.append(-.infinity)
+                case SQLITE_INTEGER, SQLITE_FLOAT: values.append(sqlite3_column_double(sqlite, column))
+                default: return nil
+                }
+            }
+        }
+        let end = take > 0 ? min(skip + take, ids.count) : ids.count
+        guard skip < end else { return [] }
+        var order = Array(0..<ids.count)
+        order.sort { a, b in
+            for (k, key) in keys.enumerated() {
+                let (x, y) = (values[a * width + k], values[b * width + k])
+                if x != y { return key.descending ? x > y : x < y }
+            }
+            return ids[a] < ids[b]
+        }
+        return order[skip..<end].map { ids[$0] }
+    }
+
     /// The rows with these ids (in chunks of at most 500 per statement), in the order of `ids`.
     private func rows(withIds ids: [Int64], columns: String) throws -> [StoreRow] {
         var byId: [Int64: StoreRow] = [:]
@@ -96,7 +147,7 @@ extension SQLiteTransaction {
 
     /// Whether every candidate's value at each of `keys` is a number below 2^53 in magnitude, or
     /// missing: for an indexed key, a few range lookups in its index (over the whole collection);
-    /// for another, one scan of the candidates in SQLite.
+    /// for another, one scan of the candidates in SQLite (with `coaty_number`).
     private func orderIsNumeric(_ keys: [String], query: StoreQuery, plan: SQLPlan) throws -> Bool {
         var scans: [String] = []
         for key in keys {
@@ -104,8 +155,7 @@ extension SQLiteTransaction {
                 if !numeric { return false }
                 continue
             }
-            let (value, type) = (SQLPlan.valueExpression(key), SQLPlan.typeExpression(key))
-            scans.append("\(type) NOT IN ('integer', 'real') OR abs(\(value)) >= \(SQLPlan.exactLimit)")
+            scans.append("typeof(\(SQLiteFunctions.number(key))) = 'text'")
         }
         if scans.isEmpty { return true }
         let sql =

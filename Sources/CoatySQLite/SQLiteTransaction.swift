@@ -115,16 +115,7 @@ public final class SQLiteTransaction: WriteTransactionType, SQLReadTransaction {
             return UnsafeRawBufferPointer(start: bytes, count: Int(sqlite3_column_bytes(statement, column)))
         }
         var rows: [StoreRow] = []
-        while true {
-            let code = sqlite3_step(statement)
-            if code == SQLITE_DONE { break }
-            guard code == SQLITE_ROW else {
-                throw DatabaseError(
-                    resultCode: ResultCode(rawValue: code),
-                    message: String(cString: sqlite3_errmsg(db.sqliteConnection)),
-                    sql: sql
-                )
-            }
+        while try step(statement, sql: sql) {
             let index = StoreIndex(
                 text(0).map { String(decoding: $0, as: UTF8.self) } ?? "",
                 text(1).map { String(decoding: $0, as: UTF8.self) } ?? ""

@@ -41,8 +41,8 @@ struct SQLiteOrderedQueryTests {
             if round % 4 >= 2 && pushed && (query.filter?.take ?? 0) >= 0 { pushedWithStrings += 1 }
         }
         // With the index, every query of c1 (numbers and missing values) is pushed down; without,
-        // exactly the exact ones (SQLite's json_extract sort beats decoding every candidate for
-        // the matcher); none over strings is.
+        // exactly the exact ones (reading their sort keys with coaty_number and decoding only the
+        // page beats decoding every candidate for the matcher); none over strings is.
         #expect(notPushedInC1 == 0)
         #expect(pushedWithStrings == 0)
     }
@@ -64,6 +64,69 @@ struct SQLiteOrderedQueryTests {
             #expect(try await connection.read { tx in try tx.orderedRows(query, SQLPlan(query)) } == nil)
             let expected = try await InMemoryDatabase.loaded(rows).read { tx in tx.rows(matching: query) }
             #expect(try await connection.read { tx in try tx.rows(matching: query) } == expected)
+        }
+    }
+
+    /// `coaty_number` and `coaty_numeric_test` (what unindexed conditions and orderings use)
+    /// answer as the `json_type`/`json_extract` SQL they replace, for every kind of value: the
+    /// same number or `NULL`, and the same candidates — more only where the probe is undecided
+    /// (a repeated member, an escaped key), never fewer.
+    @Test func probeFunctionsAnswerAsTheJSONFunctions() async throws {
+        let database = try SQLiteDatabase(path: TemporaryDirectory().file("functions.sqlite"))
+        let objects = [
+            #"{"v":3}"#, #"{"v":-2.5}"#, #"{"v":0}"#, #"{"v":-0}"#, #"{"v":10}"#, #"{"v":1e1}"#, "{}", #"{"w":5}"#,
+            #"{"v":"7"}"#, #"{"v":true}"#, #"{"v":false}"#, #"{"v":null}"#, #"{"v":[5]}"#, #"{"v":{"v":5}}"#,
+            #"{"v":9007199254740993}"#, #"{"v":-1e300}"#, #"{"a":{"v":5},"b":"\"v\":5"}"#,
+        ]
+        let undecided = [#"{"v":1,"v":5}"#, #"{"\u0076":5}"#]
+        let limit = SQLPlan.exactLimit
+        // The SQL the probe replaced (json_type and json_extract of the object ?1).
+        let (t, x) = ("json_type(?1, '$.v')", "json_extract(?1, '$.v')")
+        let candidate = "\(t) NOT IN ('integer', 'real') OR abs(\(x)) >= \(limit) OR \(x)"
+        let tests: [(SQLiteFunctions.NumericTest, old: String, a: Double, b: Double?)] = [
+            (.lessThan, "\(candidate) < ?2", 3, nil),
+            (.lessThanOrEqual, "\(candidate) <= ?2", 3, nil),
+            (.greaterThan, "\(candidate) > ?2", 0, nil),
+            (.greaterThanOrEqual, "\(candidate) >= ?2", 0, nil),
+            (.between, "\(candidate) BETWEEN ?2 AND ?3", -3, 5),
+            (.notBetween, "\(candidate) NOT BETWEEN ?2 AND ?3", -3, 5),
+            (.equals, "\(t) IN ('integer', 'real') AND (abs(\(x)) >= \(limit) OR \(x) = ?2)", 10, nil),
+        ]
+        try await database.makeConnection().read { tx in
+            for object in objects + undecided {
+                let isUndecided = undecided.contains(object)
+                let pair = try Row.fetchOne(
+                    tx.db,
+                    sql: "SELECT coaty_number(?1, 'v'), json_type(?1, '$.v'), json_extract(?1, '$.v')",
+                    arguments: [object]
+                )!
+                let number: DatabaseValue = pair[0]
+                let type: String? = pair[1]
+                switch type {
+                case nil where !isUndecided: #expect(number.isNull, "\(object)")
+                case "integer"?, "real"?:
+                    let value: Double = pair[2]
+                    if abs(value) < limit, !isUndecided {
+                        #expect(Double.fromDatabaseValue(number) == value, "\(object)")
+                    } else {
+                        #expect(String.fromDatabaseValue(number) == "?", "\(object)")
+                    }
+                default: #expect(String.fromDatabaseValue(number) == "?", "\(object)")
+                }
+                for (test, old, a, b) in tests {
+                    let answers = try Row.fetchOne(
+                        tx.db,
+                        sql: "SELECT coalesce(\(old), 0), coaty_numeric_test(?1, 'v', \(test.rawValue), ?2, ?3)",
+                        arguments: [object, a, b]
+                    )!
+                    let (before, now): (Bool, Bool) = (answers[0], answers[1])
+                    if isUndecided {
+                        #expect(now, "\(test) \(object)")
+                    } else {
+                        #expect(before == now, "\(test) \(object): json functions \(before), probe \(now)")
+                    }
+                }
+            }
         }
     }
 
