@@ -73,6 +73,26 @@ static item *q_pop(void) {
     return it;
 }
 
+/* The next item, or NULL when none arrived for `seconds` (a stalled run ends with what it received, which the driver
+   reports as a loss, instead of hanging). */
+static item *q_pop_within(int seconds) {
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += seconds;
+    pthread_mutex_lock(&q_mutex);
+    while (!q_head) {
+        if (pthread_cond_timedwait(&q_cond, &q_mutex, &deadline) != 0 && !q_head) {
+            pthread_mutex_unlock(&q_mutex);
+            return NULL;
+        }
+    }
+    item *it = q_head;
+    q_head = it->next;
+    if (!q_head) q_tail = NULL;
+    pthread_mutex_unlock(&q_mutex);
+    return it;
+}
+
 static void on_message(struct mosquitto *m, void *ud, const struct mosquitto_message *msg) {
     (void)m; (void)ud;
     q_push(msg->payload, msg->payloadlen);
@@ -183,18 +203,24 @@ int main(int argc, char **argv) {
         uint64_t first = 0, last = 0;
         long received = 0;
         size_t bytes = 0;
+        bool stalled = false;
         while (received < count) {
-            item *it = q_pop();
+            /* As the Swift subscriber's watchdog, more leniently: 10 s without a message ends the run. */
+            item *it = q_pop_within(10);
+            if (!it) {
+                stalled = true;
+                break;
+            }
             if (received == 0) first = now_ns();
             received++;
             bytes += (size_t)it->len;
             free(it->payload);
             free(it);
         }
-        last = now_ns();
-        double secs = (double)(last - first) / 1e9;
-        printf("{\"received\":%ld,\"bytes\":%zu,\"seconds\":%.6f,\"perSecond\":%.1f}\n", received, bytes, secs,
-               secs > 0 ? (double)(received - 1) / secs : 0.0);
+        if (!stalled) last = now_ns();
+        double secs = received > 0 && last > first ? (double)(last - first) / 1e9 : 0.0;
+        printf("{\"received\":%ld,\"bytes\":%zu,\"seconds\":%.6f,\"perSecond\":%.1f,\"stalled\":%s}\n", received,
+               bytes, secs, secs > 0 ? (double)(received - 1) / secs : 0.0, stalled ? "true" : "false");
         fflush(stdout);
         mosquitto_disconnect(m);
         mosquitto_loop_stop(m, false);
