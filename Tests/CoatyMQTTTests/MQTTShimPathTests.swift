@@ -243,11 +243,7 @@ struct MQTTShimPathTests {
     /// from a packet boundary) and TLS (never framed): every message arrives exactly once, intact, in order.
     @Test func framedReadsHandOverToLibmosquittoAndNeverRunOverTLS() async throws {
         let directory = try TemporaryDirectory()
-        let pki = try await TestCertificates.make(in: directory.path)
-        let broker = try await MosquittoBroker.start(
-            tls: .init(caFile: pki.caFile, certificateFile: pki.serverCertificate, privateKeyFile: pki.serverKey)
-        )
-        let tlsURL = try #require(broker.tlsURL)
+        let (broker, pki, tlsURL) = try await startTLSBroker(in: directory)
         let sender = try await connectedClient(broker.url, "framed-pub")
         let (tasks, count) = (4, 150)
         for (url, secure) in [(broker.url, false), (tlsURL, true)] {
@@ -289,11 +285,7 @@ struct MQTTShimPathTests {
     /// order, with the TLS connection up throughout. The same publishes over plain TCP to the same broker do take it.
     @Test func publicationsOverTLSArriveIntactWithoutTheDirectPath() async throws {
         let directory = try TemporaryDirectory()
-        let pki = try await TestCertificates.make(in: directory.path)
-        let broker = try await MosquittoBroker.start(
-            tls: .init(caFile: pki.caFile, certificateFile: pki.serverCertificate, privateKeyFile: pki.serverKey)
-        )
-        let tlsURL = try #require(broker.tlsURL)
+        let (broker, pki, tlsURL) = try await startTLSBroker(in: directory)
         let receiver = try await connectedClient(broker.url, "tls-sub")
         try await receiver.subscribe("tls/#", qos: .atLeastOnce)
         let (tasks, count) = (4, 150)
