@@ -545,9 +545,24 @@ func runIngestCosts(_ args: [String]) async throws {
     )
 }
 
+/// `ingest-ours [N]`: only the ingest row's "ours" (a broker, a publisher child, the recorder
+/// over SQLite with the defaults), once: a profiling aid (`perf record` sees nothing else).
+func runIngestOurs(_ args: [String]) async throws {
+    let count = args.first.map { Int($0)! } ?? 100_000
+    let directory = try temporaryDirectory()
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    try await withBroker { broker in
+        let result = try await ingestOurs(port: broker.port, count: count, path: "\(directory)/recorder.sqlite")
+        emit("ours: \(Int(result.perSecond)) objects/s; \(JSONValue.object(result.details))")
+    }
+}
+
 await benchmarkMain(
     "store-benchmark",
-    roles: ["publish": runPublisher, "answer-costs": runAnswerCosts, "ingest-costs": runIngestCosts],
+    roles: [
+        "publish": runPublisher, "answer-costs": runAnswerCosts, "ingest-costs": runIngestCosts,
+        "ingest-ours": runIngestOurs,
+    ],
     defaults: ["--objects": 100_000, "--runs": 3, "--queries": 50],
     driver: drive
 )

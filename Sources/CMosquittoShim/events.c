@@ -107,15 +107,21 @@ static bool growRingLocked(CMosquittoShim_Client *c) {
 SHIM_HIDDEN void onMessage(struct mosquitto *mosq, void *obj, const struct mosquitto_message *msg,
                       const mosquitto_property *props) {
     (void)mosq; (void)props;
-    CMosquittoShim_Client *c = obj;
+    size_t topicLength = msg->topic ? strlen(msg->topic) : 0;
+    size_t payloadLength = msg->payloadlen > 0 ? (size_t)msg->payloadlen : 0;
+    pushMessage(obj, msg->topic, topicLength, msg->payload, payloadLength, msg->qos, msg->retain);
+}
+
+/// Puts a received message into the ring (loop thread): libmosquitto's on_message, and the framed read's QoS 0
+/// PUBLISH packets (see readFramed).
+SHIM_HIDDEN void pushMessage(CMosquittoShim_Client *c, const char *topic, size_t topicLength, const void *payload,
+                             size_t payloadLength, int qos, bool retain) {
     c->received++;
-    if (msg->qos > 0) c->answerDue = true;
+    if (qos > 0) c->answerDue = true;
     // Durable delivery: the message's number in the ring (pushedMessages changes only on this thread), stored before
     // the allocation that can fail, so a message lost here (no memory) is not acknowledged either: holding through its
     // number holds its answer until the application acknowledges what came before.
-    if (msg->qos > 0) atomic_store(&c->lastAnsweredMessage, c->pushedMessages + 1);
-    size_t topicLength = msg->topic ? strlen(msg->topic) : 0;
-    size_t payloadLength = msg->payloadlen > 0 ? (size_t)msg->payloadlen : 0;
+    if (qos > 0) atomic_store(&c->lastAnsweredMessage, c->pushedMessages + 1);
     CMosquittoShim_Message *m = malloc(sizeof(CMosquittoShim_Message) + topicLength + 1 + payloadLength);
     if (!m) {
         atomic_fetch_add(&c->dropped, 1);
@@ -123,12 +129,12 @@ SHIM_HIDDEN void onMessage(struct mosquitto *mosq, void *obj, const struct mosqu
     }
     m->topicLength = (uint32_t)topicLength;
     m->payloadLength = (uint32_t)payloadLength;
-    m->qos = msg->qos;
-    m->retain = msg->retain ? 1 : 0;
+    m->qos = qos;
+    m->retain = retain ? 1 : 0;
     uint8_t *bytes = (uint8_t *)(m + 1);
-    if (topicLength) memcpy(bytes, msg->topic, topicLength);
+    if (topicLength) memcpy(bytes, topic, topicLength);
     bytes[topicLength] = 0;
-    if (payloadLength) memcpy(bytes + topicLength + 1, msg->payload, payloadLength);
+    if (payloadLength) memcpy(bytes + topicLength + 1, payload, payloadLength);
 
     pthread_mutex_lock(&c->queueLock);
     if (c->count == c->allocated && !growRingLocked(c)) {
@@ -375,6 +381,8 @@ bool CMosquittoShim_Client_withoutWakePair(CMosquittoShim_Client *c) { return c-
 uint64_t CMosquittoShim_Client_directPublishCount(CMosquittoShim_Client *c) {
     return atomic_load(&c->directPublishes);
 }
+
+uint64_t CMosquittoShim_Client_framedMessageCount(CMosquittoShim_Client *c) { return atomic_load(&c->framedMessages); }
 
 bool CMosquittoShim_hasLinuxSpeedUps(void) {
 #ifdef SHIM_LINUX

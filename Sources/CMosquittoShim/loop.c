@@ -181,7 +181,7 @@ SHIM_HIDDEN void wakeLoop(CMosquittoShim_Client *c) {
 static bool acknowledgementsHeld(CMosquittoShim_Client *c) { return CMosquittoShim_Client_acknowledgementDue(c) != 0; }
 
 /// Whether back-pressure lets the loop read: the ring is below its capacity and Swift did not pause reading.
-static bool backPressureAllowsReading(CMosquittoShim_Client *c) {
+SHIM_HIDDEN bool backPressureAllowsReading(CMosquittoShim_Client *c) {
     return !atomic_load(&c->readPaused) && atomic_load(&c->queuedMirror) < c->capacity;
 }
 
@@ -279,7 +279,13 @@ static int loopOnce(CMosquittoShim_Client *c, int timeoutMs) {
         // (and one read that finds nothing at its end). Bounded, so writes and keepalive are not held up, and it
         // stops as soon as back-pressure holds the reads.
         if (c->holdAcks && reading) c->heldBehindWhole = true;  // read with libmosquitto's queue written out
-        for (int i = 0; i < SHIM_READ_BURST; i++) {
+        if (c->framing || c->frameHave > 0) {
+            int rc = readFramed(c, sock, true);
+            // A malformed packet or a failed read of its own: the stream cannot go on; the client reconnects.
+            if (rc && mosquitto_socket(c->mosq) >= 0) shutdown(sock, SHUT_RDWR);
+            if (rc || mosquitto_socket(c->mosq) < 0) return rc;
+        }
+        for (int i = 0; i < SHIM_READ_BURST && !c->framing && c->frameHave == 0; i++) {
             uint64_t before = c->received;
             int rc = mosquitto_loop_read(c->mosq, 1);
             if (rc || mosquitto_socket(c->mosq) < 0) return rc;
@@ -371,6 +377,7 @@ static void *loopMain(void *arg) {
                 if (stopRequested(c)) break;
                 if (logging && c->sessionUp) {
                     openDirect(c);
+                    startFraming(c);
                     mosquitto_log_callback_set(c->mosq, NULL);
                     logging = false;
                     char stale[8];
@@ -384,6 +391,7 @@ static void *loopMain(void *arg) {
         }
         if (stopRequested(c)) break;  // the graceful stop below still writes what is pending
 
+        stopFraming(c);
         closeDirect(c);
         settleUnsent(c);
         takeLastError(c, detail, sizeof(detail));
@@ -434,6 +442,7 @@ static void *loopMain(void *arg) {
         mosquitto_disconnect(c->mosq);
     }
     c->sessionUp = false;
+    stopFraming(c);
     closeDirect(c);
     settleUnsent(c);
 

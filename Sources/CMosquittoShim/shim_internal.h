@@ -6,6 +6,7 @@
 //   events.c   libmosquitto's callbacks filling the message ring and event list (loop thread), and the dispatcher
 //              side taking them out (Swift's dispatch function on the loop thread; counters from any thread)
 //   publish.c  the direct QoS 0 publish path and the operations (publishing threads, any thread)
+//   framed.c   the framed read: QoS 0 PUBLISH packets read in chunks and parsed by the shim (loop thread)
 //
 // The CoatyMQTT C shim: owns the libmosquitto callbacks and a network-loop thread. The callbacks (C only) copy
 // messages into a ring and events into a list, neither ever dropped. The ring is bounded by back-pressure: the loop
@@ -61,6 +62,8 @@
 //   seccomp   libmosquitto created without its wake-up socket pair (newMosquitto); off: with it (one write() per
 //             packet queued from another thread)
 //   quickack  TCP_QUICKACK renewed before each loop wait, paced while a stream arrives (renewQuickAck); off: never set
+//   framed    QoS 0 PUBLISH packets read in chunks and parsed by the shim (readFramed, framed.c); off: every packet read
+//             by libmosquitto (several read() calls per packet)
 //   all       every one of them
 //
 // What each trick buys (issue 21, point 3), measured with `mqtt-benchmark --shim-variants 1` (release; 200 000 QoS 0
@@ -89,6 +92,12 @@
 // - eventfd (removed): waking the loop through an eventfd instead of the pipe bought nothing measurable (publisher
 //   1.05 vs 1.25 and 0.95 µs, 3.05 vs 3.20 µs with the direct path off; throughput within noise), so the loop is
 //   woken through a pipe on every system: one code path.
+// - framed: the receiving network thread's read() calls were 29 % of its CPU in the store benchmark's ingest (5.3 µs
+//   of 18 µs per 400-byte message: four calls per packet); framed, its recv() calls are 7 % of 11 µs (`perf record`,
+//   100 000 messages). The recorder's CPU per stored object: median 48 µs framed, 53 µs with it switched off (same
+//   binary, `store-benchmark ingest-ours`, 7 and 3 runs alternating on a quiet 2-core VM). Kept: MQTTShimPathTests
+//   (messages larger than the window, cut anywhere; a QoS 1 publication mid-session; TLS never framed) pass with it
+//   on and off.
 // - quickack: no gain measured here, nor in agent-benchmark's Discover->Resolve round trip against a default
 //   (Nagle on) mosquitto (p50 495 µs with, 473 µs without; p99 5976 / 3257 µs; 3 runs of 2000), where it was added
 //   against ~40 ms delayed-ACK stalls that no longer show; off was cheaper in all three invocations (publisher +
@@ -169,6 +178,19 @@ struct CMosquittoShim_Client {
     int64_t wroteSeenNs;      // when the loop last saw this client write (a packet queued, or a QoS > 0 answer due)
     uint64_t quickAckPacketsSeen;  // `packetsQueued` when wroteSeenNs was last updated
     bool answerDue;           // a QoS > 0 message arrived, which libmosquitto answers (PUBACK / PUBREC)
+
+    // The framed read (see framed.c). framingAllowed and subscribedAboveQos0 are guarded by framingLock, which QoS 1/2
+    // publishes and subscribes hold while they queue their packet, and the loop while libmosquitto reads in framing.
+    pthread_mutex_t framingLock;
+    bool framingAllowed;       // nothing of this client is in flight at QoS 1/2 since the session started
+    bool subscribedAboveQos0;  // a subscription with QoS 1/2 was made (framing stays off for good)
+    bool framing;              // loop thread: this session reads framed
+    uint8_t *frameWindow;      // loop thread: the peek buffer (SHIM_FRAME_WINDOW bytes, allocated on first use)
+    uint8_t *frame;            // loop thread: the QoS 0 PUBLISH being received when a chunk cut it
+    size_t frameCapacity;
+    size_t frameHave;          // its bytes consumed so far (0: none owned)
+    size_t frameTotal;         // its total length, once its fixed header is whole (0: not yet)
+    atomic_uint_fast64_t framedMessages;  // QoS 0 PUBLISH packets the framed read delivered (for tests)
 
     // The network loop's own wait (see loopOnce): other threads that queue a packet count it in `packetsQueued` and,
     // while the loop thread polls, wake it through `wakeFd` (at most one write per wait): the read end of a pipe whose
@@ -297,5 +319,18 @@ SHIM_HIDDEN void closeDirect(CMosquittoShim_Client *c);  // publish.c
 SHIM_HIDDEN bool flushOursLocked(CMosquittoShim_Client *c);  // publish.c
 SHIM_HIDDEN int loopWrite(CMosquittoShim_Client *c);  // publish.c
 SHIM_HIDDEN void openDirect(CMosquittoShim_Client *c);  // publish.c
+SHIM_HIDDEN bool backPressureAllowsReading(CMosquittoShim_Client *c);  // loop.c
+SHIM_HIDDEN void pushMessage(CMosquittoShim_Client *c, const char *topic, size_t topicLength, const void *payload,
+                             size_t payloadLength, int qos, bool retain);  // events.c
+/// Reads what is waiting in framing (or finishes the QoS 0 PUBLISH a chunk cut), as one read step: the packets read,
+/// until the socket is empty or back-pressure holds the reads (`force`: the first packet anyway). Loop thread.
+SHIM_HIDDEN int readFramed(CMosquittoShim_Client *c, int sock, bool force);  // framed.c
+/// At a session's start (loop thread): framing on when the session allows it and nothing is in flight.
+SHIM_HIDDEN void startFraming(CMosquittoShim_Client *c);  // framed.c
+/// At a session's end (loop thread): framing off, a cut packet dropped with the connection.
+SHIM_HIDDEN void stopFraming(CMosquittoShim_Client *c);  // framed.c
+/// Before queueing a QoS 1/2 publish or subscribe (any thread): takes framingLock and turns framing off until the next
+/// session start; the caller unlocks framingLock once the packet is queued.
+SHIM_HIDDEN void lockFramingOff(CMosquittoShim_Client *c, bool subscription);  // framed.c
 
 #endif

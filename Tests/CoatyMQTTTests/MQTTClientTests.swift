@@ -965,11 +965,8 @@ struct MQTTClientTests {
 
     @Test func tlsVerifiedConnectionAndUnknownCARejected() async throws {
         let directory = try TemporaryDirectory()
-        let pki = try await TestCertificates.make(in: directory.path)
-        let broker = try await MosquittoBroker.start(
-            tls: .init(caFile: pki.caFile, certificateFile: pki.serverCertificate, privateKeyFile: pki.serverKey)
-        )
-        let tlsURL = try #require(broker.tlsURL)
+        let (broker, pki, tlsURL) = try await startTLSBroker(in: directory)
+        defer { withExtendedLifetime(broker) {} }
 
         let client = try await connectedClient(tlsURL, "tls") { $0.tls = MQTTTLSConfiguration(caFile: pki.caFile) }
         try await client.subscribe("secure/topic")

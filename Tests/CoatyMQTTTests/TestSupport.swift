@@ -87,6 +87,18 @@ func uniqueClientId(_ prefix: String = "test") -> String {
     "\(prefix)-\(UUID().uuidString.prefix(8).lowercased())"
 }
 
+/// Starts a broker with a TLS listener beside its plain one, its certificates made in `directory` (keep it while the
+/// broker is used); returns the TLS listener's URL too.
+func startTLSBroker(in directory: TemporaryDirectory) async throws -> (
+    broker: MosquittoBroker, certificates: TestCertificates, tlsURL: String
+) {
+    let pki = try await TestCertificates.make(in: directory.path)
+    let broker = try await MosquittoBroker.start(
+        tls: .init(caFile: pki.caFile, certificateFile: pki.serverCertificate, privateKeyFile: pki.serverKey)
+    )
+    return (broker, pki, try #require(broker.tlsURL))
+}
+
 /// Creates and connects a client to `url`.
 func connectedClient(
     _ url: String,

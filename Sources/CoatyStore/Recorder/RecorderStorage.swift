@@ -106,13 +106,21 @@ public struct ConnectionRecorderStorage<Connection: ConnectionType>: RecorderSto
             let writer = AnyCoatyObject.writer(tx)
             var outcomes: [RecorderMutationOutcome] = []
             outcomes.reserveCapacity(mutations.count)
+            // The usual batch: new objectIds, each once. Then no store replaces a row of another
+            // object type, and the rows written need no tracking (tracking each in `otherRows`
+            // cost an array and a dictionary entry per object: 2.7 µs of the writer's 44).
+            let tracking = !otherRows.isEmpty || Self.repeats(ids)
+            var stores = 0
             for mutation in mutations {
                 switch mutation {
                 case .store(let object, let receipt):
-                    let id = object.objectId.uuidString
-                    let index = StoreIndex(object.objectType, id)
-                    for other in otherRows[id] ?? [] where other != index { try await tx.removeRow(at: other) }
-                    otherRows[id] = [index]
+                    let id = ids[stores]
+                    stores += 1
+                    if tracking {
+                        let index = StoreIndex(object.objectType, id)
+                        for other in otherRows[id] ?? [] where other != index { try await tx.removeRow(at: other) }
+                        otherRows[id] = [index]
+                    }
                     try await writer.write(object, metadata: receipt)
                     outcomes.append(.stored)
                 case .remove(let objectIds):
@@ -123,6 +131,13 @@ public struct ConnectionRecorderStorage<Connection: ConnectionType>: RecorderSto
             }
             return outcomes
         }
+    }
+
+    /// Whether some objectId occurs more than once.
+    static func repeats(_ ids: [String]) -> Bool {
+        var seen = Set<String>(minimumCapacity: ids.count)
+        for id in ids where !seen.insert(id).inserted { return true }
+        return false
     }
 
     /// See ``RecorderStorage/objects(in:filter:joins:)``.
