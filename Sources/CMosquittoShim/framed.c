@@ -88,7 +88,16 @@ static int mosquittoReadsOne(CMosquittoShim_Client *c) {
     if (!c->framingAllowed) c->framing = false;  // between packets: libmosquitto reads on its own from here
     int rc = mosquitto_loop_read(c->mosq, 1);
     pthread_mutex_unlock(&c->framingLock);
+    c->libmosquittoReadNs = nowNs();
     return rc;
+}
+
+/// Whether libmosquitto should read the next whole packet itself, though it is a QoS 0 PUBLISH: libmosquitto's
+/// keep-alive counts only the packets it reads (its last_msg_in). Fed one at least every quarter keep-alive, it sends
+/// no PINGREQ while a stream flows, as without framing — a PINGREQ whose PINGRESP waits behind a long backlog, or behind
+/// a back-pressure hold, would end the session when its keep-alive check runs before that PINGRESP is read.
+static bool keepAliveWantsLibmosquittoRead(CMosquittoShim_Client *c) {
+    return c->keepAlive > 0 && nowNs() - c->libmosquittoReadNs > (int64_t)c->keepAlive * 250000000LL;
 }
 
 /// Makes room for a packet of `size` bytes in `frame`; false when out of memory.
@@ -207,6 +216,10 @@ SHIM_HIDDEN int readFramed(CMosquittoShim_Client *c, int sock, bool force) {
                 if (rc == MOSQ_ERR_SUCCESS) offset = available;
                 break;
             }
+            if (keepAliveWantsLibmosquittoRead(c)) {
+                handOver = true;  // whole: libmosquitto reads exactly this one, and delivers it as any other
+                break;
+            }
             rc = deliverPublish(c, packet, header, total);
             if (rc) break;
             offset += total;
@@ -228,7 +241,7 @@ SHIM_HIDDEN int readFramed(CMosquittoShim_Client *c, int sock, bool force) {
             }
             rc = mosquittoReadsOne(c);
             // A QoS 1/2 PUBLISH (unexpected: nothing was subscribed with QoS 1/2) may stay in libmosquitto.
-            if ((packet[0] & 0xF0) == 0x30) c->framing = false;
+            if ((packet[0] & 0xF0) == 0x30 && !isQos0Publish(packet[0])) c->framing = false;
             if (rc || mosquitto_socket(c->mosq) < 0) return rc;
             continue;
         }
@@ -240,6 +253,7 @@ SHIM_HIDDEN int readFramed(CMosquittoShim_Client *c, int sock, bool force) {
 SHIM_HIDDEN void startFraming(CMosquittoShim_Client *c) {
     c->frameHave = 0;
     c->frameTotal = 0;
+    c->libmosquittoReadNs = nowNs();  // the CONNACK was just read
     bool eligible = c->plainTCP && !c->protocolV5 && !c->holdAcks && !shimTrickDisabled(CMosquittoShim_TrickFramed);
     pthread_mutex_lock(&c->framingLock);
     bool allowed = false;

@@ -190,6 +190,7 @@ struct CMosquittoShim_Client {
     size_t frameCapacity;
     size_t frameHave;          // its bytes consumed so far (0: none owned)
     size_t frameTotal;         // its total length, once its fixed header is whole (0: not yet)
+    int64_t libmosquittoReadNs;  // loop thread: when libmosquitto last read a packet in framing (its keep-alive clock)
     atomic_uint_fast64_t framedMessages;  // QoS 0 PUBLISH packets the framed read delivered (for tests)
 
     // The network loop's own wait (see loopOnce): other threads that queue a packet count it in `packetsQueued` and,
