@@ -147,7 +147,10 @@ func ingestOurs(port: Int, count: Int, path: String) async throws -> (perSecond:
         } else if now - lastProgress.at > 5_000_000_000 {
             break
         }
-        try await Task.sleep(for: .milliseconds(1))
+        // Every 10 ms: the end is known to 0.2 % of a 5 s run, and the poll's own wake-ups (1000 a
+        // second at 1 ms, 2–3 µs of CPU per stored object) no longer compete with the recorder for
+        // the machine's cores.
+        try await Task.sleep(for: .milliseconds(10))
     }
     let cpuPerObject = (processCPUMicroseconds() - cpuStart) / Double(count)
     publisher.closeInput()
