@@ -199,6 +199,9 @@ SHIM_HIDDEN int readFramed(CMosquittoShim_Client *c, int sock, bool force) {
         size_t offset = 0;
         int rc = MOSQ_ERR_SUCCESS;
         bool handOver = false;
+        bool handOverCut = false;  // the packet handed over is not whole in the socket yet
+        // Once per chunk (a chunk is read in microseconds): libmosquitto's keep-alive clock wants a packet of its own.
+        bool feedKeepAlive = keepAliveWantsLibmosquittoRead(c);
         while (offset < available) {
             if (offset > 0 && !backPressureAllowsReading(c)) break;
             const uint8_t *packet = c->frameWindow + offset;
@@ -209,6 +212,7 @@ SHIM_HIDDEN int readFramed(CMosquittoShim_Client *c, int sock, bool force) {
             if (!isQos0Publish(packet[0]) || parsed < 0) {
                 // Not ours: libmosquitto reads it once it is whole (and reports it malformed itself).
                 handOver = true;
+                handOverCut = parsed == 0 || (parsed > 0 && !whole);
                 break;
             }
             if (!whole) {
@@ -216,7 +220,7 @@ SHIM_HIDDEN int readFramed(CMosquittoShim_Client *c, int sock, bool force) {
                 if (rc == MOSQ_ERR_SUCCESS) offset = available;
                 break;
             }
-            if (keepAliveWantsLibmosquittoRead(c)) {
+            if (feedKeepAlive) {
                 handOver = true;  // whole: libmosquitto reads exactly this one, and delivers it as any other
                 break;
             }
@@ -230,18 +234,15 @@ SHIM_HIDDEN int readFramed(CMosquittoShim_Client *c, int sock, bool force) {
             if (rc) return rc;
         }
         if (handOver) {
-            const uint8_t *packet = c->frameWindow + offset;  // still the peeked bytes: consume wrote the same ones
-            size_t header = 0;
-            size_t total = 0;
-            int parsed = fixedHeader(packet, available - offset, &header, &total);
-            if (parsed == 0 || (parsed > 0 && total > available - offset)) {
+            uint8_t first = c->frameWindow[offset];  // still the peeked bytes: consume wrote the same ones
+            if (handOverCut) {
                 // Cut: waiting for the rest would find the socket readable at every poll. libmosquitto reads from here.
                 c->framing = false;
                 return mosquitto_loop_read(c->mosq, 1);
             }
             rc = mosquittoReadsOne(c);
             // A QoS 1/2 PUBLISH (unexpected: nothing was subscribed with QoS 1/2) may stay in libmosquitto.
-            if ((packet[0] & 0xF0) == 0x30 && !isQos0Publish(packet[0])) c->framing = false;
+            if ((first & 0xF0) == 0x30 && !isQos0Publish(first)) c->framing = false;
             if (rc || mosquitto_socket(c->mosq) < 0) return rc;
             continue;
         }

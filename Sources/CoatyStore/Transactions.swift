@@ -325,7 +325,7 @@ extension ObjectFilterOperator {
 extension JSONValue {
     /// 2^53: SQL compares numbers below this magnitude as JavaScript does; conditions on larger
     /// ones are left to ``CoatyFilter/ObjectMatcher`` (JavaScript compares them as doubles).
-    public static let exactSQLNumberLimit = 9_007_199_254_740_992.0
+    public static let exactSQLNumberLimit = JSONMemberProbe.exactLimit
 
     /// Whether this is a finite number below ``exactSQLNumberLimit`` in magnitude, so a backend
     /// may compare it in SQL.
