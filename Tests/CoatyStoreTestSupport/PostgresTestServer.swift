@@ -163,7 +163,12 @@ public final class PostgresTestServer: Sendable {
     private func tool(_ name: String, _ arguments: [String]) throws -> String {
         let path = "\(binaries)/\(name)"
         if asPostgresUser {
-            return try Self.run("/usr/sbin/runuser", ["-u", "postgres", "--", path] + arguments)
+            // In `/` (`env -C`): the `postgres` user cannot enter a private (0700) working
+            // directory, and psql's warning about that would be read as its output.
+            return try Self.run(
+                "/usr/sbin/runuser",
+                ["-u", "postgres", "--", "/usr/bin/env", "-C", "/", path] + arguments
+            )
         } else {
             return try Self.run(path, arguments)
         }
