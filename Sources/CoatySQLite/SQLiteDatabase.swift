@@ -40,6 +40,8 @@ public final class SQLiteDatabase: DatabaseType, JSONPropertyIndexing {
     let indexes = JSONIndexDeclarations()
     /// What range lookups proved about indexed properties, shared by the connections.
     let numericKnowledge = NumericKnowledge()
+    /// Checkpoints the WAL off the writer's thread.
+    let checkpointer: SQLiteCheckpointer
 
     /// The most bytes of the file SQLite maps into memory (1 GiB of address space, not memory).
     static let mmapSize = 1 << 30
@@ -47,7 +49,7 @@ public final class SQLiteDatabase: DatabaseType, JSONPropertyIndexing {
     /// The migrations, in order; their names are recorded in the file's `grdb_migrations` table.
     public static let migrationNames = ["v1-rows", "v2-local-context", "v3-json-indexes", "v4-named-local-stores"]
 
-    /// The WAL size, in pages, at which a commit checkpoints it.
+    /// The WAL size, in pages, at which it is checkpointed (by ``checkpointer``).
     static let walAutocheckpointPages = 10_000
 
     /// Opens (creating if needed) the SQLite file that database options of an agent
@@ -70,10 +72,17 @@ public final class SQLiteDatabase: DatabaseType, JSONPropertyIndexing {
     /// - Parameter path: the file path.
     /// - Throws: ``CoatySQLiteError`` when the file cannot be opened or migrated (check the path
     ///   and its directory's permissions, and that the file is a SQLite database).
-    public init(path: String) throws {
+    public convenience init(path: String) throws {
+        try self.init(path: path, walCheckpointPages: Self.walAutocheckpointPages)
+    }
+
+    /// Opens a database whose WAL is checkpointed at `walCheckpointPages` pages (tests).
+    init(path: String, walCheckpointPages: Int) throws {
         self.path = path
+        let checkpointer = SQLiteCheckpointer(path: path, limit: walCheckpointPages)
+        self.checkpointer = checkpointer
         do {
-            pool = try DatabasePool(path: path, configuration: Self.configuration)
+            pool = try DatabasePool(path: path, configuration: Self.configuration(checkpointer: checkpointer))
             try Self.migrator.migrate(pool)
             let declared = try pool.read { db in
                 try Row.fetchAll(db, sql: "SELECT collection, property FROM coaty_json_indexes")
@@ -93,13 +102,16 @@ public final class SQLiteDatabase: DatabaseType, JSONPropertyIndexing {
     }
 
     /// The pool's configuration: every connection runs ``pragmas`` first and has
-    /// ``SQLiteFunctions``.
-    static var configuration: Configuration {
+    /// ``SQLiteFunctions``; the writer's WAL is checkpointed by `checkpointer` (which the
+    /// configuration, kept by each connection, keeps alive as long as the connection).
+    static func configuration(checkpointer: SQLiteCheckpointer) -> Configuration {
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
         configuration.prepareDatabase { db in
             for pragma in pragmas { try db.execute(sql: pragma) }
             try SQLiteFunctions.register(db)
+            // After the pragmas: the hook replaces `wal_autocheckpoint`'s (the readers never commit).
+            if !db.configuration.readonly { checkpointer.install(on: db) }
         }
         return configuration
     }
@@ -117,7 +129,8 @@ public final class SQLiteDatabase: DatabaseType, JSONPropertyIndexing {
         // Checkpoint the WAL every 10 000 pages (40 MB), not SQLite's 1000: a recorder's
         // inserts land on random pages of the objectId and key indexes, so consecutive
         // commits rewrite mostly the same pages, and each checkpoint copies a page once
-        // however often it was rewritten (8 % more objects/s ingested, measured).
+        // however often it was rewritten (8 % more objects/s ingested, measured). The pool's
+        // writer checkpoints at the same size, but off its thread (`SQLiteCheckpointer`).
         "PRAGMA wal_autocheckpoint = \(walAutocheckpointPages)",
     ]
 

@@ -59,6 +59,31 @@ struct BackPressureGateTests {
         #expect(gate.holdCount == 1)
     }
 
+    /// A batched take (`EventObservation.Iterator.nextBatch`) takes what is buffered, in order,
+    /// at most the count asked for, releases the hold as the single takes do, waits only while
+    /// nothing is buffered, and ends with `nil`.
+    @Test func aBatchTakesWhatIsBufferedInOrderAndReleasesTheHold() async throws {
+        let calls = Calls()
+        let gate = makeGate(calls)
+        let buffer = makeBuffer(gate, calls, limit: 4)
+        for value in 1...5 { buffer.push(value) }
+        #expect(gate.isPaused)
+        #expect(await buffer.nextBatch(maxCount: 2, isolation: nil) == [1, 2])
+        #expect(gate.isPaused, "3 of 4 still buffered")
+        #expect(await buffer.nextBatch(maxCount: 10, isolation: nil) == [3, 4, 5])
+        #expect(calls.paused.withLock { $0 } == [true, false])
+        #expect(buffer.progress.taken == 5)
+        let waiting = Task { await buffer.nextBatch(maxCount: 10, isolation: nil) }
+        try await eventually(5) { buffer.isConsumerWaiting }
+        buffer.push(6)
+        buffer.wake()
+        #expect(await waiting.value == [6])
+        buffer.push(7)
+        buffer.finish()
+        #expect(await buffer.nextBatch(maxCount: 10, isolation: nil) == nil, "an ended observation ends the batches")
+        #expect(calls.overflows.withLock { $0 } == 0)
+    }
+
     @Test func anOpenRequestKeepsReadingUntilTheHeadroom() {
         let calls = Calls()
         let gate = makeGate(calls)

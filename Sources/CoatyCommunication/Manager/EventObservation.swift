@@ -145,6 +145,31 @@ public struct EventObservation<Element: Sendable>: AsyncSequence, Sendable {
         public mutating func next(isolation actor: isolated (any Actor)?) async -> Element? {
             await iteration.buffer.next(isolation: actor)
         }
+
+        /// The events buffered now, at most `maxCount` of them, in order: waits only while none
+        /// is buffered. `nil` when the observation ended (as ``next()``).
+        ///
+        /// For a consumer that handles events in batches (writes them to a store in one
+        /// transaction, to a file in one write): one call takes what a per-event loop takes with
+        /// many, and the events are the same, in the same order, with the same back-pressure.
+        ///
+        /// ```swift
+        /// var events = try manager.observeAdvertise(Reading.self).makeAsyncIterator()
+        /// while let batch = await events.nextBatch(maxCount: 512) {
+        ///     try await store.insert(batch.map(\.object))
+        /// }
+        /// ```
+        ///
+        /// - Parameters:
+        ///   - maxCount: the most events returned (at least 1).
+        ///   - actor: the caller's isolation.
+        /// - Returns: 1 to `maxCount` events, or `nil` when the observation ended.
+        public mutating func nextBatch(
+            maxCount: Int,
+            isolation actor: isolated (any Actor)? = #isolation
+        ) async -> [Element]? {
+            await iteration.buffer.nextBatch(maxCount: maxCount, isolation: actor)
+        }
     }
 }
 
@@ -415,6 +440,38 @@ final class ObservationBuffer<Element: Sendable>: ObservationWaking, StallWatche
         gate?.unwatch(self)
         waiter?.resume(returning: nil)
         releaser.release()
+    }
+
+    /// Up to `maxCount` buffered events, waiting for the first; `nil` once finished (or the task
+    /// is cancelled).
+    func nextBatch(maxCount: Int, isolation actor: isolated (any Actor)?) async -> [Element]? {
+        if Task.isCancelled {
+            finish()
+            return nil
+        }
+        var batch = takeBatch(maxCount)
+        if !batch.isEmpty { return batch }
+        guard let first = await next(isolation: actor) else { return nil }
+        batch.append(first)
+        batch.append(contentsOf: takeBatch(maxCount - 1))
+        return batch
+    }
+
+    /// Takes up to `maxCount` ready events (none when the buffer is empty or finished).
+    private func takeBatch(_ maxCount: Int) -> [Element] {
+        guard maxCount > 0 else { return [] }
+        var change = GateChange()
+        let batch = state.withLock { state -> [Element] in
+            let count = min(maxCount, state.items.count)
+            guard count > 0 else { return [] }
+            let batch = Array(state.items.prefix(count))
+            state.items.removeFirst(count)
+            state.taken &+= UInt64(count)
+            if state.full || state.overHeadroom { change = Self.checkLimits(&state, limit: limit, headroom: headroom) }
+            return batch
+        }
+        apply(change)
+        return batch
     }
 
     /// The next buffered event, waiting for one; `nil` once finished (or the task is cancelled).

@@ -41,19 +41,40 @@ extension CoatyRecorder {
         return observations
     }
 
+    /// The most events an ingest pump takes from its observation at once.
+    static let pumpBatchLimit = 512
+
+    /// Hands what an ingest observation delivers to the queue, a batch of waiting events at a
+    /// time (one lock and one counter update per batch, not per object).
     func pump(_ observation: IngestObservation, index: Int) async {
         switch observation {
         case .advertise(let events):
-            for await event in events {
-                let receipt = ReceiptMetadata(sourceId: event.sourceId, eventType: "Advertise", topic: event.topic.name)
-                await enqueue(.store(event.object, receipt))
-                markHanded(index)
+            var iterator = events.makeAsyncIterator()
+            while let batch = await iterator.nextBatch(maxCount: Self.pumpBatchLimit) {
+                await enqueue(
+                    batch.map { event in
+                        .store(
+                            event.object,
+                            ReceiptMetadata(sourceId: event.sourceId, eventType: "Advertise", topic: event.topic.name)
+                        )
+                    }
+                )
+                markHanded(index, count: batch.count)
             }
         case .channel(let events):
-            for await event in events {
-                let receipt = ReceiptMetadata(sourceId: event.sourceId, eventType: "Channel", topic: event.topic.name)
-                for object in event.data.objects { await enqueue(.store(object, receipt)) }
-                markHanded(index)
+            var iterator = events.makeAsyncIterator()
+            while let batch = await iterator.nextBatch(maxCount: Self.pumpBatchLimit) {
+                var mutations: [RecorderMutation] = []
+                for event in batch {
+                    let receipt = ReceiptMetadata(
+                        sourceId: event.sourceId,
+                        eventType: "Channel",
+                        topic: event.topic.name
+                    )
+                    for object in event.data.objects { mutations.append(.store(object, receipt)) }
+                }
+                await enqueue(mutations)
+                markHanded(index, count: batch.count)
             }
         }
     }
@@ -64,14 +85,14 @@ extension CoatyRecorder {
                 // Objects advertised before the Deadvertise (children among them) reach the queue
                 // first: they arrive on other observations, handed over by other tasks.
                 await settle(except: index)
-                await enqueue(.remove(objectIds: event.objectIds.map(\.uuidString)))
+                await enqueue([.remove(objectIds: event.objectIds.map(\.uuidString))])
             }
-            markHanded(index)
+            markHanded(index, count: 1)
         }
     }
 
-    func markHanded(_ index: Int) {
-        handed.withLock { $0[index, default: 0] += 1 }
+    func markHanded(_ index: Int, count: Int) {
+        handed.withLock { $0[index, default: 0] += UInt64(count) }
     }
 
     // MARK: Durable recording
@@ -129,10 +150,11 @@ extension CoatyRecorder {
         return true
     }
 
-    func enqueue(_ mutation: RecorderMutation) async {
-        stats.withLock { $0.received += 1 }
-        let (depth, waited) = await queue.enqueue(mutation)
-        metrics.received(mutation, depth: depth, waited: waited)
+    func enqueue(_ mutations: [RecorderMutation]) async {
+        guard !mutations.isEmpty else { return }
+        stats.withLock { $0.received += mutations.count }
+        let (depth, waited) = await queue.enqueue(mutations)
+        metrics.received(mutations, depth: depth, waited: waited)
         stats.withLock { stats in
             stats.peakQueueDepth = max(stats.peakQueueDepth, depth)
             if waited { stats.backPressureWaits += 1 }

@@ -51,25 +51,30 @@ final class IngestQueue: Sendable {
         state.withLock { $0.owingSince.map { ContinuousClock.now - $0 } }
     }
 
-    /// Appends a mutation, waiting while the queue is full. After ``close()`` the mutation is
-    /// still accepted (the writer drains everything before it ends).
-    /// - Returns: the queue depth after appending, and whether the producer had to wait.
+    /// Appends mutations in order, waiting while the queue is full (a batch larger than the room
+    /// left goes in as room is made). After ``close()`` every mutation is still accepted (the
+    /// writer drains everything before it ends).
+    /// - Returns: the queue depth after the last append, and whether the producer had to wait.
     @discardableResult
-    func enqueue(_ mutation: RecorderMutation) async -> (depth: Int, waited: Bool) {
+    func enqueue(_ mutations: [RecorderMutation]) async -> (depth: Int, waited: Bool) {
         var waited = false
+        var next = mutations.startIndex
         while true {
             let accepted = state.withLock { state -> (Int?, CheckedContinuation<Void, Never>?) in
-                guard state.count < capacity || state.closed else { return (nil, nil) }
-                if state.owingSince == nil { state.owingSince = .now }
-                state.buffer.append(mutation)
-                state.enqueued += 1
+                let room =
+                    state.closed ? mutations.endIndex - next : min(capacity - state.count, mutations.endIndex - next)
+                guard room > 0 || next == mutations.endIndex else { return (nil, nil) }
+                if room > 0 {
+                    if state.owingSince == nil { state.owingSince = .now }
+                    state.buffer.append(contentsOf: mutations[next..<(next + room)])
+                    state.enqueued += UInt64(room)
+                    next += room
+                }
                 let wake = state.count >= state.wakeAt ? state.takeConsumer() : nil
-                return (state.count, wake)
+                return (next == mutations.endIndex ? state.count : nil, wake)
             }
-            if let depth = accepted.0 {
-                accepted.1?.resume()
-                return (depth, waited)
-            }
+            accepted.1?.resume()
+            if let depth = accepted.0 { return (depth, waited) }
             waited = true
             state.withLock { $0.blockedProducers += 1 }
             await withCheckedContinuation { continuation in

@@ -95,12 +95,19 @@ final class RecorderMetrics: Sendable {
         }
     }
 
-    /// Counts a mutation handed to the queue and records the queue's depth after it.
-    func received(_ mutation: RecorderMutation, depth: Int, waited: Bool) {
-        switch mutation {
-        case .store(_, let receipt): (receipt.eventType == "Channel" ? receivedChannel : receivedAdvertise).increment()
-        case .remove: receivedDeadvertise.increment()
+    /// Counts mutations handed to the queue together and records the queue's depth after them.
+    func received(_ mutations: [RecorderMutation], depth: Int, waited: Bool) {
+        var (advertise, channel, deadvertise) = (0, 0, 0)
+        for mutation in mutations {
+            switch mutation {
+            case .store(_, let receipt) where receipt.eventType == "Channel": channel += 1
+            case .store: advertise += 1
+            case .remove: deadvertise += 1
+            }
         }
+        if advertise > 0 { receivedAdvertise.increment(by: advertise) }
+        if channel > 0 { receivedChannel.increment(by: channel) }
+        if deadvertise > 0 { receivedDeadvertise.increment(by: deadvertise) }
         queueDepth.record(depth)
         if waited { backPressureWaits.increment() }
     }
