@@ -529,6 +529,14 @@ func runIngestCosts(_ args: [String]) async throws {
     var start = monotonicNanoseconds()
     let objects = try texts.map { try registry.decode(bytes: Array($0.utf8)) }
     emit("decode \(count) payloads: \(Double(monotonicNanoseconds() - start) / Double(count) / 1000) µs each")
+    // As the network thread decodes an Advertise event's payload (from its text, for a generic observer).
+    let payloads = texts.map { Array(#"{"object":\#($0)}"#.utf8) }
+    start = monotonicNanoseconds()
+    var received = 0
+    for payload in payloads where (try? AdvertiseEventData(bytes: payload, registry: registry)) != nil { received += 1 }
+    emit(
+        "decode \(received) Advertise payloads as received: \(Double(monotonicNanoseconds() - start) / Double(count) / 1000) µs each"
+    )
     let receipt = ReceiptMetadata(sourceId: CoatyUUID(), eventType: "Advertise", topic: advertiseTopic)
     let storage = ConnectionRecorderStorage(try SQLiteDatabase(path: args[0] + "/writer.sqlite").makeConnection())
     let batches = stride(from: 0, to: count, by: 4096).map { batch in

@@ -121,13 +121,16 @@ final class RecorderMetrics: Sendable {
     func committed(_ batch: [RecorderMutation], outcomes: [RecorderMutationOutcome]) {
         batches.increment()
         var removedCount = 0
+        // One counter update per core type and batch, not per object.
+        var storedCounts: [CoreType: Int] = [:]
         for (mutation, outcome) in zip(batch, outcomes) {
             switch (mutation, outcome) {
-            case (.store(let object, _), .stored): stored[object.coreType]?.increment()
+            case (.store(let object, _), .stored): storedCounts[object.coreType, default: 0] += 1
             case (_, .removed(let ids)): removedCount += ids.count
             default: break
             }
         }
+        for (coreType, count) in storedCounts { stored[coreType]?.increment(by: count) }
         if removedCount > 0 { removed.increment(by: removedCount) }
     }
 
