@@ -24,6 +24,10 @@ public struct CoatySQLiteError: Error, Sendable, CustomStringConvertible {
 /// `parentObjectId`, `locationId`). Filters are pushed into SQL only where the result is exactly
 /// Coaty's; the rest is evaluated with ``CoatyFilter/ObjectMatcher`` on the candidates SQL returns.
 ///
+/// The write-ahead log is checkpointed at 10 000 pages by a `PASSIVE` checkpoint on a
+/// short-lived connection of its own, not inside the writer's commit (see
+/// `SQLiteCheckpointer`): a burst of writes is not stalled by copying the log and its fsyncs.
+///
 /// ```swift
 /// let database = try SQLiteDatabase(path: "coaty.sqlite")
 /// let connection = try await database.makeConnection()
