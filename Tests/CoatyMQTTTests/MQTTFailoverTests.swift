@@ -90,12 +90,12 @@ struct MQTTFailoverTests {
         #expect(try await receive(client, count: 1).first?.payload == Array("one".utf8))
         await publisherOne.disconnect()
 
-        let stoppedAt = ContinuousClock.now
         await first.stop()
+        // Within 10 s of the stop (typically 1–3 s; an ASan build on a loaded 2-core machine took
+        // 8.7 s once, so no tighter bound here: this checks that it fails over, not how fast).
         try await eventually(10, "the reconnect to the second broker") {
             logs.contains(.info, "Reconnected to \(second.url)")
         }
-        #expect(ContinuousClock.now - stoppedAt < .seconds(8))
         #expect(logs.contains(.warning, "Connection lost"), "\(logs.joined)")
 
         let publisherTwo = try await connectedClient(second.url, "pub2")
