@@ -522,6 +522,7 @@ func runAnswerCosts(_ args: [String]) async throws {
 /// `ingest-costs DIR [N]`: the recorder's writer alone (`ConnectionRecorderStorage.apply` of N
 /// decoded objects in batches of 4096, as the recorder commits them) against the raw GRDB
 /// insert of the same rows, and the decode of the N payloads: a profiling aid for the ingest row.
+/// With `INGEST_COSTS_WRITER_ONLY` set in the environment it stops after the writer (for `perf`).
 func runIngestCosts(_ args: [String]) async throws {
     let count = args.count > 1 ? Int(args[1])! : 100_000
     let registry = CoatyObjectRegistry()
@@ -549,6 +550,9 @@ func runIngestCosts(_ args: [String]) async throws {
     }
     let ours = Double(count) / (Double(monotonicNanoseconds() - start) / 1e9)
     let cpu = (processCPUMicroseconds() - cpuStart) / Double(count)
+    if ProcessInfo.processInfo.environment["INGEST_COSTS_WRITER_ONLY"] != nil {
+        return emit("writer alone: \(Int(ours)) objects/s, \(Int(cpu)) µs CPU each")
+    }
     let baseline = try await ingestBaselineTimed(count: count, path: args[0] + "/raw.sqlite")
     emit(
         "writer alone: \(Int(ours)) objects/s, \(Int(cpu)) µs CPU each; raw GRDB insert: \(Int(baseline.perSecond)) rows/s,"

@@ -98,108 +98,61 @@ private struct DatabaseHandle: @unchecked Sendable {
     let db: Database
 }
 
-/// The `Database` the connection's thread hands over, or why it never will.
-private final class DatabaseHandoff: Sendable {
-    private enum State {
-        case pending
-        case waiting(CheckedContinuation<DatabaseHandle, any Error>)
-        case delivered(DatabaseHandle)
-        case failed(any Error)
-        case taken
-    }
-
-    private let state = CoatyMutex(State.pending)
-
-    /// Called on the connection's thread.
-    func deliver(_ db: Database) { settle(.success(DatabaseHandle(db: db))) }
-
-    /// Called when GRDB fails before running the closure (cancelled, closed database).
-    func fail(_ error: any Error) { settle(.failure(error)) }
-
-    private func settle(_ result: Result<DatabaseHandle, any Error>) {
-        let continuation = state.withLock { state -> CheckedContinuation<DatabaseHandle, any Error>? in
-            switch state {
-            case .pending:
-                switch result {
-                case .success(let handle): state = .delivered(handle)
-                case .failure(let error): state = .failed(error)
-                }
-                return nil
-            case .waiting(let continuation):
-                state = .taken
-                return continuation
-            case .delivered, .failed, .taken:
-                return nil
-            }
-        }
-        continuation?.resume(with: result)
-    }
-
-    /// The database, once delivered.
-    func database() async throws -> DatabaseHandle {
-        try await withCheckedThrowingContinuation { continuation in
-            let ready = state.withLock { state -> Result<DatabaseHandle, any Error>? in
-                switch state {
-                case .pending:
-                    state = .waiting(continuation)
-                    return nil
-                case .delivered(let handle):
-                    state = .taken
-                    return .success(handle)
-                case .failed(let error):
-                    state = .taken
-                    return .failure(error)
-                case .waiting, .taken:
-                    return .failure(CoatySQLiteError("A transaction's database was taken twice"))
-                }
-            }
-            if let ready { continuation.resume(with: ready) }
-        }
-    }
-}
-
 /// Thrown from GRDB's closure so that GRDB rolls back after the body threw.
 private struct BodyThrew: Error {}
 
 extension ConnectionThreadExecutor {
     /// Runs `body` in a GRDB transaction: `access` runs its closure on a connection's thread
-    /// (GRDB's `DatabasePool.read` or `write`), which serves the body's jobs while the body runs in
-    /// the calling task (its task-local values, priority and cancellation apply).
+    /// (GRDB's `DatabasePool.asyncRead` or `asyncWrite`), which serves the body's jobs while the
+    /// body runs in the calling task (its task-local values, priority and cancellation apply).
     ///
-    /// The calling task moves to this executor before GRDB's closure starts, so the connection's
+    /// `access` is GRDB's callback API, called from the calling task: the access is queued on the
+    /// connection's dispatch queue at once, with no task of the cooperative pool to start first
+    /// (a recorder's writer waited 3–12 ms per transaction for one on a loaded machine). The
+    /// calling task moves to this executor before GRDB's closure starts, so the connection's
     /// thread runs the task as soon as it holds the transaction, and lets GRDB end the transaction
     /// as soon as the body has ended: the transaction is never held while the task waits for a
     /// thread of the cooperative pool.
     /// - Parameters:
-    ///   - access: GRDB's access, committing when its closure returns, rolling back when it throws.
+    ///   - access: GRDB's access: runs its first closure in a transaction on the connection's
+    ///     thread, commits when it returns, rolls back when it throws, then calls its second
+    ///     closure with how that ended (also when the access could not begin).
     ///   - body: the transaction's body, given the database.
     /// - Returns: what `body` returns.
-    /// - Throws: what `body` throws (after the rollback), or GRDB's error.
+    /// - Throws: `CancellationError` when the task is cancelled before the access begins, what
+    ///   `body` throws (after the rollback), or GRDB's error.
     static func run<T: Sendable>(
-        in access: @escaping @Sendable (@escaping @Sendable (Database) throws -> Void) async throws -> Void,
+        in access: (
+            _ work: @escaping @Sendable (Database) throws -> Void,
+            _ ended: @escaping @Sendable (Result<Void, any Error>) -> Void
+        ) -> Void,
         _ body: @escaping @Sendable (Database) async throws -> T
     ) async throws -> T {
+        try Task.checkCancellation()
         let executor = ConnectionThreadExecutor()
-        let handoff = DatabaseHandoff()
+        let handoff = OneShot<DatabaseHandle>()
+        let held = OneShot<Void>()
         let bodyThrew = CoatyMutex(false)
-        @Sendable func hold() async throws {
-            do {
-                try await access { db in
-                    handoff.deliver(db)
-                    executor.serve()
-                    if bodyThrew.withLock({ $0 }) { throw BodyThrew() }
+        access(
+            { db in
+                handoff.settle(.success(DatabaseHandle(db: db)))
+                executor.serve()
+                if bodyThrew.withLock({ $0 }) { throw BodyThrew() }
+            },
+            { result in
+                if case .failure(let error) = result {
+                    // Before the body got the database (the database is closed, say): the body
+                    // fails with this error, and its jobs go to the global executor.
+                    handoff.settle(.failure(error))
+                    executor.abandon()
                 }
-            } catch {
-                handoff.fail(error)
-                executor.abandon()
-                throw error
+                held.settle(result)
             }
-        }
-        async let held: Void = hold()
+        )
         let outcome = await withTaskExecutorPreference(executor) { () async -> Result<T, any Error> in
             let outcome: Result<T, any Error>
             do {
-                outcome = .success(try await body(try await handoff.database().db))
+                outcome = .success(try await body(try await handoff.value().db))
             } catch {
                 outcome = .failure(error)
                 bodyThrew.withLock { $0 = true }
@@ -208,7 +161,7 @@ extension ConnectionThreadExecutor {
             return outcome
         }
         do {
-            try await held
+            try await held.value()
         } catch {
             if case .failure(let bodyError) = outcome { throw bodyError }
             throw error

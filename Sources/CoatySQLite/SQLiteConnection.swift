@@ -23,7 +23,9 @@ public struct SQLiteConnection: ConnectionType, JSONPropertyIndexing {
         -> T
     {
         let pool = pool
-        return try await run(body) { work in try await pool.read(work) }
+        return try await run(body) { work, ended in
+            pool.asyncRead { database in ended(Result { try work(database.get()) }) }
+        }
     }
 
     /// Runs a brief read (a lookup by key or indexed column) on the database's one read-only
@@ -40,8 +42,10 @@ public struct SQLiteConnection: ConnectionType, JSONPropertyIndexing {
         async throws -> T
     {
         let briefReader = briefReader
-        return try await run(body) { work in
-            try await briefReader.unsafeRead { db in try Self.inBriefTransaction(db) { try work(db) } }
+        return try await run(body) { work, ended in
+            briefReader.asyncUnsafeRead { database in
+                ended(Result { try Self.inBriefTransaction(database.get(), work) })
+            }
         }
     }
 
@@ -57,29 +61,9 @@ public struct SQLiteConnection: ConnectionType, JSONPropertyIndexing {
         let briefReader = briefReader
         let budget = BriefReadBudget(briefReadBudget)
         do {
-            let result = try await run(body) { work in
-                try await briefReader.unsafeRead { db in
-                    let connection = db.sqliteConnection
-                    budget.start()
-                    sqlite3_progress_handler(
-                        connection,
-                        1000,
-                        { context in
-                            guard let context else { return 0 }
-                            return Unmanaged<BriefReadBudget>.fromOpaque(context).takeUnretainedValue().check()
-                                ? 1 : 0
-                        },
-                        Unmanaged.passUnretained(budget).toOpaque()
-                    )
-                    // The handler goes before the transaction ends: SQLite counts a cached statement's
-                    // steps across its runs, so the handler can fire inside COMMIT, and an interrupted
-                    // COMMIT would leave the transaction open (the soak benchmark crashed a loaded
-                    // recorder so).
-                    let removeHandler = {
-                        withExtendedLifetime(budget) { sqlite3_progress_handler(connection, 0, nil, nil) }
-                    }
-                    defer { removeHandler() }
-                    try Self.inBriefTransaction(db, beforeEnd: removeHandler) { try work(db) }
+            let result = try await run(body) { work, ended in
+                briefReader.asyncUnsafeRead { database in
+                    ended(Result { try Self.readWithBudget(database.get(), budget: budget, work) })
                 }
             }
             // A body that caught SQLite's interruption must not return what it read so far.
@@ -87,6 +71,34 @@ public struct SQLiteConnection: ConnectionType, JSONPropertyIndexing {
         } catch  where budget.exceeded {
             return nil
         }
+    }
+
+    /// Runs `work` in a brief read transaction on `db`, stopped by SQLite's progress handler once
+    /// `budget` is spent.
+    private static func readWithBudget(_ db: Database, budget: BriefReadBudget, _ work: (Database) throws -> Void)
+        throws
+    {
+        let connection = db.sqliteConnection
+        budget.start()
+        sqlite3_progress_handler(
+            connection,
+            1000,
+            { context in
+                guard let context else { return 0 }
+                return Unmanaged<BriefReadBudget>.fromOpaque(context).takeUnretainedValue().check()
+                    ? 1 : 0
+            },
+            Unmanaged.passUnretained(budget).toOpaque()
+        )
+        // The handler goes before the transaction ends: SQLite counts a cached statement's
+        // steps across its runs, so the handler can fire inside COMMIT, and an interrupted
+        // COMMIT would leave the transaction open (the soak benchmark crashed a loaded
+        // recorder so).
+        let removeHandler = {
+            withExtendedLifetime(budget) { sqlite3_progress_handler(connection, 0, nil, nil) }
+        }
+        defer { removeHandler() }
+        try Self.inBriefTransaction(db, beforeEnd: removeHandler, work)
     }
 
     /// See ``SQLiteDatabase/createIndex(collection:property:)``.
@@ -103,7 +115,10 @@ public struct SQLiteConnection: ConnectionType, JSONPropertyIndexing {
     /// the brief reader), on that connection's thread (``ConnectionThreadExecutor``).
     private func run<T: Sendable>(
         _ body: @escaping @Sendable (SQLiteTransaction) async throws -> T,
-        access: @escaping @Sendable (@escaping @Sendable (Database) throws -> Void) async throws -> Void
+        access: (
+            _ work: @escaping @Sendable (Database) throws -> Void,
+            _ ended: @escaping @Sendable (Result<Void, any Error>) -> Void
+        ) -> Void
     ) async throws -> T {
         let (indexes, numericKnowledge) = (indexes, numericKnowledge)
         return try await ConnectionThreadExecutor.run(in: access) { db in
@@ -114,9 +129,11 @@ public struct SQLiteConnection: ConnectionType, JSONPropertyIndexing {
     /// Runs `work` in a read transaction on `db` begun and committed with cached statements.
     /// - Parameters:
     ///   - beforeEnd: runs after `work`, before the transaction ends.
-    private static func inBriefTransaction(_ db: Database, beforeEnd: () -> Void = {}, _ work: () throws -> Void)
-        throws
-    {
+    private static func inBriefTransaction(
+        _ db: Database,
+        beforeEnd: () -> Void = {},
+        _ work: (Database) throws -> Void
+    ) throws {
         try db.cachedStatement(sql: "BEGIN DEFERRED TRANSACTION").execute()
         defer {
             beforeEnd()
@@ -127,8 +144,12 @@ public struct SQLiteConnection: ConnectionType, JSONPropertyIndexing {
                 try? db.execute(sql: "ROLLBACK TRANSACTION")
             }
         }
-        try work()
+        try work(db)
     }
+
+    /// `true`: the pool has one writer connection, and ``write(_:)`` queues its transaction on
+    /// that connection's serial queue when it is called (after checking for cancellation).
+    public static var writesInCallOrder: Bool { true }
 
     /// Runs `body` in an immediate write transaction: commits when it returns, rolls back when it
     /// throws. The pool's writer thread runs the body's work and waits while the body awaits
@@ -141,7 +162,13 @@ public struct SQLiteConnection: ConnectionType, JSONPropertyIndexing {
         -> T
     {
         let pool = pool
-        return try await run(body) { work in try await pool.write(work) }
+        return try await run(body) { work, ended in
+            pool.asyncWrite { db in
+                try work(db)
+            } completion: { _, result in
+                ended(result)
+            }
+        }
     }
 }
 

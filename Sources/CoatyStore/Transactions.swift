@@ -573,9 +573,17 @@ public protocol ConnectionType: Sendable {
     /// - Returns: what `body` returns, or `nil` when the backend stopped it or has no such path.
     /// - Throws: what `body` or the backend throws.
     func readIfBrief<T: Sendable>(_ body: @escaping @Sendable (ReadTransaction) async throws -> T) async throws -> T?
+
+    /// Whether write transactions run one at a time, in the order ``write(_:)`` was called (one
+    /// writer connection, as SQLite's): a writer may then call ``write(_:)`` again before its
+    /// previous transaction has ended and rely on that order. `false` by default.
+    static var writesInCallOrder: Bool { get }
 }
 
 extension ConnectionType {
+    /// `false`: see ``ConnectionType/writesInCallOrder``.
+    public static var writesInCallOrder: Bool { false }
+
     /// Runs a brief read — a lookup by key or by an indexed column, microseconds of work — where a
     /// backend can run it without a thread switch (SQLite: on the calling thread); by default a
     /// ``read(_:)``. Never for scans or filters that may read many rows, and the body awaits

@@ -2,6 +2,7 @@ import CoatyCore
 import CoatySQLite
 import CoatyTesting
 import Foundation
+import GRDB
 import Testing
 
 @testable import CoatyStore
@@ -576,6 +577,51 @@ struct RecorderTests {
         #expect(harness.recorder.statistics.stored < objects.count, "the slow store must still be behind")
         try await harness.stop()
         #expect(try await harness.rows(objectType: RecorderFixtures.objectType).count == objects.count)
+    }
+
+    /// On SQLite the writer requests each transaction before the previous one ended, and the
+    /// transaction takes its batch when it begins. A batch that fails (a real SQLite error: a
+    /// trigger aborts one insert) is written one mutation at a time, and the transaction already
+    /// requested behind it takes nothing meanwhile: the rows' insertion order is the publication
+    /// order, the bad object is the one failed write, nothing else is lost.
+    @Test("SQLite: a failing batch is written one by one before any later batch, none overtakes it")
+    func failingBatchIsNotOvertaken() async throws {
+        let path = TemporaryDirectory().file("poison.sqlite")
+        let connection = try SQLiteDatabase(path: path).makeConnection()
+        let admin = try DatabaseQueue(path: path)
+        try await admin.write { db in
+            try db.execute(
+                sql: """
+                    CREATE TRIGGER poison BEFORE INSERT ON coaty_rows WHEN NEW.name = 'poison'
+                    BEGIN SELECT RAISE(ABORT, 'poisoned'); END
+                    """
+            )
+        }
+        try admin.close()
+        let harness = try await RecorderHarness.start(
+            .inMemory,
+            configuration: .init(coreTypes: [.coatyObject], queueCapacity: 16, maxBatchSize: 16),
+            wrap: { _ in ConnectionRecorderStorage(connection) }
+        )
+        let events = harness.recorder.events()
+        let count = 300
+        let poisoned = 100
+        let template = try RecorderFixtures.objects(1)[0].json
+        for i in 0..<count {
+            var json = template
+            json["objectId"] = .string(CoatyUUID().uuidString)
+            json["rank"] = .int(Int64(i))
+            if i == poisoned { json["name"] = "poison" }
+            try await harness.client.publishAdvertise(try CoatyObjectRegistry().decode(json))
+        }
+        await RecorderHarness.awaitStored(count - 1, in: events)
+        try await harness.stop()
+        let ranks = try await RecorderBackend.rows(connection)
+            .filter { $0.index.collection == RecorderFixtures.objectType }
+            .compactMap { $0.object["rank"]?.int64Value }
+        #expect(ranks == (0..<count).filter { $0 != poisoned }.map { Int64($0) })
+        #expect(harness.recorder.statistics.failedWrites == 1)
+        #expect(harness.recorder.statistics.stored >= count - 1)
     }
 
     @Test("run() twice at once is refused")

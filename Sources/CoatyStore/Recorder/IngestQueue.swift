@@ -114,18 +114,32 @@ final class IngestQueue: Sendable {
         for producer in producers { producer.resume() }
     }
 
-    /// The next batch of at most `maxCount` mutations: waits for the first, then up to
-    /// `interval` for the batch to fill (cut short by a full batch, a flush or ``close()``).
-    /// Returns `nil` when the queue is closed and empty.
-    func nextBatch(maxCount: Int, interval: Duration) async -> [RecorderMutation]? {
-        let maxCount = max(1, maxCount)
-        // Wait for the first mutation.
+    /// The next batch of at most `maxCount` mutations: ``waitForBatch(maxCount:interval:)``, then
+    /// ``take(maxCount:)``. Returns `nil` when the queue is closed and empty.
+    func nextBatch(maxCount: Int, interval: Duration) async -> (mutations: [RecorderMutation], through: UInt64)? {
+        guard await waitForBatch(maxCount: maxCount, interval: interval) else { return nil }
+        let batch = take(maxCount: maxCount)
+        return batch.mutations.isEmpty ? nil : batch
+    }
+
+    /// Waits for the first mutation, then up to `interval` for `maxCount` (cut short by a flush or
+    /// ``close()``). Returns `false` when the queue is closed and empty.
+    func waitForBatch(maxCount: Int, interval: Duration) async -> Bool {
         while !(await park(untilCount: 1, orFlush: false, timer: nil)) {}
-        // Give the batch a short time to fill unless there is a reason to write now.
         if interval > .zero {
-            _ = await park(untilCount: maxCount, orFlush: true, timer: interval)
+            _ = await park(untilCount: max(1, maxCount), orFlush: true, timer: interval)
         }
-        let (batch, producers) = state.withLock { state -> ([RecorderMutation], [CheckedContinuation<Void, Never>]) in
+        return state.withLock { $0.count > 0 }
+    }
+
+    /// Takes at most `maxCount` queued mutations at once (none when none is queued) and wakes the
+    /// producers waiting for room.
+    /// - Returns: the mutations, and how many were taken from the queue up to and including them
+    ///   (for ``markCommitted(through:)``).
+    func take(maxCount: Int) -> (mutations: [RecorderMutation], through: UInt64) {
+        let maxCount = max(1, maxCount)
+        let (batch, through, producers) = state.withLock {
+            state -> ([RecorderMutation], UInt64, [CheckedContinuation<Void, Never>]) in
             let end = min(state.buffer.count, state.head + maxCount)
             let batch: [RecorderMutation]
             if state.head == 0 && end == state.buffer.count {
@@ -145,16 +159,17 @@ final class IngestQueue: Sendable {
             }
             state.taken += UInt64(batch.count)
             defer { state.producers.removeAll() }
-            return (batch, state.producers)
+            return (batch, state.taken, state.producers)
         }
         for producer in producers { producer.resume() }
-        return batch.isEmpty ? nil : batch
+        return (batch, through)
     }
 
-    /// Marks the last taken batch as committed (or given up) and wakes the flushes it satisfies.
-    func markCommitted() {
+    /// Marks the mutations taken up to and including `through` as committed (or given up) and
+    /// wakes the flushes it satisfies. Batches are marked in the order they were taken.
+    func markCommitted(through: UInt64) {
         let ready = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-            state.committed = state.taken
+            state.committed = max(state.committed, through)
             state.owingSince = state.committed < state.enqueued ? .now : nil
             var ready: [CheckedContinuation<Void, Never>] = []
             state.flushWaiters.removeAll { waiter in

@@ -96,41 +96,46 @@ public struct ConnectionRecorderStorage<Connection: ConnectionType>: RecorderSto
 
     /// See ``RecorderStorage/apply(_:)``.
     public func apply(_ mutations: [RecorderMutation]) async throws -> [RecorderMutationOutcome] {
-        try await connection.write { tx in
-            // One lookup per batch for the objectIds stored under another object type.
-            let ids = mutations.compactMap { mutation -> String? in
-                if case .store(let object, _) = mutation { return object.objectId.uuidString }
-                return nil
-            }
-            var otherRows = try await tx.coatyObjectIndexes(withObjectIds: ids)
-            let writer = AnyCoatyObject.writer(tx)
-            var outcomes: [RecorderMutationOutcome] = []
-            outcomes.reserveCapacity(mutations.count)
-            // The usual batch: new objectIds, each once. Then no store replaces a row of another
-            // object type, and the rows written need no tracking (tracking each in `otherRows`
-            // cost an array and a dictionary entry per object: 2.7 µs of the writer's 44).
-            let tracking = !otherRows.isEmpty || Self.repeats(ids)
-            var stores = 0
-            for mutation in mutations {
-                switch mutation {
-                case .store(let object, let receipt):
-                    let id = ids[stores]
-                    stores += 1
-                    if tracking {
-                        let index = StoreIndex(object.objectType, id)
-                        for other in otherRows[id] ?? [] where other != index { try await tx.removeRow(at: other) }
-                        otherRows[id] = [index]
-                    }
-                    try await writer.write(object, metadata: receipt)
-                    outcomes.append(.stored)
-                case .remove(let objectIds):
-                    let removed = try await Self.removeWithDescendants(objectIds, in: tx)
-                    for id in removed { otherRows[id] = nil }
-                    outcomes.append(.removed(removed))
-                }
-            }
-            return outcomes
+        try await connection.write { tx in try await Self.apply(mutations, in: tx) }
+    }
+
+    /// Applies mutations in order in `tx`.
+    static func apply(_ mutations: [RecorderMutation], in tx: Connection.WriteTransaction) async throws
+        -> [RecorderMutationOutcome]
+    {
+        // One lookup per batch for the objectIds stored under another object type.
+        let ids = mutations.compactMap { mutation -> String? in
+            if case .store(let object, _) = mutation { return object.objectId.uuidString }
+            return nil
         }
+        var otherRows = try await tx.coatyObjectIndexes(withObjectIds: ids)
+        let writer = AnyCoatyObject.writer(tx)
+        var outcomes: [RecorderMutationOutcome] = []
+        outcomes.reserveCapacity(mutations.count)
+        // The usual batch: new objectIds, each once. Then no store replaces a row of another
+        // object type, and the rows written need no tracking (tracking each in `otherRows`
+        // cost an array and a dictionary entry per object: 2.7 µs of the writer's 44).
+        let tracking = !otherRows.isEmpty || repeats(ids)
+        var stores = 0
+        for mutation in mutations {
+            switch mutation {
+            case .store(let object, let receipt):
+                let id = ids[stores]
+                stores += 1
+                if tracking {
+                    let index = StoreIndex(object.objectType, id)
+                    for other in otherRows[id] ?? [] where other != index { try await tx.removeRow(at: other) }
+                    otherRows[id] = [index]
+                }
+                try await writer.write(object, metadata: receipt)
+                outcomes.append(.stored)
+            case .remove(let objectIds):
+                let removed = try await removeWithDescendants(objectIds, in: tx)
+                for id in removed { otherRows[id] = nil }
+                outcomes.append(.removed(removed))
+            }
+        }
+        return outcomes
     }
 
     /// Whether some objectId occurs more than once.
@@ -209,5 +214,47 @@ public struct ConnectionRecorderStorage<Connection: ConnectionType>: RecorderSto
             frontier = Array(next.subtracting(visited)).sorted()
         }
         return removed
+    }
+}
+
+/// A ``RecorderStorage`` whose transactions commit one at a time, in the order they were requested
+/// (``ConnectionType/writesInCallOrder``, the SQLite backend). The recorder's writer then requests
+/// its next transaction while the previous one is being written, and takes the next batch when
+/// that transaction begins: the database's thread goes from one commit to the next batch without
+/// waiting for another thread in between.
+protocol OrderedRecorderStorage: RecorderStorage {
+    /// Whether transactions commit in the order they were requested.
+    var appliesInRequestOrder: Bool { get }
+
+    /// Applies, in one transaction, the mutations `take` returns once the transaction has begun.
+    /// - Parameters:
+    ///   - take: called once, inside the transaction, for the mutations to apply.
+    ///   - failing: called inside the transaction when applying them failed, before it is rolled
+    ///     back (and so before the next transaction begins).
+    /// - Returns: the outcomes, one per mutation `take` returned.
+    /// - Throws: a backend or encoding error; nothing is committed then.
+    func apply(
+        taking take: @escaping @Sendable () -> [RecorderMutation],
+        failing: @escaping @Sendable () -> Void
+    ) async throws -> [RecorderMutationOutcome]
+}
+
+extension ConnectionRecorderStorage: OrderedRecorderStorage {
+    var appliesInRequestOrder: Bool { Connection.writesInCallOrder }
+
+    func apply(
+        taking take: @escaping @Sendable () -> [RecorderMutation],
+        failing: @escaping @Sendable () -> Void
+    ) async throws -> [RecorderMutationOutcome] {
+        try await connection.write { tx in
+            let mutations = take()
+            guard !mutations.isEmpty else { return [] }
+            do {
+                return try await Self.apply(mutations, in: tx)
+            } catch {
+                failing()
+                throw error
+            }
+        }
     }
 }
