@@ -585,9 +585,9 @@ extension ConnectionType {
     public static var writesInCallOrder: Bool { false }
 
     /// Runs a brief read — a lookup by key or by an indexed column, microseconds of work — where a
-    /// backend can run it without a thread switch (SQLite: on the calling thread); by default a
-    /// ``read(_:)``. Never for scans or filters that may read many rows, and the body awaits
-    /// nothing but the transaction (on SQLite, the calling thread waits for the body to end).
+    /// backend has a cheaper path for it (SQLite: its one brief-read connection, with cached
+    /// `BEGIN` and `COMMIT` and no reader checkout); by default a ``read(_:)``. Never for scans or
+    /// filters that may read many rows: brief reads are serialized on that connection.
     /// - Parameter body: the reads.
     /// - Returns: what `body` returns.
     /// - Throws: what `body` or the backend throws.

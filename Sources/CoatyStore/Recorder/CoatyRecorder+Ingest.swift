@@ -262,7 +262,10 @@ extension CoatyRecorder {
     }
 
     /// Whether ``writeLoop(requestingAhead:)`` holds back the batch of the transaction requested
-    /// after one that failed.
+    /// after one that failed. Set inside the failing transaction, so always before the next one
+    /// begins. Not covered: a commit that fails after its body succeeded (the disk full at
+    /// `COMMIT`); the transaction behind it may then commit first, and the failed batch's
+    /// mutations are written one by one after it: in another order, none lost.
     final class WriteHold: Sendable {
         private let held = CoatyMutex(false)
 
