@@ -1,6 +1,7 @@
 import CoatySync
 import Dispatch
 import GRDB
+import GRDBSQLite
 
 /// Runs the `async` body of a transaction on the thread of the SQLite connection that holds the
 /// transaction.
@@ -113,15 +114,23 @@ extension ConnectionThreadExecutor {
     /// thread runs the task as soon as it holds the transaction, and lets GRDB end the transaction
     /// as soon as the body has ended: the transaction is never held while the task waits for a
     /// thread of the cooperative pool.
+    ///
+    /// Cancellation (as GRDB's async API): a task cancelled before its transaction begins gets
+    /// `CancellationError` and its body never runs; with `interruptible` (reads), cancelling it while
+    /// the body runs interrupts the statement SQLite is running (`sqlite3_interrupt`), and the read
+    /// fails with `CancellationError`. A write's body runs to its end once begun (it may check
+    /// `Task.isCancelled` itself): an interrupted write would be rolled back by SQLite under GRDB.
     /// - Parameters:
+    ///   - interruptible: whether cancellation interrupts the running body's statements.
     ///   - access: GRDB's access: runs its first closure in a transaction on the connection's
     ///     thread, commits when it returns, rolls back when it throws, then calls its second
     ///     closure with how that ended (also when the access could not begin).
     ///   - body: the transaction's body, given the database.
     /// - Returns: what `body` returns.
-    /// - Throws: `CancellationError` when the task is cancelled before the access begins, what
-    ///   `body` throws (after the rollback), or GRDB's error.
+    /// - Throws: `CancellationError` when the task is cancelled before the access begins (or, when
+    ///   interruptible, while it runs), what `body` throws (after the rollback), or GRDB's error.
     static func run<T: Sendable>(
+        interruptible: Bool,
         in access: (
             _ work: @escaping @Sendable (Database) throws -> Void,
             _ ended: @escaping @Sendable (Result<Void, any Error>) -> Void
@@ -129,14 +138,37 @@ extension ConnectionThreadExecutor {
         _ body: @escaping @Sendable (Database) async throws -> T
     ) async throws -> T {
         try Task.checkCancellation()
+        let cancellation = AccessCancellation(interrupts: interruptible)
+        return try await withTaskCancellationHandler {
+            try await run(access, body, cancellation: cancellation)
+        } onCancel: {
+            cancellation.cancel()
+        }
+    }
+
+    private static func run<T: Sendable>(
+        _ access: (
+            _ work: @escaping @Sendable (Database) throws -> Void,
+            _ ended: @escaping @Sendable (Result<Void, any Error>) -> Void
+        ) -> Void,
+        _ body: @escaping @Sendable (Database) async throws -> T,
+        cancellation: AccessCancellation
+    ) async throws -> T {
         let executor = ConnectionThreadExecutor()
         let handoff = OneShot<DatabaseHandle>()
         let held = OneShot<Void>()
         let bodyThrew = CoatyMutex(false)
         access(
             { db in
+                guard cancellation.begin(db) else {
+                    // Cancelled while the access waited for the connection: the body never runs.
+                    handoff.settle(.failure(CancellationError()))
+                    executor.abandon()
+                    throw CancellationError()
+                }
                 handoff.settle(.success(DatabaseHandle(db: db)))
                 executor.serve()
+                cancellation.end()
                 if bodyThrew.withLock({ $0 }) { throw BodyThrew() }
             },
             { result in
@@ -163,9 +195,59 @@ extension ConnectionThreadExecutor {
         do {
             try await held.value()
         } catch {
-            if case .failure(let bodyError) = outcome { throw bodyError }
+            if case .failure(let bodyError) = outcome {
+                if cancellation.interrupted, let error = bodyError as? DatabaseError,
+                    error.resultCode == .SQLITE_INTERRUPT
+                {
+                    throw CancellationError()
+                }
+                throw bodyError
+            }
             throw error
         }
         return try outcome.get()
+    }
+}
+
+/// The cancellation of one access: whether it was cancelled, and the connection whose statements
+/// a cancellation interrupts while the body runs.
+private final class AccessCancellation: Sendable {
+    private struct State {
+        var cancelled = false
+        var interrupted = false
+        var serving: DatabaseHandle?
+    }
+
+    private let interrupts: Bool
+    private let state = CoatyMutex(State())
+
+    init(interrupts: Bool) { self.interrupts = interrupts }
+
+    /// Whether a cancellation interrupted the body's statements.
+    var interrupted: Bool { state.withLock { $0.interrupted } }
+
+    /// On the connection's thread, before the body runs: `false` when already cancelled.
+    func begin(_ db: Database) -> Bool {
+        state.withLock { state in
+            guard !state.cancelled else { return false }
+            if interrupts { state.serving = DatabaseHandle(db: db) }
+            return true
+        }
+    }
+
+    /// On the connection's thread, once the body has ended (before the transaction ends: the
+    /// commit or rollback is never interrupted).
+    func end() { state.withLock { $0.serving = nil } }
+
+    /// Marks the access cancelled; interrupts the body's running statement (under the lock, so
+    /// only while the body runs).
+    func cancel() {
+        state.withLock { state in
+            state.cancelled = true
+            if let serving = state.serving {
+                state.interrupted = true
+                sqlite3_interrupt(serving.db.sqliteConnection)
+            }
+        }
     }
 }

@@ -112,16 +112,18 @@ public struct SQLiteConnection: ConnectionType, JSONPropertyIndexing {
     }
 
     /// Runs `body` in `access` (GRDB's access to one connection: the pool's reader or writer, or
-    /// the brief reader), on that connection's thread (``ConnectionThreadExecutor``).
+    /// the brief reader), on that connection's thread (``ConnectionThreadExecutor``); a read's
+    /// statements are interrupted when its task is cancelled.
     private func run<T: Sendable>(
         _ body: @escaping @Sendable (SQLiteTransaction) async throws -> T,
+        interruptible: Bool = true,
         access: (
             _ work: @escaping @Sendable (Database) throws -> Void,
             _ ended: @escaping @Sendable (Result<Void, any Error>) -> Void
         ) -> Void
     ) async throws -> T {
         let (indexes, numericKnowledge) = (indexes, numericKnowledge)
-        return try await ConnectionThreadExecutor.run(in: access) { db in
+        return try await ConnectionThreadExecutor.run(interruptible: interruptible, in: access) { db in
             try await body(SQLiteTransaction(db, indexes: indexes, numericKnowledge: numericKnowledge))
         }
     }
@@ -162,7 +164,7 @@ public struct SQLiteConnection: ConnectionType, JSONPropertyIndexing {
         -> T
     {
         let pool = pool
-        return try await run(body) { work, ended in
+        return try await run(body, interruptible: false) { work, ended in
             pool.asyncWrite { db in
                 try work(db)
             } completion: { _, result in

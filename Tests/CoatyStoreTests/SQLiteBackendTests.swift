@@ -10,6 +10,29 @@ import Testing
 
 @Suite("SQLite backend")
 struct SQLiteBackendTests {
+    /// Cancelling a read interrupts the statement SQLite is running (a query that would never end
+    /// on its own): the read throws `CancellationError`, and the connection serves the next read.
+    @Test(.timeLimit(.minutes(1)))
+    func cancellingAReadInterruptsItsStatement() async throws {
+        let connection = try SQLiteDatabase(path: TemporaryDirectory().file("cancel.sqlite")).makeConnection()
+        let (started, signal) = AsyncStream.makeStream(of: Void.self)
+        let endless = Task {
+            try await connection.read { tx in
+                signal.yield()
+                return try Int.fetchOne(
+                    tx.db,
+                    sql: "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
+                )
+            }
+        }
+        for await _ in started { break }
+        try await Task.sleep(for: .milliseconds(200))  // the statement runs by now
+        endless.cancel()
+        await #expect(throws: CancellationError.self) { try await endless.value }
+        let one = try await connection.read { tx in try Int.fetchOne(tx.db, sql: "SELECT 1") }
+        #expect(one == 1)
+    }
+
     @Test func reopeningTheFileKeepsTheData() async throws {
         let path = TemporaryDirectory().file("reopen.sqlite")
         try await StoreContract.writeDataToReopen(SQLiteDatabase(path: path).makeConnection())

@@ -193,12 +193,14 @@ extension CoatyRecorder {
         // the transaction requested after it takes nothing meanwhile, so nothing overtakes it.
         let holding = WriteHold()
         var previous: Task<Void, Never>?
+        var sequence: UInt64 = 0
         while await queue.waitForBatch(maxCount: maxCount, interval: configuration.batchInterval) {
             if holding.isHeld { await previous?.value }
+            sequence += 1
             // Whether the transaction began and took its batch (or was held back), or failed before.
             let took = OneShot<Bool>()
             let before = previous
-            let current = Task { [queue, metrics] in
+            let current = Task { [queue, metrics, sequence] in
                 defer { took.settle(.success(false)) }
                 let taken = CoatyMutex<(mutations: [RecorderMutation], through: UInt64)>(([], 0))
                 let result: Result<[RecorderMutationOutcome], any Error>
@@ -213,15 +215,19 @@ extension CoatyRecorder {
                                 took.settle(.success(true))
                                 return batch.mutations
                             },
-                            failing: { holding.set(true) }
+                            failing: { holding.hold(by: sequence) }
                         )
                     )
                 } catch {
                     result = .failure(error)
                 }
                 await before?.value
-                var (mutations, through) = taken.withLock { $0 }
-                await self.finish(&mutations, through: through, result: result, holding: holding)
+                // Moved out, so that the batch is freed by `finish` alone (off this path).
+                var (mutations, through) = taken.withLock { taken in
+                    defer { taken = ([], 0) }
+                    return taken
+                }
+                await self.finish(&mutations, through: through, result: result, holding: holding, sequence: sequence)
             }
             // Once it took its batch (the transaction before it has ended), what is queued from
             // now on goes to the next transaction.
@@ -248,14 +254,15 @@ extension CoatyRecorder {
         _ mutations: inout [RecorderMutation],
         through: UInt64,
         result: Result<[RecorderMutationOutcome], any Error>,
-        holding: WriteHold
+        holding: WriteHold,
+        sequence: UInt64
     ) async {
         switch result {
         case .success(let outcomes):
             if !mutations.isEmpty { committed(mutations, outcomes: outcomes, batches: 1) }
         case .failure(let error):
             if !mutations.isEmpty { await writeOneByOne(mutations, after: error) }
-            holding.set(false)
+            holding.release(by: sequence)
         }
         if through > 0 { queue.markCommitted(through: through) }
         Self.releaseElsewhere(&mutations)
@@ -267,11 +274,19 @@ extension CoatyRecorder {
     /// `COMMIT`); the transaction behind it may then commit first, and the failed batch's
     /// mutations are written one by one after it: in another order, none lost.
     final class WriteHold: Sendable {
-        private let held = CoatyMutex(false)
+        /// The transaction (its number in the loop) whose failure set the hold.
+        private let holder = CoatyMutex<UInt64?>(nil)
 
-        var isHeld: Bool { held.withLock { $0 } }
+        var isHeld: Bool { holder.withLock { $0 != nil } }
 
-        func set(_ value: Bool) { held.withLock { $0 = value } }
+        /// Set by the failing transaction `sequence`, inside it.
+        func hold(by sequence: UInt64) { holder.withLock { $0 = sequence } }
+
+        /// Released by the transaction that set it, once its batch was written one by one (a
+        /// transaction whose commit failed without holding leaves another one's hold alone).
+        func release(by sequence: UInt64) {
+            holder.withLock { holder in if holder == sequence { holder = nil } }
+        }
     }
 
     /// Releases a written batch on another thread: freeing a few thousand received objects takes
