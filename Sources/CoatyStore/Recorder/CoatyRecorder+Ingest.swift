@@ -174,10 +174,15 @@ extension CoatyRecorder {
             interval: configuration.batchInterval
         ) {
             metrics.queueDepth(queue.pending)
-            await write(batch.mutations)
-            queue.markCommitted(through: batch.through)
-            Self.releaseElsewhere(&batch.mutations)
+            await write(&batch)
         }
+    }
+
+    /// Writes a taken batch (``write(_:)``), marks it committed and releases it off this path.
+    func write(_ batch: inout (mutations: [RecorderMutation], through: UInt64)) async {
+        await write(batch.mutations)
+        queue.markCommitted(through: batch.through)
+        Self.releaseElsewhere(&batch.mutations)
     }
 
     /// The writer over a storage that commits in request order: the next transaction is requested
@@ -238,11 +243,7 @@ extension CoatyRecorder {
                 // written as the other storages' are, one mutation at a time if need be, so that
                 // failures are counted instead of retried at full speed.
                 await current.value
-                if var batch = await queue.nextBatch(maxCount: maxCount, interval: .zero) {
-                    await write(batch.mutations)
-                    queue.markCommitted(through: batch.through)
-                    Self.releaseElsewhere(&batch.mutations)
-                }
+                if var batch = await queue.nextBatch(maxCount: maxCount, interval: .zero) { await write(&batch) }
             }
         }
         await previous?.value
