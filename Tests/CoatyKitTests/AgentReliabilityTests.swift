@@ -12,9 +12,10 @@ import Testing
     .enabled(if: MosquittoBroker.findExecutable() != nil || ProcessInfo.processInfo.environment["CI"] == "true")
 )
 struct AgentReliabilityTests {
-    /// An agent over MQTT whose first reconnect attempt waits `reconnectDelay`.
+    /// An agent over MQTT (to `broker`, or to `url` when given) whose reconnect attempts wait `reconnectDelay`.
     func agent(
         _ broker: MosquittoBroker,
+        url: String? = nil,
         name: String,
         namespace: String = CoatyTopic.defaultNamespace,
         crossNamespacing: Bool = false,
@@ -22,7 +23,7 @@ struct AgentReliabilityTests {
     ) throws -> CommunicationManager {
         let identity = Identity(name: name)
         var configuration = try MQTTConfiguration(
-            url: broker.url,
+            url: url ?? broker.url,
             clientId: CoatyConnection.clientId(identityId: identity.objectId)
         )
         configuration.reconnectDelay = reconnectDelay
@@ -46,14 +47,18 @@ struct AgentReliabilityTests {
     func brokerRestartWithDeferredPublications() async throws {
         let broker = try await MosquittoBroker.start()
         defer { Task { await broker.stop() } }
-        // The publisher reconnects late enough for the test's subscriber to be there first.
-        let publisher = try agent(broker, name: "publisher", reconnectDelay: .seconds(2))
+        // The publisher goes through a proxy that refuses its reconnection until the test's
+        // subscriber is there (a fixed reconnect delay raced with that subscription on a loaded machine).
+        let proxy = try await FaultInjectingProxy(targetPort: broker.port)
+        defer { Task { await proxy.stop() } }
+        let publisher = try agent(broker, url: proxy.mqttURL, name: "publisher")
         let observer = try agent(broker, name: "observer")
         try await publisher.start()
         try await observer.start()
         let lamps = try observer.observeAdvertise(Lamp.self)
         await lamps.subscribed()
 
+        await proxy.refuseConnections(for: .seconds(3600))
         await broker.stop()
         await waitFor(.offline, of: publisher)
         for i in 0..<5 { try await publisher.publishAdvertise(Lamp(name: "offline \(i)", isOn: true)) }
@@ -64,6 +69,7 @@ struct AgentReliabilityTests {
         let raw = MQTTClient(configuration: try MQTTConfiguration(url: broker.url, clientId: "restart-watcher"))
         try await raw.connect()
         try await raw.subscribe("coaty/3/-/ADV::com.example.Lamp/+")
+        await proxy.passThrough()
         var names: [String] = []
         for try await message in raw.messages {
             let json = try JSONValue(parsing: message.payload)
