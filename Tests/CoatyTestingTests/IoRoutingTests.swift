@@ -164,7 +164,9 @@ private func awaitAssociation(_ states: IoAssociationStates, _ wanted: Bool = tr
     for await state in states where state == wanted { return }
 }
 
-@Suite("IO routing on the in-process broker", .timeLimit(.minutes(1)))
+// The limit is for a hang: the strategy tests take well under a second alone, and up to ~40 s while
+// the whole suite keeps the two cores' cooperative pool busy (one ran out of a one-minute limit).
+@Suite("IO routing on the in-process broker", .timeLimit(.minutes(3)))
 struct IoRoutingTests {
     @Test("the basic router associates compatible pairs of its context only, on the source's Coaty route")
     func basicRouting() async throws {
