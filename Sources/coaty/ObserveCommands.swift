@@ -12,7 +12,10 @@ struct Observe: AsyncParsableCommand {
             The observer subscribes before it advertises its identity, so the Advertise of its \
             identity (see --name) means it is ready. It runs until --count events, --timeout \
             seconds, or SIGINT/SIGTERM (then it deadvertises its identity and exits 0; while it \
-            is still connecting, a signal ends it at once, also with 0).
+            is still connecting, a signal ends it at once, also with 0). A reader of stdout that \
+            is behind slows the observer down (back-pressure: nothing is dropped; --buffer sets how \
+            many events wait in between); --drop-oldest N or --drop-newest N drop instead, counted \
+            in the summary line.
 
             Examples:
               coaty observe advertise --core-type Task
@@ -44,6 +47,78 @@ struct TypeSelection: ParsableArguments {
     }
 }
 
+/// `--buffer N | --drop-oldest N | --drop-newest N`: what an observer does while stdout's reader
+/// is behind. Back-pressure (nothing lost) unless a drop policy is asked for.
+struct BufferingOptions: ParsableArguments {
+    @Option(
+        help: ArgumentHelp(
+            "Events held for a reader of stdout that is behind, before reading from the broker pauses (back-pressure: nothing is dropped, the broker's own limits apply). Default: 4096.",
+            valueName: "events"
+        )
+    )
+    var buffer: Int?
+
+    @Option(
+        name: .customLong("drop-oldest"),
+        help: ArgumentHelp(
+            "Opt-in drop policy, for fresh values over complete ones: hold at most this many events for a slow reader, dropping the oldest beyond them; reading never pauses. Drops are logged at warning and counted in the summary line.",
+            valueName: "events"
+        )
+    )
+    var dropOldest: Int?
+
+    @Option(
+        name: .customLong("drop-newest"),
+        help: ArgumentHelp(
+            "Opt-in drop policy: hold at most this many events for a slow reader, dropping new ones while they are held; reading never pauses. Drops are logged at warning and counted in the summary line.",
+            valueName: "events"
+        )
+    )
+    var dropNewest: Int?
+
+    func validate() throws {
+        let given = [("--buffer", buffer), ("--drop-oldest", dropOldest), ("--drop-newest", dropNewest)]
+            .compactMap { name, value in value.map { (name, $0) } }
+        if given.count > 1 {
+            throw ValidationError("Give at most one of --buffer, --drop-oldest and --drop-newest.")
+        }
+        if let (name, value) = given.first, value < 1 { throw ValidationError("\(name) must be at least 1.") }
+    }
+
+    /// The observation's buffering: a drop policy when one was asked for, else back-pressure.
+    var policy: ObservationBuffering {
+        if let dropOldest { return .dropOldest(dropOldest) }
+        if let dropNewest { return .dropNewest(dropNewest) }
+        return .backPressure
+    }
+}
+
+/// ``runObserver(_:_:_:defaultName:observerBufferLimit:observe:render:received:)`` for one
+/// observation, buffered as `buffering` says.
+func runObserver<Event: Sendable>(
+    _ connection: ConnectionOptions,
+    _ limits: EventLimitOptions,
+    _ operatorEndpoint: OperatorOptions,
+    _ buffering: BufferingOptions,
+    defaultName: String,
+    observe: (CommunicationManager) throws -> EventObservation<Event>,
+    render: @escaping @Sendable (Event) -> String?
+) async throws {
+    let policy = buffering.policy
+    try await runObserver(
+        connection,
+        limits,
+        operatorEndpoint,
+        defaultName: defaultName,
+        observerBufferLimit: buffering.buffer
+    ) { manager in
+        let observation = try observe(manager)
+        return policy == .backPressure ? observation : observation.buffering(policy)
+    } render: { event in
+        render(event)
+    }
+}
+
 /// Connects an observer agent whose observation is registered before it starts, prints its
 /// events, and stops it; its summary line starts with `received(count)` (default: "received N events").
 func runObserver<S: AsyncSequence & Sendable>(
@@ -51,12 +126,18 @@ func runObserver<S: AsyncSequence & Sendable>(
     _ limits: EventLimitOptions,
     _ operatorEndpoint: OperatorOptions,
     defaultName: String,
+    observerBufferLimit: Int? = nil,
     observe: (CommunicationManager) throws -> S,
     render: @escaping @Sendable (S.Element) -> String?,
     received describeReceived: (Int) -> String = { "received \($0) events" }
 ) async throws where S.Element: Sendable {
     let operatorSetup = CLIOperator(operatorEndpoint)
-    let agent = try await CLIAgent(connection, defaultName: defaultName, metricsFactory: operatorSetup?.metricsFactory)
+    let agent = try await CLIAgent(
+        connection,
+        defaultName: defaultName,
+        observerBufferLimit: observerBufferLimit,
+        metricsFactory: operatorSetup?.metricsFactory
+    )
     let signals = ShutdownSignals()
     let sequence: S
     do {
@@ -114,12 +195,14 @@ struct ObserveAdvertise: AsyncParsableCommand {
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var type: TypeSelection
     @OptionGroup var limits: EventLimitOptions
+    @OptionGroup var buffering: BufferingOptions
     @OptionGroup var operatorEndpoint: OperatorOptions
 
     func run() async throws {
         let coreType = try type.coreType.map(JSONInput.coreType)
         let objectType = type.objectType
-        try await runObserver(connection, limits, operatorEndpoint, defaultName: "coaty observe advertise") { manager in
+        try await runObserver(connection, limits, operatorEndpoint, buffering, defaultName: "coaty observe advertise") {
+            manager in
             if let coreType { return try manager.observeAdvertise(coreType: coreType) }
             return try manager.observeAdvertise(objectType: objectType ?? "")
         } render: { event in
@@ -142,10 +225,12 @@ struct ObserveDeadvertise: AsyncParsableCommand {
 
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var limits: EventLimitOptions
+    @OptionGroup var buffering: BufferingOptions
     @OptionGroup var operatorEndpoint: OperatorOptions
 
     func run() async throws {
-        try await runObserver(connection, limits, operatorEndpoint, defaultName: "coaty observe deadvertise") {
+        try await runObserver(connection, limits, operatorEndpoint, buffering, defaultName: "coaty observe deadvertise")
+        {
             manager in
             try manager.observeDeadvertise()
         } render: { event in
@@ -176,6 +261,7 @@ struct ObserveChannel: AsyncParsableCommand {
     var channelId: String
 
     @OptionGroup var limits: EventLimitOptions
+    @OptionGroup var buffering: BufferingOptions
     @OptionGroup var operatorEndpoint: OperatorOptions
 
     func validate() throws {
@@ -184,7 +270,8 @@ struct ObserveChannel: AsyncParsableCommand {
 
     func run() async throws {
         let channelId = self.channelId
-        try await runObserver(connection, limits, operatorEndpoint, defaultName: "coaty observe channel") { manager in
+        try await runObserver(connection, limits, operatorEndpoint, buffering, defaultName: "coaty observe channel") {
+            manager in
             try manager.observeChannel(channelId)
         } render: { event in
             EventLine.make("Channel", topic: event.topic, data: event.data.json)
@@ -207,12 +294,14 @@ struct ObserveUpdate: AsyncParsableCommand {
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var type: TypeSelection
     @OptionGroup var limits: EventLimitOptions
+    @OptionGroup var buffering: BufferingOptions
     @OptionGroup var operatorEndpoint: OperatorOptions
 
     func run() async throws {
         let coreType = try type.coreType.map(JSONInput.coreType)
         let objectType = type.objectType
-        try await runObserver(connection, limits, operatorEndpoint, defaultName: "coaty observe update") { manager in
+        try await runObserver(connection, limits, operatorEndpoint, buffering, defaultName: "coaty observe update") {
+            manager in
             if let coreType { return try manager.observeUpdate(coreType: coreType) }
             return try manager.observeUpdate(objectType: objectType ?? "")
         } render: { event in
@@ -235,10 +324,12 @@ struct ObserveDiscover: AsyncParsableCommand {
 
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var limits: EventLimitOptions
+    @OptionGroup var buffering: BufferingOptions
     @OptionGroup var operatorEndpoint: OperatorOptions
 
     func run() async throws {
-        try await runObserver(connection, limits, operatorEndpoint, defaultName: "coaty observe discover") { manager in
+        try await runObserver(connection, limits, operatorEndpoint, buffering, defaultName: "coaty observe discover") {
+            manager in
             try manager.observeDiscover()
         } render: { event in
             EventLine.make("Discover", topic: event.topic, data: event.data.json)
@@ -260,10 +351,12 @@ struct ObserveQuery: AsyncParsableCommand {
 
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var limits: EventLimitOptions
+    @OptionGroup var buffering: BufferingOptions
     @OptionGroup var operatorEndpoint: OperatorOptions
 
     func run() async throws {
-        try await runObserver(connection, limits, operatorEndpoint, defaultName: "coaty observe query") { manager in
+        try await runObserver(connection, limits, operatorEndpoint, buffering, defaultName: "coaty observe query") {
+            manager in
             try manager.observeQuery()
         } render: { event in
             EventLine.make("Query", topic: event.topic, data: event.data.json)
@@ -297,6 +390,7 @@ struct ObserveCall: AsyncParsableCommand {
     var context: String?
 
     @OptionGroup var limits: EventLimitOptions
+    @OptionGroup var buffering: BufferingOptions
     @OptionGroup var operatorEndpoint: OperatorOptions
 
     func validate() throws {
@@ -306,7 +400,8 @@ struct ObserveCall: AsyncParsableCommand {
     func run() async throws {
         let context = try context.map { try JSONInput.parse($0, what: "--context") }
         let operation = self.operation
-        try await runObserver(connection, limits, operatorEndpoint, defaultName: "coaty observe call") { manager in
+        try await runObserver(connection, limits, operatorEndpoint, buffering, defaultName: "coaty observe call") {
+            manager in
             try manager.observeCall(operation: operation, context: context)
         } render: { event in
             EventLine.make("Call", topic: event.topic, data: event.data.json)
@@ -334,6 +429,7 @@ struct ObserveRaw: AsyncParsableCommand {
     var topicFilter: String
 
     @OptionGroup var limits: EventLimitOptions
+    @OptionGroup var buffering: BufferingOptions
     @OptionGroup var operatorEndpoint: OperatorOptions
 
     func validate() throws {
@@ -346,7 +442,8 @@ struct ObserveRaw: AsyncParsableCommand {
 
     func run() async throws {
         let filter = topicFilter
-        try await runObserver(connection, limits, operatorEndpoint, defaultName: "coaty observe raw") { manager in
+        try await runObserver(connection, limits, operatorEndpoint, buffering, defaultName: "coaty observe raw") {
+            manager in
             try manager.observeRaw(filter)
         } render: { event in
             EventLine.raw(event)

@@ -81,6 +81,84 @@ struct LosslessTests {
         }
     }
 
+    @Test(
+        "coaty observe --drop-newest behind a stalled reader keeps reading, prints the oldest events in order, and counts and logs every drop"
+    )
+    func observeWithADropPolicy() async throws {
+        let count = 5_000
+        let keep = 100
+        try await withBroker { broker in
+            try await withAgent(on: broker, name: "watcher") { agent in
+                let coaty = try coatyExecutable()
+                let published = NSTemporaryDirectory() + "coaty-drop-published-\(UUID().uuidString)"
+                let pidFile = NSTemporaryDirectory() + "coaty-drop-pid-\(UUID().uuidString)"
+                defer {
+                    try? FileManager.default.removeItem(atPath: published)
+                    try? FileManager.default.removeItem(atPath: pidFile)
+                }
+                // As above, but the observer's subshell writes its pid and becomes the observer (exec;
+                // the test ends it with SIGTERM once the burst was read), and the reader prints the lines.
+                let script = """
+                    sh -c 'echo $$ > "$1"; exec "$0" observe advertise --object-type com.example.Burst \
+                    --drop-newest \(keep) --broker \(broker.url) --name dropping-observer' "$0" "$2" \
+                    | (while [ ! -e "$1" ]; do sleep 0.1; done; sleep 1; cat)
+                    """
+                let ready = try await startReadyProcess(
+                    executable: "/bin/sh",
+                    ["-c", script, coaty, published, pidFile],
+                    name: "dropping-observer",
+                    observer: agent
+                )
+                // The watcher's own observation is back-pressured: once it has all, the broker sent them all.
+                let burst = try agent.observeAdvertise(objectType: "com.example.Burst")
+                await burst.subscribed()
+                _ = try await Self.publishBurst(
+                    broker: broker,
+                    count: count,
+                    objectType: "com.example.Burst",
+                    level: "ADV::com.example.Burst"
+                )
+                var seen = 0
+                for await _ in burst {
+                    seen += 1
+                    if seen == count { break }
+                }
+                try await Task.sleep(for: .seconds(1))
+                let pid = try #require(
+                    Int32(
+                        try String(contentsOfFile: pidFile, encoding: .utf8).trimmingCharacters(
+                            in: .whitespacesAndNewlines
+                        )
+                    )
+                )
+                #expect(FileManager.default.createFile(atPath: published, contents: nil))
+                try await Task.sleep(for: .seconds(2))  // the reader drains the pipe
+                #expect(kill(pid, SIGTERM) == 0)
+                let result = await ready.process.finish(timeout: 60)
+                #expect(result.status == 0, "stderr: \(result.stderr)")
+
+                let sequence = try result.jsonLines().compactMap { $0["data"]?["object"]?["seq"]?.intValue }
+                let summary = try #require(
+                    result.stderr.split(separator: "\n").first { $0.hasPrefix("coaty observe advertise: received") },
+                    "one summary line on stderr: \(result.stderr)"
+                )
+                print("LosslessTests: --drop-newest \(keep) behind a stalled reader, burst of \(count): \(summary)")
+                let numbers = summary.split(whereSeparator: { !$0.isNumber }).compactMap { Int($0) }
+                let (received, dropped) = (numbers.first ?? -1, numbers.dropFirst().first ?? -1)
+                #expect(received == sequence.count, "the summary counts the printed events: \(summary)")
+                // The stalled reader's pipe and the kept events were printed; the rest was dropped,
+                // never held: the observer kept reading (no "reading held").
+                #expect(received >= keep)
+                #expect(dropped > 0)
+                #expect(received + dropped == count, "every event was printed or dropped: \(summary)")
+                #expect(sequence == sequence.sorted(), "the kept events are printed in order")
+                #expect(Set(sequence).count == sequence.count)
+                #expect(!summary.contains("reading held"))
+                #expect(result.stderr.contains("warning"), "drops are logged at warning: \(result.stderr)")
+            }
+        }
+    }
+
     @Test("coaty record stores all of a 100 000-event burst published at full speed, on defaults")
     func recordKeepsAFullSpeedBurst() async throws {
         let count = 100_000
