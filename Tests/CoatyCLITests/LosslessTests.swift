@@ -9,13 +9,15 @@ import Testing
 @Suite("Lossless under load", .serialized, .timeLimit(.minutes(12)))
 struct LosslessTests {
     /// A raw MQTT client that publishes `count` Coaty Advertise messages of `objectType` as fast
-    /// as it can, on `level` (e.g. `ADV::com.example.Burst`), each a distinct object.
+    /// as it can, on `level` (e.g. `ADV::com.example.Burst`), each a distinct object; their `seq`
+    /// members count from `firstSequence`.
     static func publishBurst(
         broker: MosquittoBroker,
         count: Int,
         objectType: String,
         level: String,
-        qos: MQTTQoS = .atMostOnce
+        qos: MQTTQoS = .atMostOnce,
+        firstSequence: Int = 0
     ) async throws -> [CoatyUUID] {
         let publisher = MQTTClient(
             configuration: try MQTTConfiguration(url: broker.url, clientId: "burst-\(CoatyUUID())")
@@ -25,7 +27,7 @@ struct LosslessTests {
         var ids: [CoatyUUID] = []
         ids.reserveCapacity(count)
         let padding = String(repeating: "x", count: 150)
-        for index in 0..<count {
+        for index in firstSequence..<(firstSequence + count) {
             let id = CoatyUUID()
             ids.append(id)
             let payload = """
@@ -90,26 +92,26 @@ struct LosslessTests {
         try await withBroker { broker in
             try await withAgent(on: broker, name: "watcher") { agent in
                 let coaty = try coatyExecutable()
-                let published = NSTemporaryDirectory() + "coaty-drop-published-\(UUID().uuidString)"
-                let pidFile = NSTemporaryDirectory() + "coaty-drop-pid-\(UUID().uuidString)"
+                let files = NSTemporaryDirectory() + "coaty-drop-\(UUID().uuidString)"
+                let (published, pidFile, lines) = (files + "-published", files + "-pid", files + "-lines")
                 defer {
-                    try? FileManager.default.removeItem(atPath: published)
-                    try? FileManager.default.removeItem(atPath: pidFile)
+                    for file in [published, pidFile, lines] { try? FileManager.default.removeItem(atPath: file) }
                 }
-                // As above, but the observer's subshell writes its pid and becomes the observer (exec;
-                // the test ends it with SIGTERM once the burst was read), and the reader prints the lines.
+                // As above, but the observer's subshell writes its pid and becomes the observer (exec; the
+                // test ends it with SIGTERM), and the reader copies the lines to a file the test watches.
                 let script = """
                     sh -c 'echo $$ > "$1"; exec "$0" observe advertise --object-type com.example.Burst \
                     --drop-newest \(keep) --broker \(broker.url) --name dropping-observer' "$0" "$2" \
-                    | (while [ ! -e "$1" ]; do sleep 0.1; done; sleep 1; cat)
+                    | (while [ ! -e "$1" ]; do sleep 0.1; done; cat > "$3")
                     """
                 let ready = try await startReadyProcess(
                     executable: "/bin/sh",
-                    ["-c", script, coaty, published, pidFile],
+                    ["-c", script, coaty, published, pidFile, lines],
                     name: "dropping-observer",
                     observer: agent
                 )
-                // The watcher's own observation is back-pressured: once it has all, the broker sent them all.
+                // The watcher's own observation is back-pressured: once it has the whole burst, the
+                // broker has sent it to the stalled observer too.
                 let burst = try agent.observeAdvertise(objectType: "com.example.Burst")
                 await burst.subscribed()
                 _ = try await Self.publishBurst(
@@ -123,7 +125,29 @@ struct LosslessTests {
                     seen += 1
                     if seen == count { break }
                 }
-                try await Task.sleep(for: .seconds(1))
+                #expect(FileManager.default.createFile(atPath: published, contents: nil))
+                // Once the reader drains, a sentinel published after the burst is printed: the observer
+                // has then read the whole burst (the broker sends one client's messages in order).
+                // One that comes while the buffer is still full is dropped; another follows.
+                var sentinels = 0
+                let deadline = ContinuousClock.now + .seconds(120)
+                func printedSequence() -> [Int] {
+                    let text = (try? String(contentsOfFile: lines, encoding: .utf8)) ?? ""
+                    return text.split(separator: "\n").compactMap { line in
+                        (try? JSONValue(parsing: Array(line.utf8)))?["data"]?["object"]?["seq"]?.intValue
+                    }
+                }
+                while !printedSequence().contains(where: { $0 >= count }), ContinuousClock.now < deadline {
+                    _ = try await Self.publishBurst(
+                        broker: broker,
+                        count: 1,
+                        objectType: "com.example.Burst",
+                        level: "ADV::com.example.Burst",
+                        firstSequence: count + sentinels
+                    )
+                    sentinels += 1
+                    try await Task.sleep(for: .milliseconds(500))
+                }
                 let pid = try #require(
                     Int32(
                         try String(contentsOfFile: pidFile, encoding: .utf8).trimmingCharacters(
@@ -131,18 +155,19 @@ struct LosslessTests {
                         )
                     )
                 )
-                #expect(FileManager.default.createFile(atPath: published, contents: nil))
-                try await Task.sleep(for: .seconds(2))  // the reader drains the pipe
                 #expect(kill(pid, SIGTERM) == 0)
                 let result = await ready.process.finish(timeout: 60)
                 #expect(result.status == 0, "stderr: \(result.stderr)")
 
-                let sequence = try result.jsonLines().compactMap { $0["data"]?["object"]?["seq"]?.intValue }
+                let sequence = printedSequence()
+                #expect(sequence.contains { $0 >= count }, "a sentinel was printed")
                 let summary = try #require(
                     result.stderr.split(separator: "\n").first { $0.hasPrefix("coaty observe advertise: received") },
                     "one summary line on stderr: \(result.stderr)"
                 )
-                print("LosslessTests: --drop-newest \(keep) behind a stalled reader, burst of \(count): \(summary)")
+                print(
+                    "LosslessTests: --drop-newest \(keep) behind a stalled reader, burst of \(count) and \(sentinels) sentinel(s): \(summary)"
+                )
                 let numbers = summary.split(whereSeparator: { !$0.isNumber }).compactMap { Int($0) }
                 let (received, dropped) = (numbers.first ?? -1, numbers.dropFirst().first ?? -1)
                 #expect(received == sequence.count, "the summary counts the printed events: \(summary)")
@@ -150,7 +175,7 @@ struct LosslessTests {
                 // never held: the observer kept reading (no "reading held").
                 #expect(received >= keep)
                 #expect(dropped > 0)
-                #expect(received + dropped == count, "every event was printed or dropped: \(summary)")
+                #expect(received + dropped == count + sentinels, "every event was printed or dropped: \(summary)")
                 #expect(sequence == sequence.sorted(), "the kept events are printed in order")
                 #expect(Set(sequence).count == sequence.count)
                 #expect(!summary.contains("reading held"))
