@@ -179,7 +179,7 @@ extension CoatyRecorder {
     }
 
     /// Writes a taken batch (``write(_:)``), marks it committed and releases it off this path.
-    func write(_ batch: inout (mutations: [RecorderMutation], through: UInt64)) async {
+    func write(_ batch: inout IngestQueue.Batch) async {
         await write(batch.mutations)
         queue.markCommitted(through: batch.through)
         Self.releaseElsewhere(&batch.mutations)
@@ -207,14 +207,13 @@ extension CoatyRecorder {
             let before = previous
             let current = Task { [queue, metrics, sequence] in
                 defer { took.settle(.success(false)) }
-                let taken = CoatyMutex<(mutations: [RecorderMutation], through: UInt64)>(([], 0))
+                let taken = CoatyMutex(IngestQueue.Batch.empty)
                 let result: Result<[RecorderMutationOutcome], any Error>
                 do {
                     result = .success(
                         try await storage.apply(
                             taking: {
-                                let batch: (mutations: [RecorderMutation], through: UInt64) =
-                                    holding.isHeld ? ([], 0) : queue.take(maxCount: maxCount)
+                                let batch = holding.isHeld ? .empty : queue.take(maxCount: maxCount)
                                 taken.withLock { $0 = batch }
                                 metrics.queueDepth(queue.pending)
                                 took.settle(.success(true))
@@ -228,11 +227,11 @@ extension CoatyRecorder {
                 }
                 await before?.value
                 // Moved out, so that the batch is freed by `finish` alone (off this path).
-                var (mutations, through) = taken.withLock { taken in
-                    defer { taken = ([], 0) }
+                var batch = taken.withLock { taken in
+                    defer { taken = .empty }
                     return taken
                 }
-                await self.finish(&mutations, through: through, result: result, holding: holding, sequence: sequence)
+                await self.finish(&batch, result: result, holding: holding, sequence: sequence)
             }
             // Once it took its batch (the transaction before it has ended), what is queued from
             // now on goes to the next transaction.
@@ -252,21 +251,20 @@ extension CoatyRecorder {
     /// Counts a transaction of ``writeLoop(requestingAhead:)``: its batch committed, or is written
     /// one mutation at a time now.
     func finish(
-        _ mutations: inout [RecorderMutation],
-        through: UInt64,
+        _ batch: inout IngestQueue.Batch,
         result: Result<[RecorderMutationOutcome], any Error>,
         holding: WriteHold,
         sequence: UInt64
     ) async {
         switch result {
         case .success(let outcomes):
-            if !mutations.isEmpty { committed(mutations, outcomes: outcomes, batches: 1) }
+            if !batch.mutations.isEmpty { committed(batch.mutations, outcomes: outcomes, batches: 1) }
         case .failure(let error):
-            if !mutations.isEmpty { await writeOneByOne(mutations, after: error) }
+            if !batch.mutations.isEmpty { await writeOneByOne(batch.mutations, after: error) }
             holding.release(by: sequence)
         }
-        if through > 0 { queue.markCommitted(through: through) }
-        Self.releaseElsewhere(&mutations)
+        if batch.through > 0 { queue.markCommitted(through: batch.through) }
+        Self.releaseElsewhere(&batch.mutations)
     }
 
     /// Whether ``writeLoop(requestingAhead:)`` holds back the batch of the transaction requested

@@ -5,6 +5,18 @@ import Synchronization
 /// consumer): a producer **waits** while the queue is full (back-pressure, never a drop), the
 /// writer takes batches, and ``flush()`` waits until everything enqueued so far is committed.
 final class IngestQueue: Sendable {
+    /// Mutations taken at once, and how many were taken from the queue up to and including them
+    /// (what ``markCommitted(through:)`` is given once they are written).
+    struct Batch: Sendable {
+        /// The mutations, in queue order.
+        var mutations: [RecorderMutation]
+        /// The count of mutations taken from the queue so far, these included.
+        var through: UInt64
+
+        /// No mutations (a transaction held back takes this).
+        static let empty = Batch(mutations: [], through: 0)
+    }
+
     private struct State {
         var buffer: [RecorderMutation] = []
         var head = 0
@@ -116,7 +128,7 @@ final class IngestQueue: Sendable {
 
     /// The next batch of at most `maxCount` mutations: ``waitForBatch(maxCount:interval:)``, then
     /// ``take(maxCount:)``. Returns `nil` when the queue is closed and empty.
-    func nextBatch(maxCount: Int, interval: Duration) async -> (mutations: [RecorderMutation], through: UInt64)? {
+    func nextBatch(maxCount: Int, interval: Duration) async -> Batch? {
         guard await waitForBatch(maxCount: maxCount, interval: interval) else { return nil }
         let batch = take(maxCount: maxCount)
         return batch.mutations.isEmpty ? nil : batch
@@ -136,7 +148,7 @@ final class IngestQueue: Sendable {
     /// producers waiting for room.
     /// - Returns: the mutations, and how many were taken from the queue up to and including them
     ///   (for ``markCommitted(through:)``).
-    func take(maxCount: Int) -> (mutations: [RecorderMutation], through: UInt64) {
+    func take(maxCount: Int) -> Batch {
         let maxCount = max(1, maxCount)
         let (batch, through, producers) = state.withLock {
             state -> ([RecorderMutation], UInt64, [CheckedContinuation<Void, Never>]) in
@@ -162,7 +174,7 @@ final class IngestQueue: Sendable {
             return (batch, state.taken, state.producers)
         }
         for producer in producers { producer.resume() }
-        return (batch, through)
+        return Batch(mutations: batch, through: through)
     }
 
     /// Marks the mutations taken up to and including `through` as committed (or given up) and
