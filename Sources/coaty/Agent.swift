@@ -229,6 +229,17 @@ protocol WaitingEventsReporting {
 
 extension EventObservation.Iterator: WaitingEventsReporting {}
 
+/// A sequence that can tell how many of its events were received but not yet taken, so a
+/// stopping event loop prints them first instead of discarding them.
+protocol PendingEventsReporting: Sendable {
+    /// The events received and not yet taken by the loop.
+    var pendingCount: Int { get }
+}
+
+extension EventObservation: PendingEventsReporting {
+    var pendingCount: Int { progress.waiting }
+}
+
 // MARK: - Running until a count, a timeout or a signal
 
 /// Counts the events an event loop received, for its summary line.
@@ -253,6 +264,10 @@ enum EventLoopEnd: Sendable {
 /// Prints the elements of `sequence` as lines until `count` lines were printed, `timeout`
 /// seconds elapsed, SIGINT/SIGTERM arrived, or the sequence ended.
 ///
+/// On a signal, the events already received (a ``PendingEventsReporting`` sequence tells how
+/// many) are printed first, for up to ``signalDrainLimit``; what a stalled reader of stdout left
+/// unprinted after that is logged at warning, never discarded silently.
+///
 /// - Returns: how it ended.
 @discardableResult
 func printEvents<S: AsyncSequence & Sendable>(
@@ -261,8 +276,10 @@ func printEvents<S: AsyncSequence & Sendable>(
     timeout: Double?,
     signals: ShutdownSignals,
     received: EventCounter = EventCounter(),
+    logger: Logger? = nil,
     render: @escaping @Sendable (S.Element) -> String?
 ) async throws -> EventLoopEnd where S.Element: Sendable {
+    let pending = sequence as? any PendingEventsReporting
     return try await withThrowingTaskGroup(of: EventLoopEnd?.self) { group in
         group.addTask {
             var printed = 0
@@ -287,11 +304,29 @@ func printEvents<S: AsyncSequence & Sendable>(
             }
         }
         group.addTask {
-            await signals.next() ? .signal : nil
+            guard await signals.next() else { return nil }
+            guard let pending else { return .signal }
+            // Print what was received before the signal: stopping now would discard it with the buffer.
+            let deadline = ContinuousClock.now + signalDrainLimit
+            while pending.pendingCount > 0, ContinuousClock.now < deadline, !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(5))
+            }
+            if Task.isCancelled { return nil }
+            let left = pending.pendingCount
+            if left > 0 {
+                logger?.warning(
+                    "Stopping with received events not printed: the reader of stdout did not take them within the limit",
+                    metadata: ["unprinted": "\(left)", "limit": "\(signalDrainLimit)"]
+                )
+            }
+            return .signal
         }
         return try await group.firstDecision(or: .exhausted)
     }
 }
+
+/// How long a signalled event loop goes on printing the events it received before the signal.
+let signalDrainLimit: Duration = .seconds(5)
 
 extension ThrowingTaskGroup {
     /// The first child result that is not `nil` (a child returns `nil` when it ends without deciding,

@@ -11,7 +11,8 @@ struct Observe: AsyncParsableCommand {
             Each line is {"event":…,"topic":…,"sourceId":…,"correlationId":… (two-way only),"data":{…payload…}}. \
             The observer subscribes before it advertises its identity, so the Advertise of its \
             identity (see --name) means it is ready. It runs until --count events, --timeout \
-            seconds, or SIGINT/SIGTERM (then it deadvertises its identity and exits 0; while it \
+            seconds, or SIGINT/SIGTERM (then it prints the events it already received, deadvertises \
+            its identity and exits 0; while it \
             is still connecting, a signal ends it at once, also with 0). A reader of stdout that \
             is behind slows the observer down (back-pressure: nothing is dropped; --buffer sets how \
             many events wait in between); --drop-oldest N or --drop-newest N drop instead, counted \
@@ -158,6 +159,7 @@ func runObserver<S: AsyncSequence & Sendable>(
                 timeout: limits.timeout,
                 signals: signals,
                 received: received,
+                logger: agent.logger,
                 render: render
             )
         } catch {

@@ -184,6 +184,63 @@ struct LosslessTests {
         }
     }
 
+    @Test("coaty observe stopped by SIGTERM behind a stalled reader still prints every event it had received")
+    func observeStoppedBehindAStalledReaderPrintsWhatItReceived() async throws {
+        let count = 2_000  // ~600 KB of lines: far more than the pipe holds
+        try await withBroker { broker in
+            try await withAgent(on: broker, name: "watcher") { agent in
+                let coaty = try coatyExecutable()
+                let files = NSTemporaryDirectory() + "coaty-stop-\(UUID().uuidString)"
+                let (reading, pidFile) = (files + "-reading", files + "-pid")
+                defer { for file in [reading, pidFile] { try? FileManager.default.removeItem(atPath: file) } }
+                let script = """
+                    sh -c 'echo $$ > "$1"; exec "$0" observe advertise --object-type com.example.Burst \
+                    --broker \(broker.url) --name stopped-observer --http-port 0 --log-level info' "$0" "$2" \
+                    | (while [ ! -e "$1" ]; do sleep 0.1; done; wc -l)
+                    """
+                let ready = try await startReadyProcess(
+                    executable: "/bin/sh",
+                    ["-c", script, coaty, reading, pidFile],
+                    name: "stopped-observer",
+                    observer: agent
+                )
+                let port = try await loggedOperatorPort(of: ready.process)
+                _ = try await Self.publishBurst(
+                    broker: broker,
+                    count: count,
+                    objectType: "com.example.Burst",
+                    level: "ADV::com.example.Burst"
+                )
+                // Every event received by the observer (its own counter), most of them still waiting
+                // behind the stalled pipe: then it is stopped, and only then does the reader read.
+                let exposition = try await scrapeUntil(port) {
+                    $0.value("coaty_communication_events_received_total", ["event": "Advertise"]) == Double(count)
+                }
+                #expect(
+                    exposition.value("coaty_communication_events_received_total", ["event": "Advertise"])
+                        == Double(count)
+                )
+                let pid = try #require(
+                    Int32(
+                        try String(contentsOfFile: pidFile, encoding: .utf8).trimmingCharacters(
+                            in: .whitespacesAndNewlines
+                        )
+                    )
+                )
+                #expect(kill(pid, SIGTERM) == 0)
+                try await Task.sleep(for: .milliseconds(500))
+                #expect(FileManager.default.createFile(atPath: reading, contents: nil))
+                let result = await ready.process.finish(timeout: 60)
+                #expect(result.status == 0, "stderr: \(result.stderr)")
+                #expect(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "\(count)")
+                #expect(
+                    result.stderr.contains("received \(count) events, dropped 0"),
+                    "one summary line on stderr: \(result.stderr)"
+                )
+            }
+        }
+    }
+
     @Test("coaty record stores all of a 100 000-event burst published at full speed, on defaults")
     func recordKeepsAFullSpeedBurst() async throws {
         let count = 100_000

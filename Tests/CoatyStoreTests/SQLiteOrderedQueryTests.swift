@@ -360,11 +360,13 @@ struct SQLiteOrderedQueryTests {
         }
         let keeper = LookupKeeper(connection)
         // The lookup's body calls back into the actor that awaits it.
-        #expect(try await keeper.lookUp("k7", callingBack: true) == 1)
+        #expect(try await keeper.lookUp("k7", number: -1, callingBack: true) == 1)
         // Many at once, brief and probably brief, each calling back into the one actor.
         let found = try await withThrowingTaskGroup(of: Int.self) { group in
             for i in 0..<200 {
-                group.addTask { try await keeper.lookUp("k\(i % 100)", callingBack: i % 2 == 0, ifBrief: i % 3 == 0) }
+                group.addTask {
+                    try await keeper.lookUp("k\(i % 100)", number: i, callingBack: i % 2 == 0, ifBrief: i % 3 == 0)
+                }
             }
             return try await group.reduce(0, +)
         }
@@ -386,17 +388,21 @@ extension InMemoryDatabase {
 /// An actor that looks rows up by key, its lookups optionally calling back into it.
 private actor LookupKeeper {
     let connection: CoatySQLite.SQLiteConnection
-    private(set) var callbacks = 0
+    /// The lookups whose bodies called back (a body runs twice when its brief attempt was stopped
+    /// by the budget and the lookup reads again).
+    private var calledBack: Set<Int> = []
+    var callbacks: Int { calledBack.count }
 
     init(_ connection: CoatySQLite.SQLiteConnection) { self.connection = connection }
 
-    func count() { callbacks += 1 }
+    func count(_ lookup: Int) { calledBack.insert(lookup) }
 
-    /// How many rows have the key (1 or 0), read briefly while the actor is isolated.
-    func lookUp(_ key: String, callingBack: Bool, ifBrief: Bool = false) async throws -> Int {
+    /// How many rows have the key (1 or 0), read briefly while the actor is isolated; lookup
+    /// `number` calls back into the actor when `callingBack`.
+    func lookUp(_ key: String, number: Int, callingBack: Bool, ifBrief: Bool = false) async throws -> Int {
         let query = StoreQuery(scope: .collection("c"), keys: [key])
         let body: @Sendable (SQLiteTransaction) async throws -> Int = { [self] tx in
-            if callingBack { await count() }
+            if callingBack { await count(number) }
             return try tx.rows(matching: query).count
         }
         if ifBrief, let found = try await connection.readIfBrief(body) { return found }
