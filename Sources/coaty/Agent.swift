@@ -229,15 +229,10 @@ protocol WaitingEventsReporting {
 
 extension EventObservation.Iterator: WaitingEventsReporting {}
 
-/// A sequence that can tell how many of its events were received but not yet taken, so a
-/// stopping event loop prints them first instead of discarding them.
-protocol PendingEventsReporting: Sendable {
-    /// The events received and not yet taken by the loop.
-    var pendingCount: Int { get }
-}
-
-extension EventObservation: PendingEventsReporting {
-    var pendingCount: Int { progress.waiting }
+/// The observation itself reports them too, for a stopping event loop that prints them first
+/// instead of discarding them (it does not own the iterator).
+extension EventObservation: WaitingEventsReporting {
+    var waitingCount: Int { progress.waiting }
 }
 
 // MARK: - Running until a count, a timeout or a signal
@@ -264,7 +259,7 @@ enum EventLoopEnd: Sendable {
 /// Prints the elements of `sequence` as lines until `count` lines were printed, `timeout`
 /// seconds elapsed, SIGINT/SIGTERM arrived, or the sequence ended.
 ///
-/// On a signal, the events already received (a ``PendingEventsReporting`` sequence tells how
+/// On a signal, the events already received (a ``WaitingEventsReporting`` sequence tells how
 /// many) are printed first, for up to ``signalDrainLimit``; what a stalled reader of stdout left
 /// unprinted after that is logged at warning, never discarded silently.
 ///
@@ -279,7 +274,6 @@ func printEvents<S: AsyncSequence & Sendable>(
     logger: Logger? = nil,
     render: @escaping @Sendable (S.Element) -> String?
 ) async throws -> EventLoopEnd where S.Element: Sendable {
-    let pending = sequence as? any PendingEventsReporting
     return try await withThrowingTaskGroup(of: EventLoopEnd?.self) { group in
         group.addTask {
             var printed = 0
@@ -305,14 +299,15 @@ func printEvents<S: AsyncSequence & Sendable>(
         }
         group.addTask {
             guard await signals.next() else { return nil }
-            guard let pending else { return .signal }
-            // Print what was received before the signal: stopping now would discard it with the buffer.
+            // Print what was received before the signal (an observation tells how much): stopping
+            // now would discard it with the buffer.
+            guard let pending = sequence as? any WaitingEventsReporting else { return .signal }
             let deadline = ContinuousClock.now + signalDrainLimit
-            while pending.pendingCount > 0, ContinuousClock.now < deadline, !Task.isCancelled {
+            while pending.waitingCount > 0, ContinuousClock.now < deadline, !Task.isCancelled {
                 try? await Task.sleep(for: .milliseconds(5))
             }
             if Task.isCancelled { return nil }
-            let left = pending.pendingCount
+            let left = pending.waitingCount
             if left > 0 {
                 logger?.warning(
                     "Stopping with received events not printed: the reader of stdout did not take them within the limit",

@@ -105,19 +105,15 @@ func runObserver<Event: Sendable>(
     observe: (CommunicationManager) throws -> EventObservation<Event>,
     render: @escaping @Sendable (Event) -> String?
 ) async throws {
-    let policy = buffering.policy
     try await runObserver(
         connection,
         limits,
         operatorEndpoint,
         defaultName: defaultName,
-        observerBufferLimit: buffering.buffer
-    ) { manager in
-        let observation = try observe(manager)
-        return policy == .backPressure ? observation : observation.buffering(policy)
-    } render: { event in
-        render(event)
-    }
+        observerBufferLimit: buffering.buffer,
+        observe: { manager in try observe(manager).buffering(buffering.policy) },
+        render: render
+    )
 }
 
 /// Connects an observer agent whose observation is registered before it starts, prints its

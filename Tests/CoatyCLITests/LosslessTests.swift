@@ -40,6 +40,42 @@ struct LosslessTests {
         return ids
     }
 
+    /// Starts `coaty observe advertise --object-type com.example.Burst --name NAME` with `options`
+    /// (ready: its identity was seen by `watcher`) at the head of a shell pipeline whose reader reads
+    /// nothing until the file `go` exists and then runs the shell fragment `reader`. The observer's
+    /// subshell writes its pid to `pidFile` and `exec`s it, so ``terminate(pidFile:)`` signals the
+    /// observer itself. (Not `observer & wait`: dash's `wait` never returned for children of the test
+    /// runner.)
+    static func startPipedObserver(
+        name: String,
+        options: String,
+        reader: String,
+        go: String,
+        pidFile: String,
+        broker: MosquittoBroker,
+        watcher: CommunicationManager
+    ) async throws -> ReadyProcess {
+        let script = """
+            sh -c 'echo $$ > "$1"; exec "$0" observe advertise --object-type com.example.Burst \
+            --broker \(broker.url) --name \(name) \(options)' "$0" "$2" \
+            | (while [ ! -e "$1" ]; do sleep 0.1; done; \(reader))
+            """
+        return try await startReadyProcess(
+            executable: "/bin/sh",
+            ["-c", script, try coatyExecutable(), go, pidFile],
+            name: name,
+            observer: watcher
+        )
+    }
+
+    /// Sends SIGTERM to the process whose pid ``startPipedObserver(name:options:reader:go:pidFile:broker:watcher:)``
+    /// wrote to `pidFile`.
+    static func terminate(pidFile: String) throws {
+        let text = try String(contentsOfFile: pidFile, encoding: .utf8)
+        let pid = try #require(Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)))
+        #expect(kill(pid, SIGTERM) == 0)
+    }
+
     @Test(
         "coaty observe behind a reader that stalls and then reads prints every event of a burst, buffered, with a summary"
     )
@@ -91,24 +127,21 @@ struct LosslessTests {
         let keep = 100
         try await withBroker { broker in
             try await withAgent(on: broker, name: "watcher") { agent in
-                let coaty = try coatyExecutable()
                 let files = NSTemporaryDirectory() + "coaty-drop-\(UUID().uuidString)"
                 let (published, pidFile, lines) = (files + "-published", files + "-pid", files + "-lines")
                 defer {
                     for file in [published, pidFile, lines] { try? FileManager.default.removeItem(atPath: file) }
                 }
-                // As above, but the observer's subshell writes its pid and becomes the observer (exec; the
-                // test ends it with SIGTERM), and the reader copies the lines to a file the test watches.
-                let script = """
-                    sh -c 'echo $$ > "$1"; exec "$0" observe advertise --object-type com.example.Burst \
-                    --drop-newest \(keep) --broker \(broker.url) --name dropping-observer' "$0" "$2" \
-                    | (while [ ! -e "$1" ]; do sleep 0.1; done; cat > "$3")
-                    """
-                let ready = try await startReadyProcess(
-                    executable: "/bin/sh",
-                    ["-c", script, coaty, published, pidFile, lines],
+                // As above, but the test ends the observer with SIGTERM, and the reader copies the lines
+                // to a file the test watches.
+                let ready = try await Self.startPipedObserver(
                     name: "dropping-observer",
-                    observer: agent
+                    options: "--drop-newest \(keep)",
+                    reader: "cat > '\(lines)'",
+                    go: published,
+                    pidFile: pidFile,
+                    broker: broker,
+                    watcher: agent
                 )
                 // The watcher's own observation is back-pressured: once it has the whole burst, the
                 // broker has sent it to the stalled observer too.
@@ -148,14 +181,7 @@ struct LosslessTests {
                     sentinels += 1
                     try await Task.sleep(for: .milliseconds(500))
                 }
-                let pid = try #require(
-                    Int32(
-                        try String(contentsOfFile: pidFile, encoding: .utf8).trimmingCharacters(
-                            in: .whitespacesAndNewlines
-                        )
-                    )
-                )
-                #expect(kill(pid, SIGTERM) == 0)
+                try Self.terminate(pidFile: pidFile)
                 let result = await ready.process.finish(timeout: 60)
                 #expect(result.status == 0, "stderr: \(result.stderr)")
 
@@ -189,20 +215,17 @@ struct LosslessTests {
         let count = 2_000  // ~600 KB of lines: far more than the pipe holds
         try await withBroker { broker in
             try await withAgent(on: broker, name: "watcher") { agent in
-                let coaty = try coatyExecutable()
                 let files = NSTemporaryDirectory() + "coaty-stop-\(UUID().uuidString)"
                 let (reading, pidFile) = (files + "-reading", files + "-pid")
                 defer { for file in [reading, pidFile] { try? FileManager.default.removeItem(atPath: file) } }
-                let script = """
-                    sh -c 'echo $$ > "$1"; exec "$0" observe advertise --object-type com.example.Burst \
-                    --broker \(broker.url) --name stopped-observer --http-port 0 --log-level info' "$0" "$2" \
-                    | (while [ ! -e "$1" ]; do sleep 0.1; done; wc -l)
-                    """
-                let ready = try await startReadyProcess(
-                    executable: "/bin/sh",
-                    ["-c", script, coaty, reading, pidFile],
+                let ready = try await Self.startPipedObserver(
                     name: "stopped-observer",
-                    observer: agent
+                    options: "--http-port 0 --log-level info",
+                    reader: "wc -l",
+                    go: reading,
+                    pidFile: pidFile,
+                    broker: broker,
+                    watcher: agent
                 )
                 let port = try await loggedOperatorPort(of: ready.process)
                 _ = try await Self.publishBurst(
@@ -220,14 +243,7 @@ struct LosslessTests {
                     exposition.value("coaty_communication_events_received_total", ["event": "Advertise"])
                         == Double(count)
                 )
-                let pid = try #require(
-                    Int32(
-                        try String(contentsOfFile: pidFile, encoding: .utf8).trimmingCharacters(
-                            in: .whitespacesAndNewlines
-                        )
-                    )
-                )
-                #expect(kill(pid, SIGTERM) == 0)
+                try Self.terminate(pidFile: pidFile)
                 try await Task.sleep(for: .milliseconds(500))
                 #expect(FileManager.default.createFile(atPath: reading, contents: nil))
                 let result = await ready.process.finish(timeout: 60)
