@@ -364,6 +364,11 @@ void CMosquittoShim_Client_setReadPaused(CMosquittoShim_Client *c, bool paused) 
     if (was && !paused) wantDispatch(c);  // the loop may wait in a poll that does not watch the socket's input
 }
 
+void CMosquittoShim_Client_closeIntake(CMosquittoShim_Client *c) {
+    atomic_store(&c->intakeClosed, true);
+    wantDispatch(c);  // the loop's next step stops watching the socket's input
+}
+
 bool CMosquittoShim_Client_readingHeld(CMosquittoShim_Client *c) { return atomic_load(&c->readingHeld); }
 
 uint64_t CMosquittoShim_Client_droppedCount(CMosquittoShim_Client *c) { return atomic_load(&c->dropped); }

@@ -189,7 +189,7 @@ SHIM_HIDDEN bool backPressureAllowsReading(CMosquittoShim_Client *c) {
 /// paused reading (an observer is full). Holding the reads is the back-pressure: the kernel's socket buffer fills, TCP
 /// flow control stops the broker, which keeps the rest under its own limits.
 static bool readAllowed(CMosquittoShim_Client *c) {
-    return backPressureAllowsReading(c) && !acknowledgementsHeld(c);
+    return backPressureAllowsReading(c) && !acknowledgementsHeld(c) && !atomic_load(&c->intakeClosed);
 }
 
 /// Keeps the session alive while reads are held (loop thread); true when it did, so libmosquitto's keep-alive check
@@ -278,7 +278,7 @@ static int loopOnce(CMosquittoShim_Client *c, int timeoutMs) {
         // one is read at once instead of after another poll: a stream costs one poll per burst, not per message
         // (and one read that finds nothing at its end). Bounded, so writes and keepalive are not held up, and it
         // stops as soon as back-pressure holds the reads.
-        if (c->holdAcks && reading) c->heldBehindWhole = true;  // read with libmosquitto's queue written out
+        if (c->holdAcks && reading) atomic_store(&c->heldBehindWhole, true);  // read with libmosquitto's queue written out
         if (c->framing || c->frameHave > 0) {
             int rc = readFramed(c, sock, true);
             // A malformed packet or a failed read of its own: the stream cannot go on; the client reconnects.
@@ -307,9 +307,33 @@ static int loopOnce(CMosquittoShim_Client *c, int timeoutMs) {
     }
     // A PINGREQ may go behind libmosquitto's held packets only when they are all unstarted: the hold began with a read
     // this session made with libmosquitto's queue written out (not, e.g., one left by the connect phase).
-    if (held) return keepAliveWhileHeld(c, c->heldBehindWhole) ? MOSQ_ERR_SUCCESS : mosquitto_loop_misc(c->mosq);
+    if (held) return keepAliveWhileHeld(c, atomic_load(&c->heldBehindWhole)) ? MOSQ_ERR_SUCCESS : mosquitto_loop_misc(c->mosq);
     if (atomic_load(&c->readingHeld) && keepAliveWhileHeld(c, false)) return MOSQ_ERR_SUCCESS;
     return mosquitto_loop_misc(c->mosq);
+}
+
+/// How long a stopping client waits for the application to acknowledge the messages whose answers it holds.
+#define SHIM_STOP_HOLD_GRACE_MS 250
+
+/// Ends, at stop, a session whose answers are still held (loop thread). They must not be written: their messages were
+/// not handled, so the broker keeps them for the next session. When libmosquitto's queue holds only unstarted packets
+/// and no QoS 0 publication waits there (the identity's Deadvertise went out through the direct path), DISCONNECT is
+/// written ahead of them, so the broker publishes no will; otherwise the connection is closed without it and the
+/// broker publishes the will (an agent's Deadvertise) in place of what is lost. Either way the loop ends at once.
+static void endHeldSession(CMosquittoShim_Client *c) {
+    pthread_mutex_lock(&c->writeLock);
+    bool clean = c->directFd >= 0 && atomic_load(&c->heldBehindWhole) && flushOursLocked(c) && unwrittenQos0(c) == 0;
+    if (clean) {
+        static const uint8_t disconnect[2] = {0xE0, 0x00};  // MQTT 3.1.1 DISCONNECT; in MQTT 5: reason 0, normal
+        ssize_t n;
+        do {
+            n = send(c->directFd, disconnect, sizeof(disconnect), MSG_NOSIGNAL | MSG_DONTWAIT);
+        } while (n < 0 && errno == EINTR);
+        clean = n == (ssize_t)sizeof(disconnect);
+    }
+    int sock = mosquitto_socket(c->mosq);
+    if (sock >= 0) shutdown(sock, clean ? SHUT_WR : SHUT_RDWR);
+    pthread_mutex_unlock(&c->writeLock);
 }
 
 static void *loopMain(void *arg) {
@@ -334,7 +358,7 @@ static void *loopMain(void *arg) {
     runDispatch(c, dispatch, context);  // what was queued for the dispatcher before the loop started
     while (!stopRequested(c)) {
         c->sessionUp = false;
-        c->heldBehindWhole = false;
+        atomic_store(&c->heldBehindWhole, false);
         c->refusedThisAttempt = false;
         int savedErrno = 0;
         errno = 0;
@@ -428,14 +452,28 @@ static void *loopMain(void *arg) {
         delay = delay * 2 > c->maxReconnectDelayMs ? c->maxReconnectDelayMs : delay * 2;
     }
 
-    // Graceful stop: every queued packet goes out first, then DISCONNECT (packets are sent in order, and
-    // libmosquitto closes the socket once DISCONNECT is written, which ends the loop), bounded by stopFlushMs.
-    // A publish queued behind the DISCONNECT would never be written: refuse them from here on.
+    // Graceful stop: nothing more is read (what the broker sends from now on stays with it); every queued packet
+    // goes out first, then DISCONNECT (packets are sent in order, and libmosquitto closes the socket once DISCONNECT is
+    // written, which ends the loop), bounded by stopFlushMs. A publish queued behind the DISCONNECT would never be
+    // written: refuse them from here on. Held answers (durable delivery) are written only once the application
+    // acknowledged their messages; it has SHIM_STOP_HOLD_GRACE_MS for that, then the session ends without them (see
+    // endHeldSession): the broker keeps those messages for the next session.
+    atomic_store(&c->intakeClosed, true);
     setAccepting(c, false);
-    if (c->sessionUp && mosquitto_disconnect(c->mosq) == MOSQ_ERR_SUCCESS) {
+    if (c->sessionUp) {
         int64_t deadline = nowMs() + c->stopFlushMs;
+        int grace = c->stopFlushMs < SHIM_STOP_HOLD_GRACE_MS ? c->stopFlushMs : SHIM_STOP_HOLD_GRACE_MS;
+        int64_t holdDeadline = nowMs() + grace;
+        bool disconnecting = false;
         while (nowMs() < deadline) {
-            if (loopOnce(c, 50) != MOSQ_ERR_SUCCESS) break;
+            if (!disconnecting && !acknowledgementsHeld(c)) {
+                if (mosquitto_disconnect(c->mosq) != MOSQ_ERR_SUCCESS) break;
+                disconnecting = true;
+            } else if (!disconnecting && nowMs() >= holdDeadline) {
+                endHeldSession(c);
+                break;
+            }
+            if (loopOnce(c, disconnecting ? 50 : 5) != MOSQ_ERR_SUCCESS) break;
             runDispatch(c, dispatch, context);
         }
     } else {
@@ -472,6 +510,7 @@ int CMosquittoShim_Client_start(CMosquittoShim_Client *c) {
         return MOSQ_ERR_INVAL;
     }
     atomic_store(&c->stopRequested, false);
+    atomic_store(&c->intakeClosed, false);
     c->loopRunning = true;
     atomic_fetch_add(&c->refCount, 1);
     pthread_t thread;

@@ -141,8 +141,13 @@ static int publishDirect(CMosquittoShim_Client *c, const char *topic, const void
     // `packetsQueued` does not count: a direct packet must never land inside one partly written, and they must not
     // wait behind an ever-growing `ours`. (The loop thread writes only under writeLock, so what mosquitto_want_write
     // reads is not being written now.)
+    // While durable delivery holds the answers of a read made with that queue written out, the queue holds only
+    // those unstarted answers (and no packet of this client's publishers): a whole packet may go ahead of them, as
+    // keepAliveWhileHeld's PINGREQs do, so a publication (the identity's Deadvertise at stop) is not held with them.
+    bool behindHeldAnswers =
+        CMosquittoShim_Client_acknowledgementDue(c) != 0 && atomic_load(&c->heldBehindWhole);
     if (c->directFd < 0 || atomic_load(&c->flushedThrough) != atomic_load(&c->packetsQueued) ||
-        mosquitto_want_write(c->mosq)) {
+        (mosquitto_want_write(c->mosq) && !behindHeldAnswers)) {
         pthread_mutex_unlock(&c->writeLock);
         return -1;
     }

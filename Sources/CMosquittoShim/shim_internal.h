@@ -224,7 +224,12 @@ struct CMosquittoShim_Client {
     bool holdAcks;
     atomic_uint_fast64_t lastAnsweredMessage;
     atomic_uint_fast64_t acknowledgedThrough;
-    bool heldBehindWhole;  // loop thread: this session's held answers followed a read with nothing else queued
+    // This session's held answers followed a read with nothing else queued (written by the loop thread; read by
+    // publishDirect under writeLock: while answers are held, a QoS 0 publish may then go ahead of them).
+    atomic_bool heldBehindWhole;
+    // The application closed the intake (CMosquittoShim_Client_closeIntake) or the client is stopping: the loop reads
+    // nothing more, so what the broker sends from then on stays with it (and with a persistent session).
+    atomic_bool intakeClosed;
     int64_t pausedPingNs;        // loop thread: when the last keep-alive PINGREQ of a pause was written
     atomic_bool readingHeld;     // the loop's last step did not read because of back-pressure (written by the loop)
     bool armed;          // a consumer waits for the next message

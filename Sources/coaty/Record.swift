@@ -527,7 +527,7 @@ struct Record: AsyncParsableCommand {
         }
         _ = try? await recording.value
         await agent.stop()
-        if let handover = recorder.handover {
+        if let handover = recorder.handover, recorder.leftGroupDrained {
             // The member left its group: end its broker session (nothing is queued there any more).
             do {
                 try await handover.end(agent.manager.identity.objectId)

@@ -216,6 +216,11 @@ void CMosquittoShim_Client_acknowledgeThrough(CMosquittoShim_Client *client, uin
 /// message received and not acknowledged yet, or 0 when none waits.
 uint64_t CMosquittoShim_Client_acknowledgementDue(CMosquittoShim_Client *client);
 
+/// Closes the intake until the next start: the loop reads nothing more from the broker (a connection loss is still
+/// seen), so messages sent from then on stay with the broker, and with `holdAcknowledgements` the count through which
+/// the application must acknowledge stops growing. A stopping client closes its intake by itself.
+void CMosquittoShim_Client_closeIntake(CMosquittoShim_Client *client);
+
 /// Whether the loop held its reads in its last step (back-pressure, for tests and statistics).
 bool CMosquittoShim_Client_readingHeld(CMosquittoShim_Client *client);
 

@@ -221,6 +221,16 @@ public final class MQTTClient: Sendable {
         handle.acknowledge(through: through)
     }
 
+    /// Reads nothing more from the broker until the client is connected again after a ``disconnect()``: messages the
+    /// broker sends from now on stay with it (a persistent session keeps them for the next connection), a connection
+    /// loss is still noticed, and ``acknowledgementDue`` stops growing once the read under way ended. For a durable
+    /// consumer that stops: close the intake, handle and acknowledge what was received, then disconnect (which
+    /// closes the intake by itself).
+    public func closeIntake() {
+        guard case .success(let handle) = core.setup else { return }
+        handle.closeIntake()
+    }
+
     /// Whether the network thread held its reads in its last step: the consumer is behind (the receive buffer
     /// holds ``MQTTConfiguration/messageBufferCapacity`` messages) or ``setReadingPaused(_:)`` asked it to.
     public var isReadingHeld: Bool {

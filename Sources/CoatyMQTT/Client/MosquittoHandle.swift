@@ -219,6 +219,9 @@ final class MosquittoHandle: @unchecked Sendable {
     /// Releases the held acknowledgements through message number `through` (durable delivery).
     func acknowledge(through: UInt64) { CMosquittoShim_Client_acknowledgeThrough(pointer, through) }
 
+    /// Reads nothing more from the broker until the next start (see `CMosquittoShim_Client_closeIntake`).
+    func closeIntake() { CMosquittoShim_Client_closeIntake(pointer) }
+
     /// The number of the last message whose acknowledgement is held, or 0.
     var acknowledgementDue: UInt64 { CMosquittoShim_Client_acknowledgementDue(pointer) }
 

@@ -162,6 +162,9 @@ public final class MQTTTransport: CoatyTransport {
     /// - Parameter through: the number of the last handled message.
     public func acknowledge(through: UInt64) { state.withLock { $0.client }?.acknowledge(through: through) }
 
+    /// Reads nothing more from the broker until the next connection (see ``MQTTClient/closeIntake()``).
+    public func closeIntake() { state.withLock { $0.client }?.closeIntake() }
+
     /// The received messages of an ``MQTTTransport``.
     public struct Messages: AsyncSequence, Sendable {
         /// Never fails.

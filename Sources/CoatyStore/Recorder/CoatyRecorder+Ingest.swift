@@ -139,6 +139,29 @@ extension CoatyRecorder {
         _ = await commitAndAcknowledge(through: due)
     }
 
+    /// On stop (durable recording): closes the transport's intake, so what the broker sends from
+    /// now on stays with it, then (within ``Configuration/stopAcknowledgeTimeout``) waits until
+    /// everything received was routed and handed to the queue, commits it and acknowledges it.
+    func acknowledgeReceivedForStop() async {
+        let transport = manager.transport
+        transport.closeIntake()
+        let deadline = ContinuousClock.now + configuration.stopAcknowledgeTimeout
+        while let due = transport.acknowledgementDue, !Task.isCancelled {
+            if transport.deliveredCount >= due, handedOver() {
+                guard await commitAndAcknowledge(through: due) else { return }
+                continue
+            }
+            if ContinuousClock.now >= deadline {
+                logger.notice(
+                    "Durable recording: stopping with received messages not handled in time; the broker keeps them for the next start",
+                    metadata: ["through": "\(due)", "delivered": "\(transport.deliveredCount)"]
+                )
+                return
+            }
+            try? await Task.sleep(for: .microseconds(200))
+        }
+    }
+
     /// Commits what the queue holds and acknowledges the messages through `due`, unless a write
     /// failed meanwhile: then they stay unacknowledged, so the broker redelivers them to the next
     /// run. Returns whether it acknowledged.

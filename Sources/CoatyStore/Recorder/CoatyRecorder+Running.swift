@@ -71,7 +71,7 @@ extension CoatyRecorder {
                     await queries?.subscribed()
                     await discovers?.subscribed()
                     for update in updates { await update.subscribed() }
-                    await membership?.announcements.subscribed()
+                    await membership?.election.subscribed()
                     await membership?.barrier.subscribed()
                     self.markReady()
                 }
@@ -83,6 +83,9 @@ extension CoatyRecorder {
                 // queued for it arrives). Then take over what the observers already hold before
                 // ending them (not possible after cancellation: the observations end at once then).
                 if let membership, !Task.isCancelled { await self.leaveGroup(membership) }
+                // Durable: nothing more is read; what arrived is committed and acknowledged (the rest
+                // stays with the broker), so the Deadvertise and DISCONNECT are not held behind it.
+                if !Task.isCancelled, configuration.acknowledgesAfterCommit { await self.acknowledgeReceivedForStop() }
                 if !Task.isCancelled { await self.settleAndFlush(finalHandOver: true) }
                 if !Task.isCancelled, configuration.acknowledgesAfterCommit {
                     await self.acknowledgeIfCommitted()

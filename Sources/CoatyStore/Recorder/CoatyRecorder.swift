@@ -74,6 +74,15 @@ public final class CoatyRecorder: Service, Sendable {
         /// committing any before the recorder reports itself not ready (a stalled store: a lock
         /// held elsewhere, a full disk, a database that stopped answering). Default 30 s.
         public var stallTimeout: Duration
+        /// Stopping: how long a group member waits for what the broker had queued for it after it
+        /// left the group's subscriptions (see ``CoatyRecorder/leftGroupDrained``). What has not
+        /// arrived by then stays in its session for another member to take over, so a member
+        /// stops in about this time even under a flood. Default 500 ms.
+        public var groupLeaveTimeout: Duration = .milliseconds(500)
+        /// Stopping, durable recording: how long the recorder waits, after closing the transport's
+        /// intake, for everything it received to be routed, committed and acknowledged. What is
+        /// unacknowledged after that stays with the broker for the next start. Default 500 ms.
+        public var stopAcknowledgeTimeout: Duration = .milliseconds(500)
 
         /// A configuration.
         /// - Parameters:
@@ -134,6 +143,14 @@ public final class CoatyRecorder: Service, Sendable {
     /// How this member of a recorder group takes over the sessions of members that are gone
     /// (and ends its own once it left the group and its manager stopped), or `nil`.
     public let handover: SessionHandover?
+
+    /// Whether this group member, when it stopped, left its group with everything the broker had
+    /// queued for it stored and acknowledged, and cleared its announcement: end its broker session
+    /// then (``SessionHandover/end``). `false` before it stopped, and when what was queued did not
+    /// arrive within the stop's bound (``Configuration/groupLeaveTimeout``): its session and
+    /// announcement stay, so another member takes the session over as it does a gone member's (or
+    /// this member resumes it when it restarts under the same identity).
+    public var leftGroupDrained: Bool { control.withLock { $0.leftGroupDrained } }
     /// The properties indexed automatically, by object type.
     let automaticIndexes = CoatyMutex<[String: Set<String>]>([:])
 
@@ -160,6 +177,7 @@ public final class CoatyRecorder: Service, Sendable {
         var registered = false
         var registeredWaiters: [CheckedContinuation<Void, Never>] = []
         var nextSink = 0
+        var leftGroupDrained = false
     }
 
     /// A recorder over any ``RecorderStorage``.

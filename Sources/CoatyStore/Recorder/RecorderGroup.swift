@@ -10,10 +10,10 @@ struct GroupMembership: Sendable {
     let group: String
     /// How this member resumes and ends the sessions of members that are gone.
     let handover: SessionHandover
-    /// The members' announcements: retained on `coatykit/recorder-groups/<group>/members/<id>`.
-    let announcements: EventObservation<RawEvent>
-    /// Who takes over whose session: retained on `coatykit/recorder-groups/<group>/takers/<id>`.
-    let takers: EventObservation<RawEvent>
+    /// The group's election messages, in the broker's order: the members' retained
+    /// announcements (`coatykit/recorder-groups/<group>/election/members/<id>`) and the claims to
+    /// take over a gone member's session (`…/election/claims/<id>`), on one subscription.
+    let election: EventObservation<RawEvent>
     /// Deadvertise events (not shared): members that are gone.
     let deadvertises: EventObservation<DeadvertiseEvent>
     /// This member's barrier topic, for leaving the group.
@@ -22,67 +22,21 @@ struct GroupMembership: Sendable {
     let barrier: EventObservation<RawEvent>
 }
 
-/// A ``GroupView`` shared by the tasks of a member.
-final class GroupViewBox: Sendable {
-    let mutex: CoatyMutex<GroupView>
-
-    init(_ view: GroupView) {
-        mutex = CoatyMutex(view)
-    }
-}
-
-/// What a member knows of its group.
-struct GroupView {
-    /// The members announced (this one included; possibly some that are gone unnoticed).
-    var members: Set<CoatyUUID>
-    /// Members that are gone and whose session is not handed over yet.
-    var gone: Set<CoatyUUID> = []
-    /// The member taking over each gone member's session, as it announced.
-    var takers: [CoatyUUID: CoatyUUID] = [:]
-    /// Gone members whose session this member is waiting to take over, or taking over.
-    var attempting: Set<CoatyUUID> = []
-
-    /// The gone members this member starts attempting to take over now, each with the delay
-    /// before the attempt: the rank of this member among those alive (by identity id) × 3 s, so
-    /// that normally the first takes over at once and the others only if it does not.
-    mutating func startAttempts(by me: CoatyUUID) -> [(member: CoatyUUID, delay: Duration)] {
-        let alive = members.subtracting(gone).sorted { $0.uuidString < $1.uuidString }
-        let rank = alive.firstIndex(of: me) ?? alive.count
-        let due = gone.subtracting(attempting).sorted { $0.uuidString < $1.uuidString }
-        attempting.formUnion(due)
-        return due.map { ($0, .seconds(3 * min(rank, 10))) }
-    }
-
-    /// What an attempt to take over `member`'s session does next.
-    enum AttemptStep: Equatable {
-        /// Take it over: it is still announced and gone, and no other live member is at it.
-        case takeOver
-        /// Wait: another live member announced taking it over.
-        case wait
-        /// Nothing: it was handed over (its announcement cleared), or it came back.
-        case done
-    }
-
-    /// What this member's attempt to take over `member`'s session does next.
-    func nextStep(for member: CoatyUUID, by me: CoatyUUID) -> AttemptStep {
-        guard members.contains(member), gone.contains(member) else { return .done }
-        if let taker = takers[member], taker != me, !gone.contains(taker) { return .wait }
-        return .takeOver
-    }
-}
-
 extension CoatyRecorder {
     /// The topic prefix of a recorder group's own messages (Raw topics, outside `coaty/`).
     static func groupTopic(_ group: String) -> String { "coatykit/recorder-groups/\(group)" }
 
-    /// The retained announcement topic of a member.
+    /// The prefix of a group's election topics (announcements and claims, one subscription).
+    static func electionTopic(_ group: String) -> String { "\(groupTopic(group))/election" }
+
+    /// The retained announcement topic of a member: `<id> <incarnation>` while it is a member.
     static func memberTopic(_ group: String, _ id: CoatyUUID) -> String {
-        "\(groupTopic(group))/members/\(id.uuidString)"
+        "\(electionTopic(group))/members/\(id.uuidString)"
     }
 
-    /// The retained topic naming the member that takes over the session of gone member `id`.
-    static func takerTopic(_ group: String, _ id: CoatyUUID) -> String {
-        "\(groupTopic(group))/takers/\(id.uuidString)"
+    /// The topic of the claims to take over the session of gone member `id` (see ``GroupElection``).
+    static func claimTopic(_ group: String, _ id: CoatyUUID) -> String {
+        "\(electionTopic(group))/claims/\(id.uuidString)"
     }
 
     /// A barrier topic (only the one who publishes to it subscribes it).
@@ -98,8 +52,7 @@ extension CoatyRecorder {
         return GroupMembership(
             group: group,
             handover: handover,
-            announcements: try manager.observeRaw("\(Self.groupTopic(group))/members/+"),
-            takers: try manager.observeRaw("\(Self.groupTopic(group))/takers/+"),
+            election: try manager.observeRaw("\(Self.electionTopic(group))/#"),
             deadvertises: try manager.observeDeadvertise(),
             barrierTopic: barrierTopic,
             barrier: try manager.observeRaw(barrierTopic)
@@ -111,80 +64,93 @@ extension CoatyRecorder {
         CoatyUUID(String(topic.split(separator: "/").last ?? ""))
     }
 
+    /// The election event a message on the group's election topics carries, if any.
+    static func electionEvent(_ event: RawEvent) -> GroupElection.Event? {
+        let levels = event.topic.split(separator: "/")
+        guard levels.count >= 2, let id = CoatyUUID(String(levels[levels.count - 1])) else { return nil }
+        switch levels[levels.count - 2] {
+        case "members":
+            if event.payload.isEmpty { return .cleared(id) }
+            let parts = String(decoding: event.payload, as: UTF8.self).split(separator: " ")
+            guard CoatyUUID(String(parts.first ?? "")) == id else { return nil }
+            return .announced(id, incarnation: parts.count > 1 ? String(parts[1]) : "")
+        case "claims":
+            return GroupElection.Claim(payload: event.payload).map { .claimed($0) }
+        default:
+            return nil
+        }
+    }
+
     /// Announces this member, follows the others, and takes over the session of each member that
-    /// is gone when it is this member's turn; until cancelled.
+    /// is gone when this member wins its election (``GroupElection``); until cancelled.
     func serveGroup(_ membership: GroupMembership) async {
         let me = manager.identity.objectId
-        let view = GroupViewBox(GroupView(members: [me]))
-        let (signals, signal) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        let group = membership.group
+        var election = GroupElection(me: me, incarnation: "")
+        let (inbox, post) = AsyncStream<GroupElection.Event>.makeStream()
         await withTaskGroup(of: Void.self) { tasks in
             tasks.addTask {
-                for await event in membership.announcements {
-                    guard let id = Self.lastId(event.topic) else { continue }
-                    view.mutex.withLock { view in
-                        if event.payload.isEmpty {
-                            view.members.remove(id)
-                            view.takers[id] = nil
-                        } else {
-                            view.members.insert(id)
-                        }
-                        view.gone.remove(id)
-                    }
-                    signal.yield()
+                // One subscription, consumed in order: every member applies the same claims in the same order.
+                for await event in membership.election {
+                    if let electionEvent = Self.electionEvent(event) { post.yield(electionEvent) }
                 }
             }
             tasks.addTask {
-                for await event in membership.takers {
-                    guard let id = Self.lastId(event.topic) else { continue }
-                    let taker = CoatyUUID(String(decoding: event.payload, as: UTF8.self))
-                    view.mutex.withLock { $0.takers[id] = taker }
-                    signal.yield()
-                }
+                for await event in membership.deadvertises { post.yield(.deadvertised(event.objectIds)) }
             }
             tasks.addTask {
-                for await event in membership.deadvertises {
-                    let changed = view.mutex.withLock { view -> Bool in
-                        let gone = event.objectIds.filter { $0 != me && view.members.contains($0) }
-                        view.gone.formUnion(gone)
-                        return !gone.isEmpty
-                    }
-                    if changed { signal.yield() }
-                }
-            }
-            tasks.addTask {
-                // On every connection: a broker restarted without persistence forgot the retained announcement.
+                // On every connection, with a new incarnation: the others then tell this member's return (after a
+                // last will its connection may have sent) from its retained announcement delivered again.
                 for await state in self.manager.communicationStates() where state == .online {
                     do {
                         try await self.manager.publishRaw(
-                            topic: Self.memberTopic(membership.group, me),
-                            payload: Array(me.uuidString.utf8),
+                            topic: Self.memberTopic(group, me),
+                            payload: Array("\(me.uuidString) \(CoatyUUID().uuidString)".utf8),
                             retain: true,
                             qos: .atLeastOnce
                         )
                     } catch {
-                        self.logger.error(
-                            "Recorder group: cannot announce this member",
-                            metadata: ["error": "\(error)"]
-                        )
+                        self.logger.error("Recorder group: cannot announce this member", metadata: ["error": "\(error)"])
                     }
                 }
             }
-            for await _ in signals {
-                for (member, delay) in view.mutex.withLock({ $0.startAttempts(by: me) }) {
-                    tasks.addTask {
-                        defer {
-                            view.mutex.withLock { _ = $0.attempting.remove(member) }
-                            signal.yield()
+            for await event in inbox {
+                for action in election.handle(event) {
+                    switch action {
+                    case .scheduleClaim(let member, let round, let delay):
+                        tasks.addTask {
+                            try? await Task.sleep(for: delay)
+                            post.yield(.claimDue(member, round: round))
                         }
-                        try? await Task.sleep(for: delay)
-                        // Someone else may be at it (or done): wait while a live member says it takes it over.
-                        var step = view.mutex.withLock { $0.nextStep(for: member, by: me) }
-                        while step == .wait, !Task.isCancelled {
-                            try? await Task.sleep(for: .seconds(1))
-                            step = view.mutex.withLock { $0.nextStep(for: member, by: me) }
+                    case .publishClaim(let claim):
+                        logger.info(
+                            "Recorder group: claiming the broker session of a gone member",
+                            metadata: ["group": "\(group)", "member": "\(claim.member)", "round": "\(claim.round)"]
+                        )
+                        tasks.addTask {
+                            do {
+                                try await self.manager.publishRaw(
+                                    topic: Self.claimTopic(group, claim.member),
+                                    payload: claim.payload,
+                                    qos: .atLeastOnce
+                                )
+                            } catch {
+                                self.logger.error(
+                                    "Recorder group: cannot publish a claim",
+                                    metadata: ["member": "\(claim.member)", "error": "\(error)"]
+                                )
+                            }
                         }
-                        if step != .takeOver || Task.isCancelled { return }
-                        if !(await self.handOver(member, membership)) { try? await Task.sleep(for: .seconds(1)) }
+                    case .takeOver(let member):
+                        tasks.addTask {
+                            let completed = await self.handOver(member, membership)
+                            post.yield(.takeOverEnded(member, completed: completed))
+                        }
+                    case .scheduleRetry(let member, let delay):
+                        tasks.addTask {
+                            try? await Task.sleep(for: delay)
+                            post.yield(.retryDue(member))
+                        }
                     }
                 }
             }
@@ -197,16 +163,7 @@ extension CoatyRecorder {
     func handOver(_ id: CoatyUUID, _ membership: GroupMembership) async -> Bool {
         let metadata: Logger.Metadata = ["group": "\(membership.group)", "member": "\(id)"]
         logger.warning("Recorder group: a member is gone; taking over its broker session", metadata: metadata)
-        let takerTopic = Self.takerTopic(membership.group, id)
         do {
-            // Tell the others, so they do not take it at the same time (the broker would end the session of
-            // whichever connected first under the client id).
-            try await manager.publishRaw(
-                topic: takerTopic,
-                payload: Array(manager.identity.objectId.uuidString.utf8),
-                retain: true,
-                qos: .atLeastOnce
-            )
             let taker = try membership.handover.resume(id)
             var configuration = self.configuration
             configuration.acknowledgesAfterCommit = true
@@ -247,9 +204,12 @@ extension CoatyRecorder {
                 }
             }
             try await membership.handover.end(id)
-            for topic in [Self.memberTopic(membership.group, id), takerTopic] {
-                try await manager.publishRaw(topic: topic, payload: [], retain: true, qos: .atLeastOnce)
-            }
+            try await manager.publishRaw(
+                topic: Self.memberTopic(membership.group, id),
+                payload: [],
+                retain: true,
+                qos: .atLeastOnce
+            )
             stats.withLock { stats in
                 stats.received += statistics.received
                 stats.stored += statistics.stored
@@ -263,7 +223,7 @@ extension CoatyRecorder {
             return true
         } catch {
             logger.error(
-                "Recorder group: taking over a gone member's session failed; retrying",
+                "Recorder group: taking over a gone member's session did not complete",
                 metadata: metadata.merging(["error": "\(error)"]) { $1 }
             )
             return false
@@ -273,11 +233,15 @@ extension CoatyRecorder {
     /// Leaves the group's subscriptions of `manager`'s session at the broker, then waits until a
     /// message published to `topic` after that comes back: everything the broker had queued for
     /// the session arrived before it (it delivers a session's messages in order). Returns whether
-    /// the barrier came back within a minute. Someone must acknowledge what arrives meanwhile
+    /// the barrier came back within `limit`. Someone must acknowledge what arrives meanwhile
     /// (with held acknowledgements nothing more is read otherwise, not even the PUBACK of the
     /// barrier).
-    func leave(_ manager: CommunicationManager, barrier: EventObservation<RawEvent>, topic: String) async throws -> Bool
-    {
+    func leave(
+        _ manager: CommunicationManager,
+        barrier: EventObservation<RawEvent>,
+        topic: String,
+        within limit: Duration = .seconds(60)
+    ) async throws -> Bool {
         await barrier.subscribed()
         try await manager.leaveSharedSubscriptionGroup()
         return try await withThrowingTaskGroup(of: Bool.self) { tasks in
@@ -286,7 +250,7 @@ extension CoatyRecorder {
                 return false
             }
             tasks.addTask {
-                try? await Task.sleep(for: .seconds(60))
+                try? await Task.sleep(for: limit)
                 return false
             }
             try await manager.publishRaw(topic: topic, payload: [1], qos: .atLeastOnce)
@@ -296,10 +260,12 @@ extension CoatyRecorder {
         }
     }
 
-    /// A member that stops leaves its group: the broker gives it no more of the group's events,
-    /// everything it had queued for it is stored and acknowledged, and its announcement is
-    /// cleared (so no other member takes over its session). Its session itself is ended by
-    /// whoever stops the manager (``SessionHandover/end``).
+    /// A member that stops leaves its group: the broker gives it no more of the group's events;
+    /// when everything it had queued for it arrives within ``Configuration/groupLeaveTimeout`` it
+    /// is stored and acknowledged and the announcement cleared (so no other member takes over the
+    /// session, and whoever stops the manager ends it: ``leftGroupDrained``). Otherwise the rest
+    /// stays in its session, and its announcement with it: its Deadvertise then makes another
+    /// member take the session over, as for a member that died.
     func leaveGroup(_ membership: GroupMembership) async {
         await withTaskGroup(of: Void.self) { helpers in
             // The writer's acknowledgements stopped with the stop request; until the member has left,
@@ -313,16 +279,26 @@ extension CoatyRecorder {
                 }
             }
             do {
-                let crossed = try await leave(manager, barrier: membership.barrier, topic: membership.barrierTopic)
-                if !crossed {
-                    logger.warning("Recorder group: leaving timed out", metadata: ["group": "\(membership.group)"])
-                }
-                try await manager.publishRaw(
-                    topic: Self.memberTopic(membership.group, manager.identity.objectId),
-                    payload: [],
-                    retain: true,
-                    qos: .atLeastOnce
+                let crossed = try await leave(
+                    manager,
+                    barrier: membership.barrier,
+                    topic: membership.barrierTopic,
+                    within: configuration.groupLeaveTimeout
                 )
+                if crossed {
+                    try await manager.publishRaw(
+                        topic: Self.memberTopic(membership.group, manager.identity.objectId),
+                        payload: [],
+                        retain: true,
+                        qos: .atLeastOnce
+                    )
+                    control.withLock { $0.leftGroupDrained = true }
+                } else {
+                    logger.notice(
+                        "Recorder group: left with messages still queued for this member; another member takes over its session",
+                        metadata: ["group": "\(membership.group)"]
+                    )
+                }
             } catch {
                 logger.warning(
                     "Recorder group: leaving failed",
