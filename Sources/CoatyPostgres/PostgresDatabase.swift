@@ -180,12 +180,14 @@ public final class PostgresDatabase: DatabaseType, Service, JSONPropertyIndexing
         if !isMigrated.withLock({ $0 }) {
             try await migrate()
             let logger = logger
-            let declared = try await client.withConnection { connection in
-                try await connection.query("SELECT collection, property FROM coaty_json_indexes", logger: logger)
-                    .collect().map { row in
-                        let (collection, property) = try row.decode((String, String).self)
-                        return JSONIndexDeclarations.Key(collection: collection, property: property)
-                    }
+            let declared = try await Self.describingClientErrors { [client] in
+                try await client.withConnection { connection in
+                    try await connection.query("SELECT collection, property FROM coaty_json_indexes", logger: logger)
+                        .collect().map { row in
+                            let (collection, property) = try row.decode((String, String).self)
+                            return JSONIndexDeclarations.Key(collection: collection, property: property)
+                        }
+                }
             }
             indexes.insert(declared)
             isMigrated.withLock { $0 = true }
@@ -211,21 +213,61 @@ public final class PostgresDatabase: DatabaseType, Service, JSONPropertyIndexing
         _ = try await makeConnection()  // the schema is up to date
         let key = JSONIndexDeclarations.Key(collection: collection, property: property)
         let logger = logger
-        try await client.withConnection { connection in
-            try await connection.query(
-                PostgresQuery(
-                    unsafeSQL: "CREATE INDEX IF NOT EXISTS \(key.indexName) ON coaty_rows"
-                        + " ((object -> \(SQLText.literal(property))) NULLS FIRST)"
-                        + " WHERE collection = \(SQLText.literal(collection))"
-                ),
-                logger: logger
-            )
-            try await connection.query(
-                "INSERT INTO coaty_json_indexes (collection, property, name) VALUES (\(collection), \(property), \(key.indexName)) ON CONFLICT DO NOTHING",
-                logger: logger
+        do {
+            try await client.withConnection { connection in
+                // Creators of the same index (recorder group members answering the same kind of
+                // Query) take turns: `CREATE INDEX IF NOT EXISTS` checks the catalog before it
+                // inserts, so two at once both go ahead and one fails on the catalog's unique index.
+                try await connection.withTransaction(logger: logger) { connection in
+                    try await connection.query(
+                        "SELECT pg_advisory_xact_lock(\(Self.indexLockClass), hashtext(\(key.indexName)))",
+                        logger: logger
+                    )
+                    try await connection.query(
+                        PostgresQuery(
+                            unsafeSQL: "CREATE INDEX IF NOT EXISTS \(key.indexName) ON coaty_rows"
+                                + " ((object -> \(SQLText.literal(property))) NULLS FIRST)"
+                                + " WHERE collection = \(SQLText.literal(collection))"
+                        ),
+                        logger: logger
+                    )
+                    _ = try await connection.query(
+                        "INSERT INTO coaty_json_indexes (collection, property, name) VALUES (\(collection), \(property), \(key.indexName)) ON CONFLICT DO NOTHING",
+                        logger: logger
+                    )
+                }
+            }
+        } catch let error where PostgresErrorText.isConcurrentCreation(error) {
+            // A creator that does not take the lock (an older CoatyKit) created it at the same
+            // moment: the index exists, as asked. Its declaration row is written once more.
+            try await declareIndex(key, collection: collection, property: property)
+        } catch {
+            throw CoatyPostgresError(
+                "Could not create the index \(key.indexName) on \(collection).\(property): \(PostgresErrorText.describe(error))"
             )
         }
         indexes.insert([key])
+    }
+
+    /// The first key of the advisory locks ``createIndex(collection:property:)`` takes (the second
+    /// is the index name's hash); ``migrate()`` locks 7243020001 in the one-key form.
+    static let indexLockClass: Int32 = 72_430_201
+
+    /// Records an index another session created in `coaty_json_indexes` (once).
+    private func declareIndex(_ key: JSONIndexDeclarations.Key, collection: String, property: String) async throws {
+        let logger = logger
+        do {
+            try await client.withConnection { connection in
+                _ = try await connection.query(
+                    "INSERT INTO coaty_json_indexes (collection, property, name) VALUES (\(collection), \(property), \(key.indexName)) ON CONFLICT DO NOTHING",
+                    logger: logger
+                )
+            }
+        } catch {
+            throw CoatyPostgresError(
+                "Could not record the index \(key.indexName) on \(collection).\(property): \(PostgresErrorText.describe(error))"
+            )
+        }
     }
 
     /// Whether ``createIndex(collection:property:)`` created that index.
@@ -342,7 +384,7 @@ public final class PostgresDatabase: DatabaseType, Service, JSONPropertyIndexing
             }
         } catch {
             throw CoatyPostgresError(
-                "Cannot bring the CoatyKit schema up to date on \(Self.describe(configuration)): \(String(reflecting: error)); check that the server runs and the user may create tables"
+                "Cannot bring the CoatyKit schema up to date on \(Self.describe(configuration)): \(PostgresErrorText.describe(error)); check that the server runs and the user may create tables"
             )
         }
     }
@@ -359,28 +401,41 @@ public final class PostgresDatabase: DatabaseType, Service, JSONPropertyIndexing
     ) async throws -> T {
         let logger = logger
         let declared = indexes
-        return try await client.withConnection { connection in
-            let begin: PostgresQuery = readOnly ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" : "BEGIN"
-            try await connection.query(begin, logger: logger)
-            let result: T
-            do {
-                let transaction = PostgresTransaction(connection: connection, logger: logger, indexes: declared)
-                result = try await body(transaction)
-                if let failure = transaction.failure {
-                    throw CoatyPostgresError(
-                        "A statement failed inside the transaction, which was rolled back: \(failure)"
-                    )
-                }
-            } catch {
+        return try await Self.describingClientErrors { [client] in
+            try await client.withConnection { connection in
+                let begin: PostgresQuery = readOnly ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" : "BEGIN"
+                try await connection.query(begin, logger: logger)
+                let result: T
                 do {
-                    try await connection.query("ROLLBACK", logger: logger)
-                } catch let rollbackError {
-                    logger.error("ROLLBACK failed: \(String(reflecting: rollbackError))")
+                    let transaction = PostgresTransaction(connection: connection, logger: logger, indexes: declared)
+                    result = try await body(transaction)
+                    if let failure = transaction.failure {
+                        throw CoatyPostgresError(
+                            "A statement failed inside the transaction, which was rolled back: \(failure)"
+                        )
+                    }
+                } catch {
+                    do {
+                        try await connection.query("ROLLBACK", logger: logger)
+                    } catch let rollbackError {
+                        logger.error("ROLLBACK failed: \(PostgresErrorText.describe(rollbackError))")
+                    }
+                    throw error
                 }
-                throw error
+                try await connection.query("COMMIT", logger: logger)
+                return result
             }
-            try await connection.query("COMMIT", logger: logger)
-            return result
+        }
+    }
+
+    /// Runs `body`, turning the client's own errors (`PSQLError`: a lost connection, a refused
+    /// BEGIN or COMMIT) into a ``CoatyPostgresError`` that names what the server said; any other
+    /// error passes unchanged.
+    static func describingClientErrors<T>(_ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch let error as PSQLError {
+            throw CoatyPostgresError(PostgresErrorText.describe(error))
         }
     }
 }

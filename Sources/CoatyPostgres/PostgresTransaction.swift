@@ -32,7 +32,7 @@ public final class PostgresTransaction: WriteTransactionType, SQLReadTransaction
         do {
             return try await connection.query(query, logger: logger).collect()
         } catch {
-            let message = String(reflecting: error)
+            let message = PostgresErrorText.describe(error)
             failures.withLock { if $0 == nil { $0 = message } }
             throw CoatyPostgresError("PostgreSQL refused a statement: \(message)")
         }

@@ -4,8 +4,8 @@ import Testing
 
 @testable import CoatyPostgres
 
-/// Records the messages it is given.
-private struct RecordingHandler: LogHandler {
+/// Records the messages it is given (level and message, as "warning Connection lost").
+struct RecordingHandler: LogHandler {
     let recorded: Recorded
     var logLevel: Logger.Level = .trace
     var metadata: Logger.Metadata = [:]
@@ -19,7 +19,8 @@ private struct RecordingHandler: LogHandler {
     func log(event: LogEvent) { recorded.messages.withLock { $0.append("\(event.level) \(event.message)") } }
 }
 
-private final class Recorded: Sendable {
+/// The messages one or more ``RecordingHandler``s were given, in order.
+final class Recorded: Sendable {
     let messages = CoatyMutex<[String]>([])
 }
 
