@@ -128,6 +128,9 @@ struct PostgresPlan {
         static func necessary(_ text: String) -> Translation { Translation(text: text, isExact: false) }
     }
 
+    /// Translates conditions, at most ``CoatyStore/SQLText/maximumPushedConditions`` of them (as
+    /// ``SQLPlan`` of the SQLite backend does: the first of a longer and-ed list, none of a longer
+    /// or-ed list; the matcher checks the rest).
     static func translate(
         _ conditions: ObjectFilterConditions,
         _ sql: inout PostgresSQL,
@@ -137,14 +140,24 @@ struct PostgresPlan {
         case .condition(let condition):
             return translate(condition, &sql, numeric: numeric)
         case .and(let list):
-            let parts = list.map { translate($0, &sql, numeric: numeric) }
-            let texts = parts.compactMap(\.text)
+            var texts: [String] = []
+            var isExact = true
+            for condition in list {
+                guard texts.count < SQLText.maximumPushedConditions else {
+                    isExact = false
+                    break
+                }
+                let part = translate(condition, &sql, numeric: numeric)
+                if let text = part.text { texts.append(text) }
+                isExact = isExact && part.isExact
+            }
             return Translation(
                 text: texts.isEmpty ? nil : SQLText.balanced(texts.map { "(\($0))" }, " AND "),
-                isExact: parts.allSatisfy(\.isExact)
+                isExact: isExact
             )
         case .or(let list):
             if list.isEmpty { return .exact("false") }
+            guard list.count <= SQLText.maximumPushedConditions else { return .unrestricted }
             // Translate into a scratch copy: an unrestricted part drops the whole disjunction.
             var scratch = sql
             let parts = list.map { translate($0, &scratch, numeric: numeric) }

@@ -106,13 +106,25 @@ struct SQLPlan {
         static var unrestricted: Translation { Translation(sql: nil, isExact: false) }
     }
 
+    /// Translates conditions, at most ``CoatyStore/SQLText/maximumPushedConditions`` of them: of a
+    /// longer and-ed list the first that translate (a necessary condition; the matcher checks the
+    /// rest), of a longer or-ed list none (a part of a disjunction restricts nothing).
     static func translate(_ conditions: ObjectFilterConditions, numeric: Set<String> = []) -> Translation {
         switch conditions {
         case .condition(let condition):
             return translate(condition, numeric: numeric)
         case .and(let list):
-            let parts = list.map { translate($0, numeric: numeric) }
-            let sqls = parts.compactMap(\.sql)
+            var sqls: [SQL] = []
+            var isExact = true
+            for condition in list {
+                guard sqls.count < SQLText.maximumPushedConditions else {
+                    isExact = false
+                    break
+                }
+                let part = translate(condition, numeric: numeric)
+                if let sql = part.sql { sqls.append(sql) }
+                isExact = isExact && part.isExact
+            }
             let sql =
                 sqls.isEmpty
                 ? nil
@@ -120,9 +132,10 @@ struct SQLPlan {
                     text: SQLText.balanced(sqls.map { "(\($0.text))" }, " AND "),
                     arguments: sqls.flatMap(\.arguments)
                 )
-            return Translation(sql: sql, isExact: parts.allSatisfy(\.isExact))
+            return Translation(sql: sql, isExact: isExact)
         case .or(let list):
             if list.isEmpty { return Translation(sql: SQL(text: "0", arguments: []), isExact: true) }
+            guard list.count <= SQLText.maximumPushedConditions else { return .unrestricted }
             let parts = list.map { translate($0, numeric: numeric) }
             guard parts.allSatisfy({ $0.sql != nil }) else { return .unrestricted }
             let sqls = parts.compactMap(\.sql)

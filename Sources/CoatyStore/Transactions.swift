@@ -257,6 +257,14 @@ public enum SQLText {
     /// ``CoatyFilter/ObjectMatcher`` instead (every row in scope is a candidate).
     public static let maximumArguments = 30_000
 
+    /// The most conditions of one filter a backend pushes into SQL. SQLite's planner and code
+    /// generator compare each term of a WHERE clause with the others (their cost grows with the
+    /// square of the terms: seconds for a few thousand), so of a longer and-ed list only the first
+    /// that translate go into SQL, as a necessary condition, and ``CoatyFilter/ObjectMatcher``
+    /// checks the rest on the rows they select; a longer or-ed list restricts nothing in SQL.
+    /// ("Indexes and fast queries" in the CoatyStore docs has the measurements.)
+    public static let maximumPushedConditions = 64
+
     /// The indexable top-level properties (``JSONIndexDeclarations/isIndexable(_:)``) whose
     /// conditions satisfy `test` (a backend: "I can compare this exactly when the property holds
     /// only numbers").

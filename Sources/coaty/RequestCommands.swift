@@ -119,7 +119,8 @@ struct Query: AsyncParsableCommand {
         abstract: "Publish a Query and print the Retrieve events.",
         discussion: """
             --filter is a Coaty ObjectFilter and --join one join condition or an array of them, as \
-            JSON; operators are numbers (0 LessThan … 7 Equals … 14 NotIn).
+            JSON; operators are numbers (0 LessThan … 7 Equals … 14 NotIn). --filter - reads the \
+            filter from stdin (one argument holds at most 128 KiB on Linux: a few thousand conditions).
 
             Examples:
               coaty query --core-types Task
@@ -140,7 +141,7 @@ struct Query: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Core types to query, comma-separated.", valueName: "A,B"))
     var coreTypes: String?
 
-    @Option(help: ArgumentHelp("An ObjectFilter as JSON.", valueName: "json"))
+    @Option(help: ArgumentHelp("An ObjectFilter as JSON, or - to read it from stdin.", valueName: "json"))
     var filter: String?
 
     @Option(help: ArgumentHelp("A join condition, or an array of them, as JSON.", valueName: "json"))
@@ -161,7 +162,8 @@ struct Query: AsyncParsableCommand {
         // Without --filter an empty filter (`{}`: every object of the types) is sent, not none:
         // Coaty JS 2.4.1 responders read `objectFilter` unconditionally and drop a Query without it.
         let filter =
-            try self.filter.map { try JSONInput.decode(ObjectFilter.self, $0, what: "--filter") } ?? ObjectFilter()
+            try self.filter.map { try JSONInput.decode(ObjectFilter.self, JSONInput.text($0), what: "--filter") }
+            ?? ObjectFilter()
         let join = try self.join.map { try JSONInput.decode(ObjectJoinConditionList.self, $0, what: "--join") }
         let data: QueryEventData
         if let coreTypes {

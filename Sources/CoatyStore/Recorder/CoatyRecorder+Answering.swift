@@ -43,34 +43,61 @@ extension CoatyRecorder {
         }
     }
 
+    /// The most Queries answered at once: a Query of many conditions or over many rows does not
+    /// hold up the ones behind it, and a flood of them takes no more than this many of the store's
+    /// readers (GRDB's pool has five).
+    static let concurrentAnswers = 4
+
+    /// Answers each request in a child task of its own, at most ``concurrentAnswers`` at once;
+    /// the next request is taken when one of them is answered. The children inherit the caller's
+    /// executor preference (the delivery executor).
+    func answerConcurrently<Request: Sendable>(
+        _ requests: EventObservation<Request>,
+        _ answer: @escaping @Sendable (Request) async -> Void
+    ) async {
+        await withTaskGroup(of: Void.self) { group in
+            var running = 0
+            for await request in requests {
+                if running == Self.concurrentAnswers {
+                    await group.next()
+                    running -= 1
+                }
+                group.addTask { await answer(request) }
+                running += 1
+            }
+        }
+    }
+
     func answer(_ queries: EventObservation<QueryEvent>) async {
-        for await query in queries {
-            let start = ContinuousClock.now
-            await settleAndFlush()
-            let scope: StoreScope
-            if let objectTypes = query.data.objectTypes {
-                scope = .collections(objectTypes)
-            } else {
-                scope = .coreTypes((query.data.coreTypes ?? []).map(\.rawValue))
-            }
-            await indexIfUseful(query.data)
-            do {
-                let json = try await storage.objects(
-                    in: scope,
-                    filter: query.data.objectFilter,
-                    joins: query.data.objectJoinConditions?.conditions ?? []
-                )
-                let objects = decode(json)
-                try await query.retrieve(objects: objects)
-                metrics.answered(.query, since: start)
-                stats.withLock { $0.answeredQueries += 1 }
-                emit(.retrieved(correlationId: query.topic.correlationUUID, count: objects.count))
-            } catch {
-                metrics.failed(.query)
-                stats.withLock { $0.failedAnswers += 1 }
-                logger.error("Could not answer a Query", metadata: ["error": "\(Self.describe(error))"])
-                emit(.failed(message: "could not answer a Query: \(Self.describe(error))"))
-            }
+        await answerConcurrently(queries) { query in await self.answer(query) }
+    }
+
+    func answer(_ query: QueryEvent) async {
+        let start = ContinuousClock.now
+        await settleAndFlush()
+        let scope: StoreScope
+        if let objectTypes = query.data.objectTypes {
+            scope = .collections(objectTypes)
+        } else {
+            scope = .coreTypes((query.data.coreTypes ?? []).map(\.rawValue))
+        }
+        await indexIfUseful(query.data)
+        do {
+            let json = try await storage.objects(
+                in: scope,
+                filter: query.data.objectFilter,
+                joins: query.data.objectJoinConditions?.conditions ?? []
+            )
+            let objects = decode(json)
+            try await query.retrieve(objects: objects)
+            metrics.answered(.query, since: start)
+            stats.withLock { $0.answeredQueries += 1 }
+            emit(.retrieved(correlationId: query.topic.correlationUUID, count: objects.count))
+        } catch {
+            metrics.failed(.query)
+            stats.withLock { $0.failedAnswers += 1 }
+            logger.error("Could not answer a Query", metadata: ["error": "\(Self.describe(error))"])
+            emit(.failed(message: "could not answer a Query: \(Self.describe(error))"))
         }
     }
 
@@ -139,32 +166,36 @@ extension CoatyRecorder {
         return all.count == 1 ? searched : []
     }
 
+    /// Discovers are answered one after another, on their own loop beside the Queries': each is
+    /// one lookup of an indexed column (bounded), and the round trip stays free of a task hop.
     func answer(_ discovers: EventObservation<DiscoverEvent>) async {
-        for await discover in discovers {
-            let start = ContinuousClock.now
-            let data = discover.data
-            let lookup: (property: String, value: String)
-            if let objectId = data.objectId {
-                lookup = ("objectId", objectId.uuidString)
-            } else if let externalId = data.externalId {
-                lookup = ("externalId", externalId)
-            } else {
-                continue  // by types only: not answered from the store
-            }
-            await settleAndFlush()
-            do {
-                let candidates = decode(try await storage.objects(where: lookup.property, equals: lookup.value))
-                guard let object = candidates.first(where: data.matches) else { continue }
-                try await discover.resolve(object: object)
-                metrics.answered(.discover, since: start)
-                stats.withLock { $0.answeredDiscovers += 1 }
-                emit(.resolved(correlationId: discover.topic.correlationUUID, objectId: object.objectId))
-            } catch {
-                metrics.failed(.discover)
-                stats.withLock { $0.failedAnswers += 1 }
-                logger.error("Could not answer a Discover", metadata: ["error": "\(Self.describe(error))"])
-                emit(.failed(message: "could not answer a Discover: \(Self.describe(error))"))
-            }
+        for await discover in discovers { await answer(discover) }
+    }
+
+    func answer(_ discover: DiscoverEvent) async {
+        let start = ContinuousClock.now
+        let data = discover.data
+        let lookup: (property: String, value: String)
+        if let objectId = data.objectId {
+            lookup = ("objectId", objectId.uuidString)
+        } else if let externalId = data.externalId {
+            lookup = ("externalId", externalId)
+        } else {
+            return  // by types only: not answered from the store
+        }
+        await settleAndFlush()
+        do {
+            let candidates = decode(try await storage.objects(where: lookup.property, equals: lookup.value))
+            guard let object = candidates.first(where: data.matches) else { return }
+            try await discover.resolve(object: object)
+            metrics.answered(.discover, since: start)
+            stats.withLock { $0.answeredDiscovers += 1 }
+            emit(.resolved(correlationId: discover.topic.correlationUUID, objectId: object.objectId))
+        } catch {
+            metrics.failed(.discover)
+            stats.withLock { $0.failedAnswers += 1 }
+            logger.error("Could not answer a Discover", metadata: ["error": "\(Self.describe(error))"])
+            emit(.failed(message: "could not answer a Discover: \(Self.describe(error))"))
         }
     }
 
