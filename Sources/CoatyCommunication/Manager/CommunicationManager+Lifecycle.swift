@@ -70,6 +70,7 @@ extension CommunicationManager {
         let tasks = state.withLock { state -> (Task<Void, Never>?, Task<Void, Never>?)? in
             guard state.started else { return nil }
             state.started = false
+            state.keepsSubscriptions = false
             state.stallMonitor?.cancel()
             defer {
                 state.watcher = nil

@@ -20,6 +20,14 @@ extension CommunicationManager {
         spawnReconcile(filter)
     }
 
+    /// Keeps the broker's subscriptions as they are until ``stop()``: observations that end from
+    /// now on only stop being served. For an agent with a persistent session that is about to
+    /// stop (a durable recorder): the session keeps its subscriptions, so the broker queues what
+    /// is published while the agent is away and delivers it when it returns.
+    public func keepSubscriptionsUntilStop() {
+        state.withLock { $0.keepsSubscriptions = true }
+    }
+
     /// Drops one reference to `filter` and unregisters the route.
     func release(_ filter: String, unregister: (inout ManagerState) -> Void) {
         state.withLock { state in
@@ -62,8 +70,8 @@ extension CommunicationManager {
             enum Action { case subscribe, unsubscribe }
             let action = state.withLock { state -> Action? in
                 guard !state.busy.contains(filter) else { return nil }
-                let wanted = state.refCounts[filter] != nil
                 let established = state.established.contains(filter)
+                let wanted = state.refCounts[filter] != nil || (state.keepsSubscriptions && established)
                 guard wanted != established, state.started else {
                     state.resumeWaiters(for: filter)
                     return nil

@@ -81,6 +81,9 @@ struct ManagerState {
     /// Response topic filters subscribed with `subscribeNow` (not reference counted).
     var directResponseFilters: Set<String> = []
     var pendingReconciles = 0
+    /// Until the next stop: observations that end do not unsubscribe at the broker (see
+    /// ``CommunicationManager/keepSubscriptionsUntilStop()``).
+    var keepsSubscriptions = false
     var settleWaiters: [CheckedContinuation<Void, Never>] = []
 
     var deferred = MessageQueue()

@@ -144,6 +144,9 @@ extension CoatyRecorder {
     /// everything received was routed and handed to the queue, commits it and acknowledges it.
     func acknowledgeReceivedForStop() async {
         let transport = manager.transport
+        // The persistent session keeps its subscriptions (the observations end now): what is published
+        // while the recorder is away is queued for its next start.
+        manager.keepSubscriptionsUntilStop()
         transport.closeIntake()
         let deadline = ContinuousClock.now + configuration.stopAcknowledgeTimeout
         while let due = transport.acknowledgementDue, !Task.isCancelled {

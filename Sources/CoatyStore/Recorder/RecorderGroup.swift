@@ -243,21 +243,32 @@ extension CoatyRecorder {
         within limit: Duration = .seconds(60)
     ) async throws -> Bool {
         await barrier.subscribed()
-        try await manager.leaveSharedSubscriptionGroup()
-        return try await withThrowingTaskGroup(of: Bool.self) { tasks in
-            tasks.addTask {
-                for await _ in barrier { return true }
-                return false
+        // Leaving and the barrier's publication wait for the broker's answers, which come behind
+        // everything it had already sent this session: under a flood, longer than `limit`. The
+        // attempt goes on (until the session ends) while this returns at the limit.
+        let (outcomes, outcome) = AsyncStream<Result<Bool, any Error>>.makeStream()
+        let attempt = Task {
+            do {
+                try await manager.leaveSharedSubscriptionGroup()
+                try await manager.publishRaw(topic: topic, payload: [1], qos: .atLeastOnce)
+                for await _ in barrier {
+                    outcome.yield(.success(true))
+                    return
+                }
+                outcome.yield(.success(false))
+            } catch {
+                outcome.yield(.failure(error))
             }
-            tasks.addTask {
-                try? await Task.sleep(for: limit)
-                return false
-            }
-            try await manager.publishRaw(topic: topic, payload: [1], qos: .atLeastOnce)
-            let crossed = try await tasks.next() ?? false
-            tasks.cancelAll()
-            return crossed
         }
+        let timer = Task {
+            try? await Task.sleep(for: limit)
+            outcome.yield(.success(false))
+        }
+        var results = outcomes.makeAsyncIterator()
+        let result = await results.next() ?? .success(false)
+        timer.cancel()
+        attempt.cancel()
+        return try result.get()
     }
 
     /// A member that stops leaves its group: the broker gives it no more of the group's events;

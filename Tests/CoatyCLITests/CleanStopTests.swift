@@ -1,0 +1,220 @@
+import CoatyKit
+import CoatyStoreTestSupport
+import CoatyTesting
+import Foundation
+import Synchronization
+import Testing
+
+/// Durable recorders and recorder groups stopped with SIGTERM, under a QoS 1 flood and idle:
+/// each commits and acknowledges what it received, sends its own Deadvertise and a clean
+/// DISCONNECT (the broker publishes no last will), and exits; what it had not acknowledged stays
+/// with the broker, so a restart stores everything. The stop times are printed, not asserted
+/// (`Benchmarks/run stop` reports them); what is asserted is what makes a stop slow or unclean.
+@Suite("Clean stops of durable recorders", .serialized, .timeLimit(.minutes(10)))
+struct CleanStopTests {
+    /// What the broker logs when a client's connection ends without DISCONNECT (the will is then published).
+    static let uncleanEnds = ["closed its connection", "Socket error on client", "exceeded timeout"]
+
+    /// Broker log lines that tell of a connection ended without DISCONNECT.
+    static func uncleanLines(_ broker: MosquittoBroker) -> [Substring] {
+        let log = (try? String(contentsOfFile: broker.logFile, encoding: .utf8)) ?? ""
+        // "<unknown>": a connection that never sent CONNECT (a port probe), not a client.
+        return log.split(separator: "\n").filter { line in
+            !line.contains("<unknown>") && uncleanEnds.contains { line.contains($0) }
+        }
+    }
+
+    /// Collects the ids of every Deadvertise `agent` receives from now on.
+    final class Deadvertised: Sendable {
+        final class Seen: Sendable {
+            let ids = Mutex<Set<CoatyUUID>>([])
+        }
+        let seen = Seen()
+        let task: Task<Void, Never>
+
+        init(_ agent: CommunicationManager) async throws {
+            let observation = try agent.observeDeadvertise()
+            await observation.subscribed()
+            let seen = self.seen
+            task = Task {
+                for await event in observation { seen.ids.withLock { $0.formUnion(event.objectIds) } }
+            }
+        }
+
+        deinit { task.cancel() }
+
+        /// Whether a Deadvertise of `id` arrived within 10 s.
+        func arrived(_ id: CoatyUUID) async -> Bool {
+            let deadline = ContinuousClock.now + .seconds(10)
+            while ContinuousClock.now < deadline {
+                if seen.ids.withLock({ $0.contains(id) }) { return true }
+                try? await Task.sleep(for: .milliseconds(20))
+            }
+            return false
+        }
+    }
+
+    /// Starts `coaty` with `arguments` (its identity named `name`) and returns it with its identity id.
+    static func start(
+        _ arguments: [String],
+        name: String,
+        observer: CommunicationManager
+    ) async throws -> (process: CoatyProcess, id: CoatyUUID) {
+        let identities = try observer.observeAdvertise(coreType: .identity)
+        await identities.subscribed()
+        let process = try await startReadyCoaty(arguments + ["--name", name], name: name, observer: observer)
+        guard let identity = try await first(identities, timeout: 30, where: { $0.object.name == name }) else {
+            throw CLITestError("no identity advertised by \(name)")
+        }
+        return (process, identity.object.objectId)
+    }
+
+    /// Sends SIGTERM to every process at once; returns each one's result and the seconds it took to exit.
+    static func terminate(_ processes: [CoatyProcess]) async -> [(result: CLIResult, seconds: Double)] {
+        let start = ContinuousClock.now
+        for process in processes { process.signal(SIGTERM) }
+        var results: [(CLIResult, Double)] = []
+        for process in processes {
+            let result = await process.finish(timeout: 60)
+            let elapsed = ContinuousClock.now - start
+            results.append((result, Double(elapsed.components.attoseconds) / 1e18 + Double(elapsed.components.seconds)))
+        }
+        return results
+    }
+
+    /// Publishes `count` Task Advertise events at QoS 1 as fast as the broker takes them.
+    static func flood(broker: MosquittoBroker, count: Int, first: Int = 0) async throws -> [CoatyUUID] {
+        let publisher = MQTTClient(configuration: try MQTTConfiguration(url: broker.url, clientId: "flood-\(CoatyUUID())"))
+        try await publisher.connect()
+        let source = CoatyUUID()
+        var ids: [CoatyUUID] = []
+        for i in first..<(first + count) {
+            let id = CoatyUUID()
+            ids.append(id)
+            let payload =
+                #"{"object":{"objectType":"coaty.Task","coreType":"Task","objectId":"\#(id)","name":"T\#(i)","creatorId":"\#(source)","creationTimestamp":1,"status":0}}"#
+            try await publisher.publish("coaty/3/-/ADV:Task/\(source)", payload: Array(payload.utf8), qos: .atLeastOnce)
+        }
+        await publisher.disconnect()
+        return ids
+    }
+
+    /// Checks a stopped recorder: exit 0, nothing said of a timed-out flush or of unsent publications.
+    static func expectCleanExit(_ result: CLIResult, _ who: String) {
+        #expect(result.status == 0, "\(who): stderr: \(result.stderr)")
+        #expect(!result.stderr.contains("timed out"), "\(who): \(result.stderr)")
+        #expect(!result.stderr.contains("never sent"), "\(who): \(result.stderr)")
+        #expect(!result.stderr.contains("did not stop in time"), "\(who): \(result.stderr)")
+    }
+
+    @Test("coaty record --durable SIGTERMed under a QoS 1 flood and idle: its own Deadvertise, a clean DISCONNECT, nothing lost on restart")
+    func durableRecorder() async throws {
+        try await withTemporaryDirectory { directory in
+            let path = directory + "/durable.sqlite"
+            let arguments = ["record", "--durable", "--db", path]
+            try await withBroker { broker in
+                try await withAgent(on: broker, name: "stop watcher") { agent in
+                    let deadvertised = try await Deadvertised(agent)
+                    let recorder = try await Self.start(
+                        arguments + ["--broker", broker.url],
+                        name: "durable recorder",
+                        observer: agent
+                    )
+                    let count = 20_000
+                    let flooding = Task { try await Self.flood(broker: broker, count: count) }
+                    while (try? LosslessTests.rows(path, objectType: "coaty.Task").count) ?? 0 < 1_000 {
+                        try await Task.sleep(for: .milliseconds(5))
+                    }
+                    let stopped = await Self.terminate([recorder.process])
+                    print("durable recorder stopped under a QoS 1 flood in \(stopped[0].seconds) s")
+                    Self.expectCleanExit(stopped[0].result, "under the flood")
+                    #expect(await deadvertised.arrived(recorder.id), "its Deadvertise arrived")
+                    #expect(Self.uncleanLines(broker).isEmpty, "a clean DISCONNECT, no will: \(Self.uncleanLines(broker))")
+                    let ids = try await flooding.value
+
+                    // Restarted: the rest of the flood (kept by the broker) is stored, each object once.
+                    let again = try await Self.start(
+                        arguments + ["--broker", broker.url],
+                        name: "durable recorder",
+                        observer: agent
+                    )
+                    _ = ids
+                    var rows = try LosslessTests.rows(path, objectType: "coaty.Task")
+                    let deadline = ContinuousClock.now + .seconds(120)
+                    while rows.distinct < count, ContinuousClock.now < deadline {
+                        try await Task.sleep(for: .milliseconds(50))
+                        rows = try LosslessTests.rows(path, objectType: "coaty.Task")
+                    }
+                    #expect(rows.distinct == count, "nothing lost; restarted recorder: \(again.process.pid)")
+                    #expect(rows.count == count, "each stored once")
+
+                    // Idle.
+                    let idle = await Self.terminate([again.process])
+                    print("durable recorder stopped idle in \(idle[0].seconds) s")
+                    Self.expectCleanExit(idle[0].result, "idle")
+                    if rows.distinct != count { print("restarted recorder: \(idle[0].result.stderr)\n\(broker.diagnostics())") }
+                    #expect(await deadvertised.arrived(again.id))
+                    #expect(Self.uncleanLines(broker).isEmpty, "\(Self.uncleanLines(broker))")
+                }
+            }
+        }
+    }
+
+    @Test("Three group members SIGTERMed together under a QoS 1 flood and idle: each its own Deadvertise, clean DISCONNECTs, nothing lost on restart")
+    func groupMembers() async throws {
+        let server = try await PostgresTestServer.start()
+        defer { server.stop() }
+        let url = try server.makeDatabase()
+        func storedCount() throws -> Int {
+            Int(try server.query("SELECT count(DISTINCT \"objectId\") FROM coaty_rows WHERE \"coreType\" = 'Task'", in: url).first ?? "") ?? 0
+        }
+        try await withBroker { broker in
+            try await withAgent(on: broker, name: "group stop watcher") { agent in
+                let deadvertised = try await Deadvertised(agent)
+                func startMembers() async throws -> [(process: CoatyProcess, id: CoatyUUID)] {
+                    var members: [(process: CoatyProcess, id: CoatyUUID)] = []
+                    for index in 0..<3 {
+                        members.append(
+                            try await Self.start(
+                                ["record", "--group", "stoppers", "--member", "m\(index)", "--db", url, "--broker", broker.url],
+                                name: "member \(index)",
+                                observer: agent
+                            )
+                        )
+                    }
+                    return members
+                }
+                let count = 10_000
+                let members = try await startMembers()
+                let flooding = Task { try await Self.flood(broker: broker, count: count) }
+                while try storedCount() < 500 { try await Task.sleep(for: .milliseconds(5)) }
+                let stopped = await Self.terminate(members.map(\.process))
+                print("three group members stopped under a QoS 1 flood in \(stopped.map(\.seconds)) s")
+                for (index, stop) in stopped.enumerated() { Self.expectCleanExit(stop.result, "member \(index)") }
+                if stopped.contains(where: { $0.seconds > 1 }) { print(stopped.map(\.result.stderr).joined(separator: "\n----\n")) }
+                for member in members {
+                    #expect(await deadvertised.arrived(member.id))
+                }
+                #expect(Self.uncleanLines(broker).isEmpty, "\(Self.uncleanLines(broker))")
+                _ = try await flooding.value
+
+                // Restarted under the same names: each resumes its session; everything is stored once.
+                let again = try await startMembers()
+                let deadline = ContinuousClock.now + .seconds(180)
+                while try storedCount() < count, ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(100))
+                }
+                #expect(try storedCount() == count, "nothing lost")
+
+                // Idle.
+                let idle = await Self.terminate(again.map(\.process))
+                print("three group members stopped idle in \(idle.map(\.seconds)) s")
+                for (index, stop) in idle.enumerated() { Self.expectCleanExit(stop.result, "idle member \(index)") }
+                for member in again {
+                    #expect(await deadvertised.arrived(member.id))
+                }
+                #expect(Self.uncleanLines(broker).isEmpty, "\(Self.uncleanLines(broker))")
+            }
+        }
+    }
+}
