@@ -1,0 +1,114 @@
+import CoatyKit
+import CoatyStoreTestSupport
+import CoatyTesting
+import Foundation
+import Synchronization
+import Testing
+
+/// The take-over of a killed group member's session, repeated: three `coaty record --group`
+/// members on one PostgreSQL, a QoS 1 flood of Advertise events, one member SIGKILLed at a third
+/// of it while Discovers and Queries are in flight; every request must get exactly one answer.
+/// Long, so not in the normal run: `COATY_TAKEOVER_RUNS=50 Scripts/test --filter GroupTakeOverSoak`
+/// (it is compiled in every build).
+@Suite("Recorder group take-over, repeated", .serialized)
+struct GroupTakeOverSoakTests {
+    static var runs: Int { Int(ProcessInfo.processInfo.environment["COATY_TAKEOVER_RUNS"] ?? "") ?? 0 }
+
+    @Test(
+        "A member killed during requests: each Discover and Query answered exactly once, nothing lost",
+        .enabled(if: runs > 0, "set COATY_TAKEOVER_RUNS to run it"),
+        .timeLimit(.minutes(120))
+    )
+    func killDuringRequests() async throws {
+        let server = try await PostgresTestServer.start()
+        defer { server.stop() }
+        var tally: [String] = []
+        for run in 1...Self.runs {
+            let line = try await Self.oneRun(server: server, run: run)
+            tally.append(line)
+            print("take-over run \(run): \(line)")
+        }
+        print("take-over runs:\n" + tally.joined(separator: "\n"))
+    }
+
+    /// The answers counted per request slot (10 Discovers, then 5 Queries).
+    final class Answers: Sendable {
+        let counts = Mutex<[Int]>(Array(repeating: 0, count: 15))
+    }
+
+    /// One run on a new database; returns its summary line.
+    static func oneRun(server: PostgresTestServer, run: Int) async throws -> String {
+        let url = try server.makeDatabase()
+        return try await withBroker { broker in
+            try await withAgent(on: broker, name: "soak requester \(run)") { agent in
+                var members: [CoatyProcess] = []
+                for index in 0..<3 {
+                    members.append(
+                        try await startReadyCoaty(
+                            ["record", "--group", "soak", "--member", "m\(index)", "--db", url, "--broker", broker.url,
+                             "--name", "soak member \(index)", "--log-level", "info"],
+                            name: "soak member \(index)",
+                            observer: agent
+                        )
+                    )
+                }
+                let publisher = MQTTClient(
+                    configuration: try MQTTConfiguration(url: broker.url, clientId: "soak-publisher-\(run)")
+                )
+                try await publisher.connect()
+                let source = CoatyUUID()
+                let count = 30_000
+                var ids: [CoatyUUID] = []
+                // Requests sent around the kill: their answers are counted per correlation.
+                let answers = Answers()
+                var requests: [Task<Void, Never>] = []
+                for i in 0..<count {
+                    let id = CoatyUUID()
+                    ids.append(id)
+                    let payload =
+                        #"{"object":{"objectType":"coaty.Task","coreType":"Task","objectId":"\#(id)","name":"T\#(i)","creatorId":"\#(source)","creationTimestamp":1,"status":0}}"#
+                    try await publisher.publish("coaty/3/-/ADV:Task/\(source)", payload: Array(payload.utf8), qos: .atLeastOnce)
+                    if i == count / 3 {
+                        // In flight when the member dies: 10 Discovers of stored objects, 5 Queries.
+                        for (slot, target) in ids.prefix(10).enumerated() {
+                            let responses = agent.publishDiscover(.objectId(target))
+                            requests.append(Task {
+                                guard let events = try? await responses.responses(timeout: .seconds(30)).collect() else { return }
+                                answers.counts.withLock { $0[slot] += events.count }
+                            })
+                        }
+                        for slot in 10..<15 {
+                            let responses = agent.publishQuery(QueryEventData(objectTypes: ["coaty.Task"]))
+                            requests.append(Task {
+                                guard let events = try? await responses.responses(timeout: .seconds(30)).collect() else { return }
+                                answers.counts.withLock { $0[slot] += events.count }
+                            })
+                        }
+                        members[1].signal(SIGKILL)
+                    }
+                }
+                await publisher.disconnect()
+                for request in requests { await request.value }
+                var stored = 0
+                for _ in 0..<600 {
+                    stored = Int(try server.query("SELECT count(DISTINCT \"objectId\") FROM coaty_rows WHERE \"coreType\" = 'Task'", in: url).first ?? "") ?? 0
+                    if stored >= count { break }
+                    try await Task.sleep(for: .milliseconds(200))
+                }
+                var takers = 0
+                for (index, member) in members.enumerated() where index != 1 {
+                    member.signal(SIGTERM)
+                    let result = await member.finish(timeout: 60)
+                    #expect(result.status == 0, "run \(run), member \(index): \(result.stderr)")
+                    if result.stderr.contains("took over the broker session") { takers += 1 }
+                }
+                _ = await members[1].finish(timeout: 5)
+                let perRequest = answers.counts.withLock { $0 }
+                #expect(perRequest.allSatisfy { $0 == 1 }, "run \(run): answers per request \(perRequest)")
+                #expect(takers == 1, "run \(run): \(takers) members took the session over")
+                #expect(stored == count, "run \(run): stored \(stored) of \(count)")
+                return "answers per request \(perRequest), takers \(takers), stored \(stored)/\(count)"
+            }
+        }
+    }
+}
