@@ -82,29 +82,42 @@ struct CleanStopTests {
         return results
     }
 
-    /// Publishes `count` Task Advertise events at QoS 1 as fast as the broker takes them.
-    static func flood(broker: MosquittoBroker, count: Int, first: Int = 0) async throws -> [CoatyUUID] {
-        let publisher = MQTTClient(configuration: try MQTTConfiguration(url: broker.url, clientId: "flood-\(CoatyUUID())"))
-        try await publisher.connect()
-        let source = CoatyUUID()
-        var ids: [CoatyUUID] = []
-        for i in first..<(first + count) {
-            let id = CoatyUUID()
-            ids.append(id)
-            let payload =
-                #"{"object":{"objectType":"coaty.Task","coreType":"Task","objectId":"\#(id)","name":"T\#(i)","creatorId":"\#(source)","creationTimestamp":1,"status":0}}"#
-            try await publisher.publish("coaty/3/-/ADV:Task/\(source)", payload: Array(payload.utf8), qos: .atLeastOnce)
-        }
-        await publisher.disconnect()
-        return ids
+    /// The object type of the flood (Advertise events of core type CoatyObject, at QoS 1).
+    static let objectType = "com.example.Stop"
+
+    /// Publishes `count` Advertise events of ``objectType`` at QoS 1 as fast as the broker takes them.
+    static func flood(broker: MosquittoBroker, count: Int) async throws -> [CoatyUUID] {
+        try await LosslessTests.publishBurst(
+            broker: broker,
+            count: count,
+            objectType: objectType,
+            level: "ADV:CoatyObject",
+            qos: .atLeastOnce
+        )
     }
 
-    /// Checks a stopped recorder: exit 0, nothing said of a timed-out flush or of unsent publications.
-    static func expectCleanExit(_ result: CLIResult, _ who: String) {
-        #expect(result.status == 0, "\(who): stderr: \(result.stderr)")
-        #expect(!result.stderr.contains("timed out"), "\(who): \(result.stderr)")
-        #expect(!result.stderr.contains("never sent"), "\(who): \(result.stderr)")
-        #expect(!result.stderr.contains("did not stop in time"), "\(who): \(result.stderr)")
+    /// Stops `agents` together with SIGTERM and checks each stop: exit 0, nothing said of a
+    /// timed-out flush or of unsent publications, its own Deadvertise seen, and a clean DISCONNECT
+    /// (the broker logged no connection ended without one, so it published no will).
+    static func expectCleanStops(
+        _ agents: [(process: CoatyProcess, id: CoatyUUID)],
+        _ what: String,
+        deadvertised: Deadvertised,
+        broker: MosquittoBroker
+    ) async {
+        let stopped = await terminate(agents.map(\.process))
+        print("\(what) stopped in \(stopped.map(\.seconds)) s")
+        if stopped.contains(where: { $0.seconds > 1 }) {
+            print(stopped.map(\.result.stderr).joined(separator: "\n----\n"))
+        }
+        for ((result, _), agent) in zip(stopped, agents) {
+            #expect(result.status == 0, "\(what): stderr: \(result.stderr)")
+            #expect(!result.stderr.contains("timed out"), "\(what): \(result.stderr)")
+            #expect(!result.stderr.contains("never sent"), "\(what): \(result.stderr)")
+            #expect(!result.stderr.contains("did not stop in time"), "\(what): \(result.stderr)")
+            #expect(await deadvertised.arrived(agent.id), "\(what): its Deadvertise arrived")
+        }
+        #expect(uncleanLines(broker).isEmpty, "\(what): a clean DISCONNECT, no will: \(uncleanLines(broker))")
     }
 
     @Test("coaty record --durable SIGTERMed under a QoS 1 flood and idle: its own Deadvertise, a clean DISCONNECT, nothing lost on restart")
@@ -122,15 +135,16 @@ struct CleanStopTests {
                     )
                     let count = 20_000
                     let flooding = Task { try await Self.flood(broker: broker, count: count) }
-                    while (try? LosslessTests.rows(path, objectType: "coaty.Task").count) ?? 0 < 1_000 {
+                    while (try? LosslessTests.rows(path, objectType: Self.objectType).count) ?? 0 < 1_000 {
                         try await Task.sleep(for: .milliseconds(5))
                     }
-                    let stopped = await Self.terminate([recorder.process])
-                    print("durable recorder stopped under a QoS 1 flood in \(stopped[0].seconds) s")
-                    Self.expectCleanExit(stopped[0].result, "under the flood")
-                    #expect(await deadvertised.arrived(recorder.id), "its Deadvertise arrived")
-                    #expect(Self.uncleanLines(broker).isEmpty, "a clean DISCONNECT, no will: \(Self.uncleanLines(broker))")
-                    let ids = try await flooding.value
+                    await Self.expectCleanStops(
+                        [recorder],
+                        "the durable recorder under a QoS 1 flood",
+                        deadvertised: deadvertised,
+                        broker: broker
+                    )
+                    _ = try await flooding.value
 
                     // Restarted: the rest of the flood (kept by the broker) is stored, each object once.
                     let again = try await Self.start(
@@ -138,23 +152,16 @@ struct CleanStopTests {
                         name: "durable recorder",
                         observer: agent
                     )
-                    _ = ids
-                    var rows = try LosslessTests.rows(path, objectType: "coaty.Task")
+                    var rows = try LosslessTests.rows(path, objectType: Self.objectType)
                     let deadline = ContinuousClock.now + .seconds(120)
                     while rows.distinct < count, ContinuousClock.now < deadline {
                         try await Task.sleep(for: .milliseconds(50))
-                        rows = try LosslessTests.rows(path, objectType: "coaty.Task")
+                        rows = try LosslessTests.rows(path, objectType: Self.objectType)
                     }
-                    #expect(rows.distinct == count, "nothing lost; restarted recorder: \(again.process.pid)")
+                    #expect(rows.distinct == count, "nothing lost")
                     #expect(rows.count == count, "each stored once")
 
-                    // Idle.
-                    let idle = await Self.terminate([again.process])
-                    print("durable recorder stopped idle in \(idle[0].seconds) s")
-                    Self.expectCleanExit(idle[0].result, "idle")
-                    if rows.distinct != count { print("restarted recorder: \(idle[0].result.stderr)\n\(broker.diagnostics())") }
-                    #expect(await deadvertised.arrived(again.id))
-                    #expect(Self.uncleanLines(broker).isEmpty, "\(Self.uncleanLines(broker))")
+                    await Self.expectCleanStops([again], "the durable recorder idle", deadvertised: deadvertised, broker: broker)
                 }
             }
         }
@@ -166,7 +173,8 @@ struct CleanStopTests {
         defer { server.stop() }
         let url = try server.makeDatabase()
         func storedCount() throws -> Int {
-            Int(try server.query("SELECT count(DISTINCT \"objectId\") FROM coaty_rows WHERE \"coreType\" = 'Task'", in: url).first ?? "") ?? 0
+            let sql = "SELECT count(DISTINCT \"objectId\") FROM coaty_rows WHERE \"objectType\" = '\(Self.objectType)'"
+            return Int(try server.query(sql, in: url).first ?? "") ?? 0
         }
         try await withBroker { broker in
             try await withAgent(on: broker, name: "group stop watcher") { agent in
@@ -188,14 +196,12 @@ struct CleanStopTests {
                 let members = try await startMembers()
                 let flooding = Task { try await Self.flood(broker: broker, count: count) }
                 while try storedCount() < 500 { try await Task.sleep(for: .milliseconds(5)) }
-                let stopped = await Self.terminate(members.map(\.process))
-                print("three group members stopped under a QoS 1 flood in \(stopped.map(\.seconds)) s")
-                for (index, stop) in stopped.enumerated() { Self.expectCleanExit(stop.result, "member \(index)") }
-                if stopped.contains(where: { $0.seconds > 1 }) { print(stopped.map(\.result.stderr).joined(separator: "\n----\n")) }
-                for member in members {
-                    #expect(await deadvertised.arrived(member.id))
-                }
-                #expect(Self.uncleanLines(broker).isEmpty, "\(Self.uncleanLines(broker))")
+                await Self.expectCleanStops(
+                    members,
+                    "three group members under a QoS 1 flood",
+                    deadvertised: deadvertised,
+                    broker: broker
+                )
                 _ = try await flooding.value
 
                 // Restarted under the same names: each resumes its session; everything is stored once.
@@ -206,14 +212,7 @@ struct CleanStopTests {
                 }
                 #expect(try storedCount() == count, "nothing lost")
 
-                // Idle.
-                let idle = await Self.terminate(again.map(\.process))
-                print("three group members stopped idle in \(idle.map(\.seconds)) s")
-                for (index, stop) in idle.enumerated() { Self.expectCleanExit(stop.result, "idle member \(index)") }
-                for member in again {
-                    #expect(await deadvertised.arrived(member.id))
-                }
-                #expect(Self.uncleanLines(broker).isEmpty, "\(Self.uncleanLines(broker))")
+                await Self.expectCleanStops(again, "three group members idle", deadvertised: deadvertised, broker: broker)
             }
         }
     }

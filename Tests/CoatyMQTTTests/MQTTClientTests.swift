@@ -753,6 +753,68 @@ struct MQTTClientTests {
         await second.disconnect()
     }
 
+    /// A durable client that stops while it holds acknowledgements (messages received, never handled): a QoS 0
+    /// publication made meanwhile goes ahead of the held answers, and the stop writes DISCONNECT ahead of them too, so
+    /// the broker publishes no will, and the next session gets every unhandled message again.
+    @Test func aStopWithHeldAcknowledgementsSendsDisconnectAheadOfThem() async throws {
+        let broker = try await MosquittoBroker.start()
+        let clientId = uniqueClientId("held-stop")
+        func durableClient() throws -> MQTTClient {
+            var configuration = try MQTTConfiguration(url: broker.url, clientId: clientId)
+            configuration.cleanSession = false
+            configuration.holdsAcknowledgements = true
+            configuration.will = MQTTMessage(topic: "held-stop/will", payload: [0])
+            return MQTTClient(configuration: configuration)
+        }
+        let watcher = try await connectedClient(broker.url, "held-stop-watcher")
+        try await watcher.subscribe("held-stop/+")
+        let first = try durableClient()
+        try await withTimeout(15, "connect") { try await first.connect() }
+        try await first.subscribe("held/#", qos: .atLeastOnce)
+        let publisher = try await connectedClient(broker.url, "held-stop-pub")
+        for index in 0..<20 {
+            try await publisher.publish("held/\(index)", payload: [UInt8(index)], qos: .atLeastOnce)
+        }
+        try await eventually(10, "the acknowledgements to be held") { first.acknowledgementDue != nil }
+        try await first.publish("held-stop/bye", payload: [1])
+        let heard = try await withTimeout(10, "the publication made while answers are held") { () -> String? in
+            for await message in watcher.messages { return message.topic }
+            return nil
+        }
+        #expect(heard == "held-stop/bye")
+        await first.disconnect()
+        try await eventually(10, "the broker to log the end of the session") {
+            ((try? String(contentsOfFile: broker.logFile, encoding: .utf8)) ?? "").contains("Client \(clientId) disconnected")
+        }
+        let log = (try? String(contentsOfFile: broker.logFile, encoding: .utf8)) ?? ""
+        #expect(!log.contains("Client \(clientId) closed its connection"), "a DISCONNECT, not a closed socket")
+        #expect(first.unsentMessageCount == 0)
+
+        let second = try durableClient()
+        try await withTimeout(15, "reconnect") { try await second.connect() }
+        let redelivered = try await withTimeout(20, "the unhandled messages redelivered") { () -> Set<String> in
+            var topics: Set<String> = []
+            for await message in second.messages {
+                topics.insert(message.topic)
+                if let due = second.acknowledgementDue, due <= UInt64(topics.count) { second.acknowledge(through: due) }
+                if topics.count == 20 { break }
+            }
+            return topics
+        }
+        #expect(redelivered == Set((0..<20).map { "held/\($0)" }))
+        // No will: the watcher's next message is one published after the stop.
+        try await publisher.publish("held-stop/after", payload: [2])
+        let next = try await withTimeout(10, "the watcher's next message") { () -> String? in
+            for await message in watcher.messages { return message.topic }
+            return nil
+        }
+        #expect(next == "held-stop/after", "the broker published no will")
+        while let due = second.acknowledgementDue { second.acknowledge(through: due) }
+        await second.disconnect()
+        await publisher.disconnect()
+        await watcher.disconnect()
+    }
+
     @Test func disconnectFlushesALargeQoS0Burst() async throws {
         let broker = try await MosquittoBroker.start()
         let sent = 100_000

@@ -14,7 +14,7 @@ struct GroupElectionTests {
     let ids = (0..<4).map { _ in CoatyUUID() }.sorted { $0.uuidString < $1.uuidString }
 
     func election(_ me: Int, knowing members: Range<Int> = 0..<3) -> GroupElection {
-        var election = GroupElection(me: ids[me], incarnation: "run-\(me)")
+        var election = GroupElection(me: ids[me])
         for index in members where index != me {
             _ = election.handle(.announced(ids[index], incarnation: "run-\(index)"))
         }
@@ -147,7 +147,7 @@ struct GroupElectionTests {
         var random = Generator(state: seed)
         let members = Array(ids.prefix(count))
         var elections = members.enumerated().map { index, id in
-            var election = GroupElection(me: id, incarnation: "run-\(index)")
+            var election = GroupElection(me: id)
             for (other, otherId) in members.enumerated() where other != index {
                 _ = election.handle(.announced(otherId, incarnation: "run-\(other)"))
             }

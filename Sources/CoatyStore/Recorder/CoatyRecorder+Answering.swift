@@ -94,11 +94,16 @@ extension CoatyRecorder {
             stats.withLock { $0.answeredQueries += 1 }
             emit(.retrieved(correlationId: query.topic.correlationUUID, count: objects.count))
         } catch {
-            metrics.failed(.query)
-            stats.withLock { $0.failedAnswers += 1 }
-            logger.error("Could not answer a Query", metadata: ["error": "\(Self.describe(error))"])
-            emit(.failed(message: "could not answer a Query: \(Self.describe(error))"))
+            answerFailed(.query, "answer a Query", error)
         }
+    }
+
+    /// Counts, logs and reports a request that could not be answered (`what`: "answer a Query").
+    func answerFailed(_ request: RecorderMetrics.Request, _ what: String, _ error: any Error) {
+        metrics.failed(request)
+        stats.withLock { $0.failedAnswers += 1 }
+        logger.error("Could not \(what)", metadata: ["error": "\(Self.describe(error))"])
+        emit(.failed(message: "could not \(what): \(Self.describe(error))"))
     }
 
     /// Creates the automatic indexes a Query of one object type calls for
@@ -192,10 +197,7 @@ extension CoatyRecorder {
             stats.withLock { $0.answeredDiscovers += 1 }
             emit(.resolved(correlationId: discover.topic.correlationUUID, objectId: object.objectId))
         } catch {
-            metrics.failed(.discover)
-            stats.withLock { $0.failedAnswers += 1 }
-            logger.error("Could not answer a Discover", metadata: ["error": "\(Self.describe(error))"])
-            emit(.failed(message: "could not answer a Discover: \(Self.describe(error))"))
+            answerFailed(.discover, "answer a Discover", error)
         }
     }
 
@@ -215,10 +217,7 @@ extension CoatyRecorder {
                 stats.withLock { $0.completedUpdates += 1 }
                 emit(.updated(objectId: object.objectId, objectType: object.objectType, receipt: receipt))
             } catch {
-                metrics.failed(.update)
-                stats.withLock { $0.failedAnswers += 1 }
-                logger.error("Could not apply an Update", metadata: ["error": "\(Self.describe(error))"])
-                emit(.failed(message: "could not apply an Update: \(Self.describe(error))"))
+                answerFailed(.update, "apply an Update", error)
             }
         }
     }

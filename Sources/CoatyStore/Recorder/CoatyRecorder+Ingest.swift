@@ -108,6 +108,12 @@ extension CoatyRecorder {
         }
     }
 
+    /// Whether the messages through number `due` were all routed and every event they brought was
+    /// handed to the queue (what must be true before they are committed and acknowledged).
+    func handedOver(through due: UInt64) -> Bool {
+        manager.transport.deliveredCount >= due && handedOver()
+    }
+
     /// Durable recording: whenever the transport holds the acknowledgement of received messages
     /// (it reads nothing more meanwhile), waits until all of them were routed, every event they
     /// brought was handed to the queue and committed, then acknowledges them.
@@ -119,7 +125,7 @@ extension CoatyRecorder {
                 continue
             }
             // Reads are held: the messages through `due` are all there is to route and hand over.
-            while transport.deliveredCount < due || !handedOver() {
+            while !handedOver(through: due) {
                 if Task.isCancelled || control.withLock({ $0.stopRequested }) { return }
                 try? await Task.sleep(for: .microseconds(100))
             }
@@ -134,8 +140,7 @@ extension CoatyRecorder {
 
     /// On stop: acknowledges what was received when everything of it is committed.
     func acknowledgeIfCommitted() async {
-        let transport = manager.transport
-        guard let due = transport.acknowledgementDue, transport.deliveredCount >= due, handedOver() else { return }
+        guard let due = manager.transport.acknowledgementDue, handedOver(through: due) else { return }
         _ = await commitAndAcknowledge(through: due)
     }
 
@@ -150,7 +155,7 @@ extension CoatyRecorder {
         transport.closeIntake()
         let deadline = ContinuousClock.now + configuration.stopAcknowledgeTimeout
         while let due = transport.acknowledgementDue, !Task.isCancelled {
-            if transport.deliveredCount >= due, handedOver() {
+            if handedOver(through: due) {
                 guard await commitAndAcknowledge(through: due) else { return }
                 continue
             }

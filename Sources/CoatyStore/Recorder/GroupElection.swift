@@ -101,17 +101,17 @@ struct GroupElection: Sendable {
 
     /// This member.
     let me: CoatyUUID
-    /// The members announced, with their incarnations (this one included).
+    /// The members announced, with their incarnations (this one included, whose own is not needed).
     private(set) var members: [CoatyUUID: String]
     /// Members known gone (deadvertised, or claimed, since their last announcement).
     private(set) var dead: Set<CoatyUUID> = []
     /// The elections under way, by gone member.
     private(set) var elections: [CoatyUUID: Election] = [:]
 
-    /// A member's view before it learned anything: only itself, in `incarnation`.
-    init(me: CoatyUUID, incarnation: String) {
+    /// A member's view before it learned anything: only itself.
+    init(me: CoatyUUID) {
         self.me = me
-        members = [me: incarnation]
+        members = [me: ""]
     }
 
     /// The delay before this member claims: its rank among the members alive × ``rankStep``.
@@ -120,9 +120,6 @@ struct GroupElection: Sendable {
         let rank = alive.firstIndex(of: me) ?? alive.count
         return Self.rankStep * min(rank, 5)
     }
-
-    /// Whether this member is the winner of `member`'s current round.
-    func isWinner(of member: CoatyUUID) -> Bool { elections[member]?.winner == me }
 
     /// Applies one event; returns what to do.
     ///

@@ -67,7 +67,7 @@ extension CoatyRecorder {
     /// The election event a message on the group's election topics carries, if any.
     static func electionEvent(_ event: RawEvent) -> GroupElection.Event? {
         let levels = event.topic.split(separator: "/")
-        guard levels.count >= 2, let id = CoatyUUID(String(levels[levels.count - 1])) else { return nil }
+        guard levels.count >= 2, let id = lastId(event.topic) else { return nil }
         switch levels[levels.count - 2] {
         case "members":
             if event.payload.isEmpty { return .cleared(id) }
@@ -86,7 +86,7 @@ extension CoatyRecorder {
     func serveGroup(_ membership: GroupMembership) async {
         let me = manager.identity.objectId
         let group = membership.group
-        var election = GroupElection(me: me, incarnation: "")
+        var election = GroupElection(me: me)
         let (inbox, post) = AsyncStream<GroupElection.Event>.makeStream()
         await withTaskGroup(of: Void.self) { tasks in
             tasks.addTask {
