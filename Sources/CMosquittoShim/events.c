@@ -364,9 +364,16 @@ void CMosquittoShim_Client_setReadPaused(CMosquittoShim_Client *c, bool paused) 
     if (was && !paused) wantDispatch(c);  // the loop may wait in a poll that does not watch the socket's input
 }
 
-void CMosquittoShim_Client_closeIntake(CMosquittoShim_Client *c) {
+uint64_t CMosquittoShim_Client_closeIntake(CMosquittoShim_Client *c) {
     atomic_store(&c->intakeClosed, true);
+    // Steps begun after this load see the intake closed (both sequentially consistent): only those through it may read.
+    uint64_t step = atomic_load(&c->stepsBegun);
     wantDispatch(c);  // the loop's next step stops watching the socket's input
+    return step;
+}
+
+bool CMosquittoShim_Client_intakeSettled(CMosquittoShim_Client *c, uint64_t step) {
+    return atomic_load(&c->stepsEnded) >= step;
 }
 
 bool CMosquittoShim_Client_readingHeld(CMosquittoShim_Client *c) { return atomic_load(&c->readingHeld); }

@@ -186,6 +186,8 @@ CMosquittoShim_Client *CMosquittoShim_Client_create(const CMosquittoShim_Options
     atomic_init(&c->readPaused, false);
     atomic_init(&c->heldBehindWhole, false);
     atomic_init(&c->intakeClosed, false);
+    atomic_init(&c->stepsBegun, 0);
+    atomic_init(&c->stepsEnded, 0);
     atomic_init(&c->readingHeld, false);
     int fallbackCount = o->fallbackCount > 0 && o->fallbackHosts && o->fallbackPorts ? o->fallbackCount : 0;
     c->hosts = calloc((size_t)fallbackCount + 1, sizeof(char *));

@@ -239,7 +239,7 @@ static bool keepAliveWhileHeld(CMosquittoShim_Client *c, bool behindUnstarted) {
 /// (select, read, write) once per message. Here a burst of publications costs one wake-up; the socket pair is never
 /// read, and once its buffer is full libmosquitto's one-byte writes fail without effect (it ignores their result;
 /// both ends are non-blocking).
-static int loopOnce(CMosquittoShim_Client *c, int timeoutMs) {
+static int loopStep(CMosquittoShim_Client *c, int timeoutMs) {
     int sock = mosquitto_socket(c->mosq);
     if (sock < 0) return MOSQ_ERR_NO_CONN;
     // Durable delivery reads only with libmosquitto's queue written out: the answers a read queues then sit in front
@@ -312,17 +312,31 @@ static int loopOnce(CMosquittoShim_Client *c, int timeoutMs) {
     return mosquitto_loop_misc(c->mosq);
 }
 
+/// A loop step counted (see CMosquittoShim_Client_intakeSettled): begun before it decides whether to read.
+static int loopOnce(CMosquittoShim_Client *c, int timeoutMs) {
+    uint64_t step = atomic_fetch_add(&c->stepsBegun, 1) + 1;
+    int rc = loopStep(c, timeoutMs);
+    atomic_store(&c->stepsEnded, step);
+    return rc;
+}
+
 /// How long a stopping client waits for the application to acknowledge the messages whose answers it holds.
 #define SHIM_STOP_HOLD_GRACE_MS 250
 
-/// Ends, at stop, a session whose answers are still held (loop thread). They must not be written: their messages were
-/// not handled, so the broker keeps them for the next session. When libmosquitto's queue holds only unstarted packets
-/// and no QoS 0 publication waits there (the identity's Deadvertise went out through the direct path), DISCONNECT is
-/// written ahead of them, so the broker publishes no will; otherwise the connection is closed without it and the
-/// broker publishes the will (an agent's Deadvertise) in place of what is lost. Either way the loop ends at once.
-static void endHeldSession(CMosquittoShim_Client *c) {
+/// How long a stopping client waits, after its DISCONNECT, for the broker to close the connection.
+#define SHIM_STOP_CLOSE_WAIT_MS 1000
+
+/// Ends a stopping session (loop thread). With `whole` (libmosquitto's queue holds nothing partly written), DISCONNECT
+/// is written through the direct path, after what waits there and ahead of anything libmosquitto still holds: held
+/// answers must not be written (their messages were not handled, so the broker keeps them for the next session). The
+/// broker then publishes no will. Then it waits (up to `waitMs`) for the broker to close the connection, discarding
+/// what it still sends: a socket closed with unread data resets the connection, and a broker that meets the reset
+/// while it writes (a flood) drops the connection before it reads the DISCONNECT, and publishes the will. Without
+/// `whole`, with a QoS 0 publication still in libmosquitto's queue (it may be the identity's Deadvertise), or when the
+/// DISCONNECT cannot be written, the connection is closed without it: the broker publishes the will instead.
+static void endSession(CMosquittoShim_Client *c, bool whole, int waitMs) {
     pthread_mutex_lock(&c->writeLock);
-    bool clean = c->directFd >= 0 && atomic_load(&c->heldBehindWhole) && flushOursLocked(c) && unwrittenQos0(c) == 0;
+    bool clean = whole && c->directFd >= 0 && flushOursLocked(c) && unwrittenQos0(c) == 0;
     if (clean) {
         static const uint8_t disconnect[2] = {0xE0, 0x00};  // MQTT 3.1.1 DISCONNECT; in MQTT 5: reason 0, normal
         ssize_t n;
@@ -334,6 +348,20 @@ static void endHeldSession(CMosquittoShim_Client *c) {
     int sock = mosquitto_socket(c->mosq);
     if (sock >= 0) shutdown(sock, clean ? SHUT_WR : SHUT_RDWR);
     pthread_mutex_unlock(&c->writeLock);
+    if (!clean || sock < 0) return;
+    int64_t until = nowMs() + waitMs;
+    char discarded[16384];
+    for (;;) {
+        int64_t left = until - nowMs();
+        if (left <= 0) break;
+        struct pollfd fd = {.fd = sock, .events = POLLIN, .revents = 0};
+        int ready = poll(&fd, 1, (int)left);
+        if (ready < 0 && errno == EINTR) continue;
+        if (ready <= 0) break;
+        ssize_t got = recv(sock, discarded, sizeof(discarded), MSG_DONTWAIT);
+        if (got == 0) break;  // the broker closed: it read the DISCONNECT
+        if (got < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) break;
+    }
 }
 
 static void *loopMain(void *arg) {
@@ -453,11 +481,12 @@ static void *loopMain(void *arg) {
     }
 
     // Graceful stop: nothing more is read (what the broker sends from now on stays with it); every queued packet
-    // goes out first, then DISCONNECT (packets are sent in order, and libmosquitto closes the socket once DISCONNECT is
-    // written, which ends the loop), bounded by stopFlushMs. A publish queued behind the DISCONNECT would never be
-    // written: refuse them from here on. Held answers (durable delivery) are written only once the application
-    // acknowledged their messages; it has SHIM_STOP_HOLD_GRACE_MS for that, then the session ends without them (see
-    // endHeldSession): the broker keeps those messages for the next session.
+    // goes out first, then DISCONNECT, bounded by stopFlushMs. A publish queued behind the DISCONNECT would never be
+    // written: refuse them from here on. On plain TCP the DISCONNECT is ours (endSession: it waits for the broker to
+    // close, so the broker reads it); over TLS libmosquitto's (it closes the socket once DISCONNECT is written, which
+    // ends the loop). Held answers (durable delivery) are written only once the application acknowledged their
+    // messages; it has SHIM_STOP_HOLD_GRACE_MS for that, then the session ends without them: the broker keeps those
+    // messages for the next session.
     atomic_store(&c->intakeClosed, true);
     setAccepting(c, false);
     if (c->sessionUp) {
@@ -466,11 +495,20 @@ static void *loopMain(void *arg) {
         int64_t holdDeadline = nowMs() + grace;
         bool disconnecting = false;
         while (nowMs() < deadline) {
-            if (!disconnecting && !acknowledgementsHeld(c)) {
+            int waitMs = (int)(deadline - nowMs()) < SHIM_STOP_CLOSE_WAIT_MS ? (int)(deadline - nowMs())
+                                                                             : SHIM_STOP_CLOSE_WAIT_MS;
+            bool held = acknowledgementsHeld(c);
+            if (!held && atomic_load(&c->directReady)) {
+                // Everything is written once libmosquitto's queue and ours are empty: then the DISCONNECT.
+                if (!mosquitto_want_write(c->mosq) && !atomic_load(&c->oursNonEmpty)) {
+                    endSession(c, true, waitMs);
+                    break;
+                }
+            } else if (!held && !disconnecting) {
                 if (mosquitto_disconnect(c->mosq) != MOSQ_ERR_SUCCESS) break;
                 disconnecting = true;
-            } else if (!disconnecting && nowMs() >= holdDeadline) {
-                endHeldSession(c);
+            } else if (held && nowMs() >= holdDeadline) {
+                endSession(c, atomic_load(&c->heldBehindWhole), waitMs);
                 break;
             }
             if (loopOnce(c, disconnecting ? 50 : 5) != MOSQ_ERR_SUCCESS) break;

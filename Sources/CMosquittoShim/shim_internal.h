@@ -230,6 +230,10 @@ struct CMosquittoShim_Client {
     // The application closed the intake (CMosquittoShim_Client_closeIntake) or the client is stopping: the loop reads
     // nothing more, so what the broker sends from then on stays with it (and with a persistent session).
     atomic_bool intakeClosed;
+    // Loop steps (loopOnce) begun and ended: a step begun after the intake closed reads nothing (see
+    // CMosquittoShim_Client_intakeSettled).
+    atomic_uint_fast64_t stepsBegun;
+    atomic_uint_fast64_t stepsEnded;
     int64_t pausedPingNs;        // loop thread: when the last keep-alive PINGREQ of a pause was written
     atomic_bool readingHeld;     // the loop's last step did not read because of back-pressure (written by the loop)
     bool armed;          // a consumer waits for the next message

@@ -307,12 +307,14 @@ struct Record: AsyncParsableCommand {
             metricsFactory: operatorSetup?.metricsFactory
         )
         let signals = ShutdownSignals()
-        let configuration = CoatyRecorder.Configuration(
+        var configuration = CoatyRecorder.Configuration(
             channelIds: channels,
             acceptUpdates: acceptUpdates,
             acknowledgesAfterCommit: durable || group != nil,
             automaticIndexesPerObjectType: autoIndex
         )
+        // A named member's restart resumes its session: it keeps it (and its share) when it stops.
+        configuration.keepsGroupSessionOnStop = member != nil
         switch store {
         case .postgres(let url):
             let database: PostgresDatabase

@@ -13,7 +13,8 @@ import Testing
 @Suite("Clean stops of durable recorders", .serialized, .timeLimit(.minutes(10)))
 struct CleanStopTests {
     /// What the broker logs when a client's connection ends without DISCONNECT (the will is then published).
-    static let uncleanEnds = ["closed its connection", "Socket error on client", "exceeded timeout"]
+    /// ("disconnected: <reason>": an error, e.g. a reset met while writing, before a DISCONNECT was read.)
+    static let uncleanEnds = ["closed its connection", "Socket error on client", "exceeded timeout", "disconnected: "]
 
     /// Broker log lines that tell of a connection ended without DISCONNECT.
     static func uncleanLines(_ broker: MosquittoBroker) -> [Substring] {
@@ -24,28 +25,31 @@ struct CleanStopTests {
         }
     }
 
-    /// Collects the ids of every Deadvertise `agent` receives from now on.
-    final class Deadvertised: Sendable {
+    /// Collects the ids an observation's events name (Deadvertised objects, advertised identities),
+    /// from now on.
+    final class SeenIds: Sendable {
         final class Seen: Sendable {
             let ids = Mutex<Set<CoatyUUID>>([])
         }
         let seen = Seen()
         let task: Task<Void, Never>
 
-        init(_ agent: CommunicationManager) async throws {
-            let observation = try agent.observeDeadvertise()
+        init<Event: Sendable>(
+            _ observation: EventObservation<Event>,
+            _ ids: @escaping @Sendable (Event) -> [CoatyUUID]
+        ) async {
             await observation.subscribed()
             let seen = self.seen
             task = Task {
-                for await event in observation { seen.ids.withLock { $0.formUnion(event.objectIds) } }
+                for await event in observation { seen.ids.withLock { $0.formUnion(ids(event)) } }
             }
         }
 
         deinit { task.cancel() }
 
-        /// Whether a Deadvertise of `id` arrived within 10 s.
-        func arrived(_ id: CoatyUUID) async -> Bool {
-            let deadline = ContinuousClock.now + .seconds(10)
+        /// Whether an event naming `id` arrived within `seconds`.
+        func arrived(_ id: CoatyUUID, within seconds: Int = 10) async -> Bool {
+            let deadline = ContinuousClock.now + .seconds(seconds)
             while ContinuousClock.now < deadline {
                 if seen.ids.withLock({ $0.contains(id) }) { return true }
                 try? await Task.sleep(for: .milliseconds(20))
@@ -102,12 +106,13 @@ struct CleanStopTests {
     static func expectCleanStops(
         _ agents: [(process: CoatyProcess, id: CoatyUUID)],
         _ what: String,
-        deadvertised: Deadvertised,
+        deadvertised: SeenIds,
         broker: MosquittoBroker
     ) async {
         let stopped = await terminate(agents.map(\.process))
         print("\(what) stopped in \(stopped.map(\.seconds)) s")
-        if stopped.contains(where: { $0.seconds > 1 }) {
+        if stopped.contains(where: { $0.seconds > 1 }) || !uncleanLines(broker).isEmpty {
+            print("\(what): identities \(agents.map(\.id)); broker log:\n\((try? String(contentsOfFile: broker.logFile, encoding: .utf8)) ?? "")")
             print(stopped.map(\.result.stderr).joined(separator: "\n----\n"))
         }
         for ((result, _), agent) in zip(stopped, agents) {
@@ -127,7 +132,7 @@ struct CleanStopTests {
             let arguments = ["record", "--durable", "--db", path]
             try await withBroker { broker in
                 try await withAgent(on: broker, name: "stop watcher") { agent in
-                    let deadvertised = try await Deadvertised(agent)
+                    let deadvertised = await SeenIds(try agent.observeDeadvertise(), \.objectIds)
                     let recorder = try await Self.start(
                         arguments + ["--broker", broker.url],
                         name: "durable recorder",
@@ -178,22 +183,18 @@ struct CleanStopTests {
         }
         try await withBroker { broker in
             try await withAgent(on: broker, name: "group stop watcher") { agent in
-                let deadvertised = try await Deadvertised(agent)
-                func startMembers() async throws -> [(process: CoatyProcess, id: CoatyUUID)] {
-                    var members: [(process: CoatyProcess, id: CoatyUUID)] = []
-                    for index in 0..<3 {
-                        members.append(
-                            try await Self.start(
-                                ["record", "--group", "stoppers", "--member", "m\(index)", "--db", url, "--broker", broker.url],
-                                name: "member \(index)",
-                                observer: agent
-                            )
-                        )
-                    }
-                    return members
+                let deadvertised = await SeenIds(try agent.observeDeadvertise(), \.objectIds)
+                func arguments(_ index: Int) -> [String] {
+                    [
+                        "record", "--group", "stoppers", "--member", "m\(index)", "--db", url, "--broker", broker.url,
+                        "--log-level", "info",
+                    ]
+                }
+                var members: [(process: CoatyProcess, id: CoatyUUID)] = []
+                for index in 0..<3 {
+                    members.append(try await Self.start(arguments(index), name: "member \(index)", observer: agent))
                 }
                 let count = 10_000
-                let members = try await startMembers()
                 let flooding = Task { try await Self.flood(broker: broker, count: count) }
                 while try storedCount() < 500 { try await Task.sleep(for: .milliseconds(5)) }
                 await Self.expectCleanStops(
@@ -204,13 +205,26 @@ struct CleanStopTests {
                 )
                 _ = try await flooding.value
 
-                // Restarted under the same names: each resumes its session; everything is stored once.
-                let again = try await startMembers()
+                // Restarted under the same names: each resumes its session (its identity is the same) and first
+                // stores what the broker kept for it. Its subscriptions are acknowledged behind that backlog, and
+                // its connection counts as accepted only then: under load later than the default 5 s connect
+                // timeout and a start's 30 s readiness wait (as for the durable restart in LosslessTests).
+                // Everything is stored once.
+                let identities = await SeenIds(try agent.observeAdvertise(coreType: .identity)) { [$0.object.objectId] }
+                var again: [(process: CoatyProcess, id: CoatyUUID)] = []
+                for (index, member) in members.enumerated() {
+                    again.append(
+                        (try CoatyProcess(arguments(index) + ["--name", "member \(index)", "--connect-timeout", "120"]), member.id)
+                    )
+                }
                 let deadline = ContinuousClock.now + .seconds(180)
                 while try storedCount() < count, ContinuousClock.now < deadline {
                     try await Task.sleep(for: .milliseconds(100))
                 }
                 #expect(try storedCount() == count, "nothing lost")
+                for member in again {
+                    #expect(await identities.arrived(member.id, within: 120), "restarted and ready")
+                }
 
                 await Self.expectCleanStops(again, "three group members idle", deadvertised: deadvertised, broker: broker)
             }

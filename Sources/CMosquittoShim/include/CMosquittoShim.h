@@ -218,8 +218,14 @@ uint64_t CMosquittoShim_Client_acknowledgementDue(CMosquittoShim_Client *client)
 
 /// Closes the intake until the next start: the loop reads nothing more from the broker (a connection loss is still
 /// seen), so messages sent from then on stay with the broker, and with `holdAcknowledgements` the count through which
-/// the application must acknowledge stops growing. A stopping client closes its intake by itself.
-void CMosquittoShim_Client_closeIntake(CMosquittoShim_Client *client);
+/// the application must acknowledge stops growing. A stopping client closes its intake by itself. Returns the loop
+/// step through which a read may still be under way (see CMosquittoShim_Client_intakeSettled).
+uint64_t CMosquittoShim_Client_closeIntake(CMosquittoShim_Client *client);
+
+/// Whether the loop ended step `step` (returned by CMosquittoShim_Client_closeIntake): nothing more is read after it, so
+/// CMosquittoShim_Client_acknowledgementDue is final. (A client that is connecting, not in a session, reads in
+/// libmosquitto's own loop: it does not end steps.)
+bool CMosquittoShim_Client_intakeSettled(CMosquittoShim_Client *client, uint64_t step);
 
 /// Whether the loop held its reads in its last step (back-pressure, for tests and statistics).
 bool CMosquittoShim_Client_readingHeld(CMosquittoShim_Client *client);

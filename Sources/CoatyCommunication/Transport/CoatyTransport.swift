@@ -226,9 +226,10 @@ public protocol CoatyTransport: Sendable {
 
     /// Stops receiving until the next ``connect(will:)``: the transport reads nothing more from the
     /// network (messages sent meanwhile stay with the broker, and with a persistent session for
-    /// the next connection), so ``acknowledgementDue`` stops growing. A durable consumer that
-    /// stops closes the intake, handles and acknowledges what it received, then disconnects.
-    func closeIntake()
+    /// the next connection); returns once a read under way ended, so ``acknowledgementDue`` is
+    /// final then. A durable consumer that stops closes the intake, handles and acknowledges what
+    /// it received, then disconnects.
+    func closeIntake() async
 
     /// A task executor that runs tasks on the thread calling the ``deliverMessages(to:)``
     /// handler, right after each batch, or `nil` (the default) when the transport has none.
@@ -368,7 +369,7 @@ extension CoatyTransport {
     public func acknowledge(through: UInt64) {}
 
     /// Does nothing: nothing is held for the broker to keep.
-    public func closeIntake() {}
+    public func closeIntake() async {}
 
     /// Does nothing: the manager holds its own dispatcher task instead, which consumes
     /// ``CoatyTransport/messages`` (so the transport's message buffer fills).

@@ -222,13 +222,18 @@ public final class MQTTClient: Sendable {
     }
 
     /// Reads nothing more from the broker until the client is connected again after a ``disconnect()``: messages the
-    /// broker sends from now on stay with it (a persistent session keeps them for the next connection), a connection
-    /// loss is still noticed, and ``acknowledgementDue`` stops growing once the read under way ended. For a durable
-    /// consumer that stops: close the intake, handle and acknowledge what was received, then disconnect (which
-    /// closes the intake by itself).
-    public func closeIntake() {
+    /// broker sends from now on stay with it (a persistent session keeps them for the next connection), and a
+    /// connection loss is still noticed. Returns once a read under way ended (within about a loop step; at most
+    /// 200 ms while the client is connecting), so ``acknowledgementDue`` is final then. For a durable consumer that
+    /// stops: close the intake, handle and acknowledge what was received, then disconnect (which closes the intake
+    /// by itself).
+    public func closeIntake() async {
         guard case .success(let handle) = core.setup else { return }
-        handle.closeIntake()
+        let step = handle.closeIntake()
+        let deadline = ContinuousClock.now + .milliseconds(200)
+        while !handle.intakeSettled(step), ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .microseconds(100))
+        }
     }
 
     /// Whether the network thread held its reads in its last step: the consumer is behind (the receive buffer

@@ -219,8 +219,12 @@ final class MosquittoHandle: @unchecked Sendable {
     /// Releases the held acknowledgements through message number `through` (durable delivery).
     func acknowledge(through: UInt64) { CMosquittoShim_Client_acknowledgeThrough(pointer, through) }
 
-    /// Reads nothing more from the broker until the next start (see `CMosquittoShim_Client_closeIntake`).
-    func closeIntake() { CMosquittoShim_Client_closeIntake(pointer) }
+    /// Reads nothing more from the broker until the next start (see `CMosquittoShim_Client_closeIntake`); returns the
+    /// loop step through which a read may still be under way.
+    func closeIntake() -> UInt64 { CMosquittoShim_Client_closeIntake(pointer) }
+
+    /// Whether the loop ended `step` (from ``closeIntake()``): nothing more is read.
+    func intakeSettled(_ step: UInt64) -> Bool { CMosquittoShim_Client_intakeSettled(pointer, step) }
 
     /// The number of the last message whose acknowledgement is held, or 0.
     var acknowledgementDue: UInt64 { CMosquittoShim_Client_acknowledgementDue(pointer) }

@@ -163,7 +163,7 @@ public final class MQTTTransport: CoatyTransport {
     public func acknowledge(through: UInt64) { state.withLock { $0.client }?.acknowledge(through: through) }
 
     /// Reads nothing more from the broker until the next connection (see ``MQTTClient/closeIntake()``).
-    public func closeIntake() { state.withLock { $0.client }?.closeIntake() }
+    public func closeIntake() async { await state.withLock { $0.client }?.closeIntake() }
 
     /// The received messages of an ``MQTTTransport``.
     public struct Messages: AsyncSequence, Sendable {

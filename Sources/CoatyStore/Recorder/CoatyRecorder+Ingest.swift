@@ -152,7 +152,7 @@ extension CoatyRecorder {
         // The persistent session keeps its subscriptions (the observations end now): what is published
         // while the recorder is away is queued for its next start.
         manager.keepSubscriptionsUntilStop()
-        transport.closeIntake()
+        await transport.closeIntake()
         let deadline = ContinuousClock.now + configuration.stopAcknowledgeTimeout
         while let due = transport.acknowledgementDue, !Task.isCancelled {
             if handedOver(through: due) {

@@ -82,7 +82,9 @@ extension CoatyRecorder {
                 // A group member first leaves the group (nothing more comes; what the broker
                 // queued for it arrives). Then take over what the observers already hold before
                 // ending them (not possible after cancellation: the observations end at once then).
-                if let membership, !Task.isCancelled { await self.leaveGroup(membership) }
+                if let membership, !Task.isCancelled, !configuration.keepsGroupSessionOnStop {
+                    await self.leaveGroup(membership)
+                }
                 // Durable: nothing more is read; what arrived is committed and acknowledged (the rest
                 // stays with the broker), so the Deadvertise and DISCONNECT are not held behind it.
                 if !Task.isCancelled, configuration.acknowledgesAfterCommit { await self.acknowledgeReceivedForStop() }

@@ -79,6 +79,14 @@ public final class CoatyRecorder: Service, Sendable {
         /// arrived by then stays in its session for another member to take over, so a member
         /// stops in about this time even under a flood. Default 500 ms.
         public var groupLeaveTimeout: Duration = .milliseconds(500)
+        /// Stopping, group member: keep the broker session, its shared subscriptions and the
+        /// announcement instead of leaving the group. The stop is then a clean death: a member
+        /// alive takes the session over (stores what the broker queued for it, then ends it); with
+        /// none alive — the whole group stopped — the session goes on collecting this member's
+        /// share, which it stores when it restarts under the same identity (`coaty record --member`).
+        /// Leaving instead (the default) loses what is published while no member is subscribed, and
+        /// suits members with a new identity each run, whose sessions nobody would resume.
+        public var keepsGroupSessionOnStop = false
         /// Stopping, durable recording: how long the recorder waits, after closing the transport's
         /// intake, for everything it received to be routed, committed and acknowledged. What is
         /// unacknowledged after that stays with the broker for the next start. Default 500 ms.

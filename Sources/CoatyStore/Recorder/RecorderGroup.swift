@@ -115,6 +115,8 @@ extension CoatyRecorder {
                 }
             }
             for await event in inbox {
+                // A stopping member claims and takes over nothing more (it may be one of a group stopped at once).
+                let stopping = control.withLock { $0.stopRequested }
                 for action in election.handle(event) {
                     switch action {
                     case .scheduleClaim(let member, let round, let delay):
@@ -123,6 +125,7 @@ extension CoatyRecorder {
                             post.yield(.claimDue(member, round: round))
                         }
                     case .publishClaim(let claim):
+                        if stopping { continue }
                         logger.info(
                             "Recorder group: claiming the broker session of a gone member",
                             metadata: ["group": "\(group)", "member": "\(claim.member)", "round": "\(claim.round)"]
@@ -142,6 +145,7 @@ extension CoatyRecorder {
                             }
                         }
                     case .takeOver(let member):
+                        if stopping { continue }
                         tasks.addTask {
                             let completed = await self.handOver(member, membership)
                             post.yield(.takeOverEnded(member, completed: completed))
@@ -188,8 +192,12 @@ extension CoatyRecorder {
                         }
                     }
                     await drain.ready()
-                    // The drain's own writer acknowledges meanwhile.
-                    let crossed = try await leave(taker, barrier: barrier, topic: barrierTopic)
+                    // The drain's own writer acknowledges meanwhile. A member that stops meanwhile ends
+                    // the take-over: the drain commits and acknowledges what it has, and the session
+                    // keeps the rest (for another taker, or the member's return).
+                    let crossed = try await leave(taker, barrier: barrier, topic: barrierTopic) {
+                        self.control.withLock { $0.stopRequested }
+                    }
                     drain.stop()
                     try await tasks.next()
                     tasks.cancelAll()
@@ -222,10 +230,17 @@ extension CoatyRecorder {
             )
             return true
         } catch {
-            logger.error(
-                "Recorder group: taking over a gone member's session did not complete",
-                metadata: metadata.merging(["error": "\(error)"]) { $1 }
-            )
+            if control.withLock({ $0.stopRequested }) {
+                logger.info(
+                    "Recorder group: stopping; the take-over ends and the gone member's session keeps the rest",
+                    metadata: metadata
+                )
+            } else {
+                logger.error(
+                    "Recorder group: taking over a gone member's session did not complete",
+                    metadata: metadata.merging(["error": "\(error)"]) { $1 }
+                )
+            }
             return false
         }
     }
@@ -233,14 +248,16 @@ extension CoatyRecorder {
     /// Leaves the group's subscriptions of `manager`'s session at the broker, then waits until a
     /// message published to `topic` after that comes back: everything the broker had queued for
     /// the session arrived before it (it delivers a session's messages in order). Returns whether
-    /// the barrier came back within `limit`. Someone must acknowledge what arrives meanwhile
+    /// the barrier came back within `limit` (and before `abandoned()` said so: checked every
+    /// 10 ms). Someone must acknowledge what arrives meanwhile
     /// (with held acknowledgements nothing more is read otherwise, not even the PUBACK of the
     /// barrier).
     func leave(
         _ manager: CommunicationManager,
         barrier: EventObservation<RawEvent>,
         topic: String,
-        within limit: Duration = .seconds(60)
+        within limit: Duration = .seconds(60),
+        abandoned: @escaping @Sendable () -> Bool = { false }
     ) async throws -> Bool {
         await barrier.subscribed()
         // Leaving and the barrier's publication wait for the broker's answers, which come behind
@@ -261,7 +278,10 @@ extension CoatyRecorder {
             }
         }
         let timer = Task {
-            try? await Task.sleep(for: limit)
+            let deadline = ContinuousClock.now + limit
+            while ContinuousClock.now < deadline, !abandoned(), !Task.isCancelled {
+                try? await Task.sleep(for: min(.milliseconds(10), deadline - ContinuousClock.now))
+            }
             outcome.yield(.success(false))
         }
         var results = outcomes.makeAsyncIterator()
