@@ -191,35 +191,87 @@ public final class PostgresTransaction: WriteTransactionType, SQLReadTransaction
     /// - Throws: ``CoatyPostgresError`` (e.g. for a string with `\u0000`, which `jsonb` rejects).
     @discardableResult
     public func write(_ row: StoreRow, mode: StoreWriteMode) async throws -> Bool {
-        let columns = PromotedColumns(row.object)
         var sql = PostgresSQL()
         let collection = sql.bind(row.index.collection)
         let key = sql.bind(row.index.key)
-        let object = sql.bindJSON(row.object)
+        let values = Self.bindValues(of: row, into: &sql)
+        let text: String
+        switch mode {
+        case .upsert, .insert:
+            text = Self.insert(tuples: ["(\(collection), \(key), \(values.joined(separator: ", ")))"], mode: mode)
+        case .update:
+            let sets = zip(Self.valueColumns, values).map { "\($0) = \($1)" }.joined(separator: ", ")
+            text = "UPDATE coaty_rows SET \(sets) WHERE collection = \(collection) AND key = \(key) RETURNING 1"
+        }
+        return try await !fetch(text, sql).isEmpty
+    }
+
+    /// The most rows one INSERT writes: 11 parameters each, well below PostgreSQL's 65 535.
+    static let rowsPerStatement = 500
+
+    /// Writes rows with one INSERT per ``rowsPerStatement`` rows when their indexes are distinct
+    /// (one round trip instead of one per row); otherwise, and for ``StoreWriteMode/update``, each
+    /// in turn.
+    /// - Parameters:
+    ///   - rows: the rows.
+    ///   - mode: how an existing row is treated.
+    /// - Returns: how many rows were written.
+    /// - Throws: ``CoatyPostgresError``.
+    @discardableResult
+    public func writeRows(_ rows: [StoreRow], mode: StoreWriteMode) async throws -> Int {
+        // A statement cannot update a row twice (ON CONFLICT DO UPDATE): repeated indexes go one by one.
+        guard mode != .update, rows.count > 1, Set(rows.lazy.map(\.index)).count == rows.count else {
+            var written = 0
+            for row in rows where try await write(row, mode: mode) { written += 1 }
+            return written
+        }
+        var written = 0
+        var start = rows.startIndex
+        while start < rows.endIndex {
+            let end = min(start + Self.rowsPerStatement, rows.endIndex)
+            var sql = PostgresSQL()
+            var tuples: [String] = []
+            tuples.reserveCapacity(end - start)
+            for row in rows[start..<end] {
+                let collection = sql.bind(row.index.collection)
+                let key = sql.bind(row.index.key)
+                let values = Self.bindValues(of: row, into: &sql)
+                tuples.append("(\(collection), \(key), \(values.joined(separator: ", ")))")
+            }
+            written += try await fetch(Self.insert(tuples: tuples, mode: mode), sql).count
+            start = end
+        }
+        return written
+    }
+
+    /// The columns a row's values are written to, after collection and key.
+    static let valueColumns = ["object", "metadata"] + PromotedColumns.names.map { "\"\($0)\"" }
+
+    /// Binds a row's object (its received text when it has one), metadata and promoted columns,
+    /// in the order of ``valueColumns``; returns their placeholders.
+    static func bindValues(of row: StoreRow, into sql: inout PostgresSQL) -> [String] {
+        let columns = PromotedColumns(row.object)
+        let object =
+            row.objectText.map { "\(sql.bind(String(decoding: $0, as: UTF8.self)))::jsonb" } ?? sql.bindJSON(row.object)
         let metadata = row.metadata.map { sql.bindJSON($0) } ?? "NULL::jsonb"
         let promoted = PromotedColumns.names.map { name -> String in
             if let value = columns[name] { return sql.bind(value) }
             return "NULL::text"
         }
-        let names = (["object", "metadata"] + PromotedColumns.names.map { "\"\($0)\"" })
-        let values = [object, metadata] + promoted
-        let text: String
-        switch mode {
-        case .upsert, .insert:
-            let conflict =
-                mode == .insert
-                ? "DO NOTHING"
-                : "DO UPDATE SET " + names.map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
-            text = """
-                INSERT INTO coaty_rows (collection, key, \(names.joined(separator: ", "))) \
-                VALUES (\(collection), \(key), \(values.joined(separator: ", "))) \
-                ON CONFLICT (collection, key) \(conflict) RETURNING 1
-                """
-        case .update:
-            let sets = zip(names, values).map { "\($0) = \($1)" }.joined(separator: ", ")
-            text = "UPDATE coaty_rows SET \(sets) WHERE collection = \(collection) AND key = \(key) RETURNING 1"
-        }
-        return try await !fetch(text, sql).isEmpty
+        return [object, metadata] + promoted
+    }
+
+    /// An INSERT of `tuples` (each `(collection, key, values…)`) that upserts or skips existing rows.
+    static func insert(tuples: [String], mode: StoreWriteMode) -> String {
+        let conflict =
+            mode == .insert
+            ? "DO NOTHING"
+            : "DO UPDATE SET " + valueColumns.map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
+        return """
+            INSERT INTO coaty_rows (collection, key, \(valueColumns.joined(separator: ", "))) \
+            VALUES \(tuples.joined(separator: ", ")) \
+            ON CONFLICT (collection, key) \(conflict) RETURNING 1
+            """
     }
 
     /// Removes a row.

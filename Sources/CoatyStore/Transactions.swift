@@ -484,6 +484,17 @@ public protocol WriteTransactionType: ReadTransactionType {
     @discardableResult
     func write(_ row: StoreRow, mode: StoreWriteMode) async throws -> Bool
 
+    /// Writes rows in order, with the effect of writing each in turn with ``write(_:mode:)``
+    /// (the default does that). A backend for which a statement is a round trip writes many rows
+    /// with one statement (PostgreSQL).
+    /// - Parameters:
+    ///   - rows: the rows, with their metadata.
+    ///   - mode: how an existing row at the same index is treated.
+    /// - Returns: how many rows were written.
+    /// - Throws: a backend error.
+    @discardableResult
+    func writeRows(_ rows: [StoreRow], mode: StoreWriteMode) async throws -> Int
+
     /// Removes the row at an index.
     /// - Parameter index: the index.
     /// - Returns: whether a row was removed.
@@ -508,6 +519,19 @@ public protocol WriteTransactionType: ReadTransactionType {
 }
 
 extension WriteTransactionType {
+    /// Writes each row in turn with ``write(_:mode:)``.
+    /// - Parameters:
+    ///   - rows: the rows.
+    ///   - mode: how an existing row at the same index is treated.
+    /// - Returns: how many rows were written.
+    /// - Throws: a backend error.
+    @discardableResult
+    public func writeRows(_ rows: [StoreRow], mode: StoreWriteMode) async throws -> Int {
+        var written = 0
+        for row in rows where try await write(row, mode: mode) { written += 1 }
+        return written
+    }
+
     /// Sets or removes (`nil`) a value of the default local store.
     /// - Parameters:
     ///   - value: the value; `nil` removes the key.

@@ -277,13 +277,23 @@ public struct Writer<Item, Metadata: Codable & Sendable> {
     /// - Throws: a backend or encoding error.
     @discardableResult
     public func write(_ item: Item, metadata: Metadata? = nil, mode: StoreWriteMode = .upsert) async throws -> Bool {
+        try await transaction.write(try row(for: item, metadata: metadata), mode: mode)
+    }
+
+    /// The row an item is stored as (with a received object's text, which a backend stores as is).
+    /// - Parameters:
+    ///   - item: the item.
+    ///   - metadata: the metadata stored beside it; `nil` stores none.
+    /// - Returns: the row.
+    /// - Throws: an encoding error.
+    public func row(for item: Item, metadata: Metadata? = nil) throws -> StoreRow {
         var row = StoreRow(
             index: coding.index(item),
             object: try coding.encode(item),
             metadata: try coding.encodeMetadata(metadata)
         )
         if let received = item as? AnyCoatyObject { row.objectText = received.receivedText }
-        return try await transaction.write(row, mode: mode)
+        return row
     }
 
     /// Writes items, each with the same metadata.

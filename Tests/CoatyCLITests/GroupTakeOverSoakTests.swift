@@ -12,11 +12,15 @@ import Testing
 /// (it is compiled in every build).
 @Suite("Recorder group take-over, repeated", .serialized)
 struct GroupTakeOverSoakTests {
-    /// How long each request collects answers. A request the broker gave the killed member waits in
+    /// How long each request collects answers at most. A request the broker gave the killed member waits in
     /// its session behind that member's share of the flood, and the taker reaches it only after
-    /// storing what came before: 20–30 s after the kill here (a claim takes seconds too, behind the
-    /// flood in the claimer's own session).
+    /// storing what came before (and a claim waits behind the flood in the claimer's own session):
+    /// about 7 s after the kill here with PostgreSQL writing a batch per statement, 20–30 s before.
     static let answerWindow: Duration = .seconds(120)
+    /// Once every request has an answer, how long the requests still listen for a second one
+    /// (a second taker drains the same session as fast as the first; a second answer would come
+    /// within seconds of the first).
+    static let quietWindow: Duration = .seconds(20)
 
     static var runs: Int { Int(ProcessInfo.processInfo.environment["COATY_TAKEOVER_RUNS"] ?? "") ?? 0 }
 
@@ -41,6 +45,43 @@ struct GroupTakeOverSoakTests {
     /// The answers counted per request slot (10 Discovers, then 5 Queries).
     final class Answers: Sendable {
         let counts = Mutex<[Int]>(Array(repeating: 0, count: 15))
+        /// The latest answer's delay after its request, per slot.
+        let delays = Mutex<[Duration]>(Array(repeating: .zero, count: 15))
+
+        /// When the latest answer of any request arrived.
+        let latest = Mutex<ContinuousClock.Instant?>(nil)
+        /// The requests with at least one answer.
+        let answered = Mutex<Set<Int>>([])
+
+        func answer(slot: Int, since start: ContinuousClock.Instant) {
+            let now = ContinuousClock.now
+            counts.withLock { $0[slot] += 1 }
+            delays.withLock { $0[slot] = now - start }
+            latest.withLock { $0 = now }
+            answered.withLock { _ = $0.insert(slot) }
+        }
+
+        /// Whether every request has an answer and none came for `quiet`.
+        func settled(quiet: Duration) -> Bool {
+            guard answered.withLock({ $0.count }) == 15, let latest = latest.withLock({ $0 }) else { return false }
+            return ContinuousClock.now - latest >= quiet
+        }
+    }
+
+    /// Collects the answers to one request, noting when the last one arrived.
+    static func collect<Event: Sendable>(
+        _ responses: ResponseSequence<Event>,
+        slot: Int,
+        into answers: Answers
+    ) -> Task<Void, Never> {
+        let start = ContinuousClock.now
+        return Task {
+            do {
+                for try await _ in responses.responses(timeout: Self.answerWindow) {
+                    answers.answer(slot: slot, since: start)
+                }
+            } catch {}
+        }
     }
 
     /// Runs `body` with a started agent that requests at QoS 1: a request the broker gives to the
@@ -102,23 +143,23 @@ struct GroupTakeOverSoakTests {
                     if i == count / 3 {
                         // In flight when the member dies: 10 Discovers of stored objects, 5 Queries.
                         for (slot, target) in ids.prefix(10).enumerated() {
-                            let responses = agent.publishDiscover(.objectId(target))
-                            requests.append(Task {
-                                guard let events = try? await responses.responses(timeout: Self.answerWindow).collect() else { return }
-                                answers.counts.withLock { $0[slot] += events.count }
-                            })
+                            requests.append(Self.collect(agent.publishDiscover(.objectId(target)), slot: slot, into: answers))
                         }
                         for slot in 10..<15 {
-                            let responses = agent.publishQuery(QueryEventData(objectTypes: ["coaty.Task"]))
-                            requests.append(Task {
-                                guard let events = try? await responses.responses(timeout: Self.answerWindow).collect() else { return }
-                                answers.counts.withLock { $0[slot] += events.count }
-                            })
+                            requests.append(
+                                Self.collect(agent.publishQuery(QueryEventData(objectTypes: ["coaty.Task"])), slot: slot, into: answers)
+                            )
                         }
                         members[1].signal(SIGKILL)
                     }
                 }
                 await publisher.disconnect()
+                // Listening ends after the window, or once every request has an answer and no more came for a while.
+                let listening = ContinuousClock.now
+                while ContinuousClock.now - listening < Self.answerWindow, !answers.settled(quiet: Self.quietWindow) {
+                    try await Task.sleep(for: .milliseconds(500))
+                }
+                for request in requests { request.cancel() }
                 for request in requests { await request.value }
                 var stored = 0
                 for _ in 0..<600 {
@@ -146,7 +187,8 @@ struct GroupTakeOverSoakTests {
                 )
                 #expect(takers == 1, "run \(run): \(takers) members took the session over")
                 #expect(stored == count, "run \(run): stored \(stored) of \(count)")
-                return "answers per request \(perRequest), takers \(takers), stored \(stored)/\(count)"
+                let delays = answers.delays.withLock { $0 }.map { Int(($0 / .milliseconds(100)).rounded()) }
+                return "answers per request \(perRequest), answer delays (0.1 s) \(delays), takers \(takers), stored \(stored)/\(count)"
             }
         }
     }

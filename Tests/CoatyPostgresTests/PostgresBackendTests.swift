@@ -34,6 +34,10 @@ struct PostgresBackendTests {
         try await withPostgres { _, connection in try await StoreContract.rollback(connection) }
     }
 
+    @Test func manyRowsWrittenAtOnce() async throws {
+        try await withPostgres { _, connection in try await StoreContract.manyRows(connection) }
+    }
+
     @Test func transactionBodiesAwait() async throws {
         try await withPostgres { _, connection in try await StoreContract.awaitingBodies(connection) }
     }

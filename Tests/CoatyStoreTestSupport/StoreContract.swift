@@ -189,6 +189,50 @@ public enum StoreContract {
         #expect(try await LocalStore(connection).get("k") == nil)
     }
 
+    /// Many rows written at once (``WriteTransactionType/writeRows(_:mode:)``) have the effect of
+    /// writing each in turn: more rows than one PostgreSQL statement takes, an existing row
+    /// upserted in its place, a row given as text, `.insert` skipping what exists, a repeated
+    /// index (the last write wins), `.update` writing only what exists; all in insertion order.
+    /// - Parameter connection: a connection to an empty database.
+    public static func manyRows<C: ConnectionType>(_ connection: C) async throws {
+        try await Note(id: 1, text: "old").write(to: connection)
+        let count = 1_200
+        let written = try await connection.write { tx in
+            let writer = Note.writer(tx)
+            var rows = try (1...count).map { try writer.row(for: Note(id: $0, text: "note \($0)")) }
+            // As a received object's text, spaced differently: stored as given, read as the same JSON.
+            rows[6].objectText = Array(#"{ "id" : 7,  "text" : "note 7" }"#.utf8)
+            return try await tx.writeRows(rows, mode: .upsert)
+        }
+        #expect(written == count)
+        var notes = try await connection.read { tx in try await Note.read(tx).all() }
+        #expect(notes.map(\.id) == Array(1...count))
+        #expect(notes.map(\.text) == (1...count).map { "note \($0)" })
+
+        let (inserted, repeated, updated) = try await connection.write { tx in
+            let writer = Note.writer(tx)
+            return (
+                try await tx.writeRows(
+                    [try writer.row(for: Note(id: 2, text: "changed")), try writer.row(for: Note(id: count + 1, text: "new"))],
+                    mode: .insert
+                ),
+                try await tx.writeRows(
+                    [try writer.row(for: Note(id: 3, text: "first")), try writer.row(for: Note(id: 3, text: "second"))],
+                    mode: .upsert
+                ),
+                try await tx.writeRows(
+                    [try writer.row(for: Note(id: 4, text: "updated")), try writer.row(for: Note(id: 99_999, text: "absent"))],
+                    mode: .update
+                )
+            )
+        }
+        #expect((inserted, repeated, updated) == (1, 2, 1))
+        notes = try await connection.read { tx in try await Note.read(tx).all() }
+        #expect(notes.map(\.id) == Array(1...count + 1))
+        #expect(notes.prefix(4).map(\.text) == ["note 1", "note 2", "second", "updated"])
+        #expect(notes.last?.text == "new")
+    }
+
     /// A task-local value a transaction body must see (the body runs in the calling task).
     @TaskLocal static var caller: String?
 

@@ -18,6 +18,11 @@ struct StoreContractTests {
     }
 
     @Test(arguments: Backend.allCases)
+    func manyRowsWrittenAtOnce(_ backend: Backend) async throws {
+        try await StoreContract.manyRows(backend.makeConnection())
+    }
+
+    @Test(arguments: Backend.allCases)
     func transactionBodiesAwait(_ backend: Backend) async throws {
         try await StoreContract.awaitingBodies(backend.makeConnection())
     }

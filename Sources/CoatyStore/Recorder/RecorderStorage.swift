@@ -115,8 +115,11 @@ public struct ConnectionRecorderStorage<Connection: ConnectionType>: RecorderSto
         // The usual batch: new objectIds, each once. Then no store replaces a row of another
         // object type, and the rows written need no tracking (tracking each in `otherRows`
         // cost an array and a dictionary entry per object: 2.7 µs of the writer's 44).
+        // Then the stores between two removes are written together (one statement per few hundred
+        // rows on PostgreSQL instead of a round trip per row).
         let tracking = !otherRows.isEmpty || repeats(ids)
         var stores = 0
+        var pending: [StoreRow] = []
         for mutation in mutations {
             switch mutation {
             case .store(let object, let receipt):
@@ -126,15 +129,22 @@ public struct ConnectionRecorderStorage<Connection: ConnectionType>: RecorderSto
                     let index = StoreIndex(object.objectType, id)
                     for other in otherRows[id] ?? [] where other != index { try await tx.removeRow(at: other) }
                     otherRows[id] = [index]
+                    try await writer.write(object, metadata: receipt)
+                } else {
+                    pending.append(try writer.row(for: object, metadata: receipt))
                 }
-                try await writer.write(object, metadata: receipt)
                 outcomes.append(.stored)
             case .remove(let objectIds):
+                if !pending.isEmpty {
+                    try await tx.writeRows(pending, mode: .upsert)
+                    pending.removeAll(keepingCapacity: true)
+                }
                 let removed = try await removeWithDescendants(objectIds, in: tx)
                 for id in removed { otherRows[id] = nil }
                 outcomes.append(.removed(removed))
             }
         }
+        if !pending.isEmpty { try await tx.writeRows(pending, mode: .upsert) }
         return outcomes
     }
 
