@@ -202,7 +202,7 @@ void CMosquittoShim_Client_discardMessages(CMosquittoShim_Client *client);
 
 /// Holds (true) or resumes (false) reading from the socket, from any thread: the consumer-side back-pressure (an
 /// observer downstream is full). Reads are also held while the ring holds `messageCapacity` messages. While reads are
-/// held on plain TCP the loop keeps the session alive with its own PINGREQs (see keepAliveWhileHeld in shim.c).
+/// held on plain TCP the loop keeps the session alive with its own PINGREQs (see keepAliveWhileHeld in loop.c).
 void CMosquittoShim_Client_setReadPaused(CMosquittoShim_Client *client, bool paused);
 
 /// Durable delivery (`holdAcknowledgements`): libmosquitto answers a QoS 1/2 PUBLISH when it reads it, before the

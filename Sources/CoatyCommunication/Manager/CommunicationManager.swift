@@ -62,6 +62,27 @@ public struct CommunicationStates: AsyncSequence, Sendable {
     }
 }
 
+/// Publishes and observes Coaty communication events over a ``CoatyTransport``.
+///
+/// One manager is one agent: it has an identity, a namespace, a registry for typed decoding, and
+/// a transport. ``start()`` connects with the last will, subscribes, publishes the join event
+/// (the Advertise of the identity) and drains publications deferred while offline; ``stop()``
+/// publishes the Deadvertise of the identity and disconnects. As a ``Service`` it does both in
+/// ``run()``.
+///
+/// ```swift
+/// let manager = try CommunicationManager(transport: transport, identity: Identity(name: "Light agent"))
+/// try await manager.start()
+/// try await manager.publishAdvertise(light)
+/// for await event in try manager.observeAdvertise(Light.self) { print(event.object) }
+/// ```
+///
+/// Received messages are decoded and routed on the transport's delivery thread, in batches the
+/// transport pushes (``CoatyTransport/deliverMessages(to:)``), or by a dispatcher task for a
+/// transport that does not push; routing tables are protected by a mutex, so observers and
+/// requests can be created from any task.
+/// Every observer has its own buffer; an MQTT subscription is shared by all observers of its
+/// topic filter and ends with the last of them.
 public final class CommunicationManager: Sendable {
     /// Settings of a communication manager.
     public struct Options: Sendable {

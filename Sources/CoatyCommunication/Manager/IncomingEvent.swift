@@ -78,23 +78,3 @@ extension IncomingEvent.Payload {
 /// Receives the events of a route, on the thread that routes received messages (never block it).
 package typealias EventSink = @Sendable (IncomingEvent) -> Void
 typealias RawSink = @Sendable (RawEvent) -> Void
-
-/// Publishes and observes Coaty communication events over a ``CoatyTransport``.
-///
-/// One manager is one agent: it has an identity, a namespace, a registry for typed decoding, and
-/// a transport. ``start()`` connects with the last will, subscribes, publishes the join event
-/// (the Advertise of the identity) and drains publications deferred while offline; ``stop()``
-/// publishes the Deadvertise of the identity and disconnects. As a ``Service`` it does both in
-/// ``run()``.
-///
-/// ```swift
-/// let manager = CommunicationManager(transport: transport, identity: Identity(name: "Light agent"))
-/// try await manager.start()
-/// try await manager.publishAdvertise(light)
-/// for await event in try manager.observeAdvertise(Light.self) { print(event.object) }
-/// ```
-///
-/// Received messages are dispatched by one task that consumes the transport's messages; routing
-/// tables are protected by a mutex, so observers and requests can be created from any task.
-/// Every observer has its own buffer; an MQTT subscription is shared by all observers of its
-/// topic filter and ends with the last of them.
