@@ -224,6 +224,12 @@ public protocol CoatyTransport: Sendable {
     /// ``acknowledgementDue``); the transport then reads on.
     func acknowledge(through: UInt64)
 
+    /// Sets the function the transport calls, on its delivery thread, after each batch of
+    /// messages it delivered while an acknowledgement is due (``acknowledgementDue``): the
+    /// application learns that it holds reading without polling. Replaces an earlier one.
+    /// - Parameter handler: called after such a batch; must return promptly and never block.
+    func onAcknowledgementDue(_ handler: @escaping @Sendable () -> Void)
+
     /// Stops receiving until the next ``connect(will:)``: the transport reads nothing more from the
     /// network (messages sent meanwhile stay with the broker, and with a persistent session for
     /// the next connection); returns once a read under way ended, so ``acknowledgementDue`` is
@@ -367,6 +373,11 @@ extension CoatyTransport {
     ///
     /// - Parameter through: ignored.
     public func acknowledge(through: UInt64) {}
+
+    /// Does nothing: acknowledgements are not held, so none is ever due.
+    ///
+    /// - Parameter handler: ignored.
+    public func onAcknowledgementDue(_ handler: @escaping @Sendable () -> Void) {}
 
     /// Does nothing: nothing is held for the broker to keep.
     public func closeIntake() async {}

@@ -28,6 +28,8 @@ public final class MQTTTransport: CoatyTransport {
     let state: CoatyMutex<State>
     /// The delivery executor, shared by every client this transport creates.
     let executor = MQTTDeliveryExecutor()
+    /// The application's ``onAcknowledgementDue(_:)`` function, shared by every client.
+    let dueNotifier = DueNotifier()
 
     struct State {
         var client: MQTTClient?
@@ -113,7 +115,7 @@ public final class MQTTTransport: CoatyTransport {
             state.messageHandler = handler
             return (state.client, state.delivered)
         }
-        client?.setMessageHandler(Self.batchHandler(handler, delivered: delivered))
+        if let client { client.setMessageHandler(batchHandler(handler, delivered: delivered, client: client)) }
         return true
     }
 
@@ -133,14 +135,32 @@ public final class MQTTTransport: CoatyTransport {
     /// client this transport creates, so it survives will updates).
     public var deliveryExecutor: (any TaskExecutor)? { executor }
 
-    static func batchHandler(
+    /// The handler of `client`'s batches: hands them to `handler`, counts them, and with held
+    /// acknowledgements tells the application when one is due.
+    func batchHandler(
         _ handler: @escaping @Sendable ([TransportMessage]) -> Void,
-        delivered: DeliveredCounter
+        delivered: DeliveredCounter,
+        client: MQTTClient
     ) -> @Sendable ([MQTTMessage]) -> Void {
-        { batch in
+        guard configuration.holdsAcknowledgements else {
+            return { batch in
+                handler(batch.map(TransportMessage.init))
+                delivered.add(batch.count)
+            }
+        }
+        let notifier = dueNotifier
+        return { [weak client] batch in
             handler(batch.map(TransportMessage.init))
             delivered.add(batch.count)
+            if client?.acknowledgementDue != nil { notifier.notify() }
         }
+    }
+
+    /// The function ``onAcknowledgementDue(_:)`` set, called from the delivery thread.
+    final class DueNotifier: Sendable {
+        private let handler = CoatyMutex<(@Sendable () -> Void)?>(nil)
+        func set(_ handler: @escaping @Sendable () -> Void) { self.handler.withLock { $0 = handler } }
+        func notify() { handler.withLock { $0 }?() }
     }
 
     /// Messages of the current client handed over completely (see ``deliveredCount``).
@@ -161,6 +181,12 @@ public final class MQTTTransport: CoatyTransport {
     ///
     /// - Parameter through: the number of the last handled message.
     public func acknowledge(through: UInt64) { state.withLock { $0.client }?.acknowledge(through: through) }
+
+    /// Calls `handler` on the network thread after each batch delivered while an acknowledgement
+    /// is due (with ``MQTTConfiguration/holdsAcknowledgements``; otherwise none is ever due).
+    ///
+    /// - Parameter handler: called after such a batch; must return promptly and never block.
+    public func onAcknowledgementDue(_ handler: @escaping @Sendable () -> Void) { dueNotifier.set(handler) }
 
     /// Reads nothing more from the broker until the next connection (see ``MQTTClient/closeIntake()``).
     public func closeIntake() async { await state.withLock { $0.client }?.closeIntake() }
@@ -302,7 +328,7 @@ public final class MQTTTransport: CoatyTransport {
             if old != nil { state.set(.reconnecting) }
             return (old, state.generation, state.filters, state.messageHandler, state.delivered)
         }
-        if let handler { client.setMessageHandler(Self.batchHandler(handler, delivered: delivered)) }
+        if let handler { client.setMessageHandler(batchHandler(handler, delivered: delivered, client: client)) }
         // Under the lock, so a concurrent setReceivingPaused either is read here or sees this client.
         state.withLock { state in if state.readingPaused { client.setReadingPaused(true) } }
         client.setDeliveryExecutor(executor)

@@ -31,14 +31,18 @@ extension CoatyRecorder {
             targets[index] = sample.taken + UInt64(sample.waiting)
         }
         while true {
+            let seen = progress.generation
             let counts = handed.withLock { $0 }
             if targets.allSatisfy({ counts[$0.key, default: 0] >= $0.value }) { return }
             if Task.isCancelled { return }
             if finalHandOver ? ContinuousClock.now > deadline : control.withLock({ $0.stopRequested }) { return }
             if queue.hasBlockedProducers {
+                // A pump waits for room: the writer makes it (and the pump's hand-over signals).
                 await queue.flush()
+            } else if finalHandOver {
+                await progress.wait(beyond: seen, until: deadline)
             } else {
-                try? await Task.sleep(for: .microseconds(200))
+                await progress.wait(beyond: seen)
             }
         }
     }

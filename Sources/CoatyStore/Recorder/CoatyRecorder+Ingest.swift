@@ -93,6 +93,7 @@ extension CoatyRecorder {
 
     func markHanded(_ index: Int, count: Int) {
         handed.withLock { $0[index, default: 0] += UInt64(count) }
+        progress.signal()
     }
 
     // MARK: Durable recording
@@ -111,23 +112,22 @@ extension CoatyRecorder {
     /// Whether the messages through number `due` were all routed and every event they brought was
     /// handed to the queue (what must be true before they are committed and acknowledged).
     func handedOver(through due: UInt64) -> Bool {
-        manager.transport.deliveredCount >= due && handedOver()
+        manager.acknowledgements.delivered >= due && handedOver()
     }
 
     /// Durable recording: whenever the transport holds the acknowledgement of received messages
     /// (it reads nothing more meanwhile), waits until all of them were routed, every event they
-    /// brought was handed to the queue and committed, then acknowledges them.
+    /// brought was handed to the queue and committed, then acknowledges them. Woken by
+    /// ``progress`` (a due acknowledgement, a hand-over, the stop), never by a timer.
     func acknowledgeCommitted() async {
-        let transport = manager.transport
-        while !Task.isCancelled, !control.withLock({ $0.stopRequested }) {
-            guard let due = transport.acknowledgementDue else {
-                try? await Task.sleep(for: .microseconds(200))
-                continue
-            }
+        let acknowledgements = manager.acknowledgements
+        while true {
+            let seen = progress.generation
+            if Task.isCancelled || control.withLock({ $0.stopRequested }) { return }
             // Reads are held: the messages through `due` are all there is to route and hand over.
-            while !handedOver(through: due) {
-                if Task.isCancelled || control.withLock({ $0.stopRequested }) { return }
-                try? await Task.sleep(for: .microseconds(100))
+            guard let due = acknowledgements.due, handedOver(through: due) else {
+                await progress.wait(beyond: seen)
+                continue
             }
             guard await commitAndAcknowledge(through: due) else {
                 logger.error(
@@ -140,7 +140,7 @@ extension CoatyRecorder {
 
     /// On stop: acknowledges what was received when everything of it is committed.
     func acknowledgeIfCommitted() async {
-        guard let due = manager.transport.acknowledgementDue, handedOver(through: due) else { return }
+        guard let due = manager.acknowledgements.due, handedOver(through: due) else { return }
         _ = await commitAndAcknowledge(through: due)
     }
 
@@ -148,13 +148,15 @@ extension CoatyRecorder {
     /// now on stays with it, then (within ``Configuration/stopAcknowledgeTimeout``) waits until
     /// everything received was routed and handed to the queue, commits it and acknowledges it.
     func acknowledgeReceivedForStop() async {
-        let transport = manager.transport
+        let acknowledgements = manager.acknowledgements
         // The persistent session keeps its subscriptions (the observations end now): what is published
         // while the recorder is away is queued for its next start.
         manager.keepSubscriptionsUntilStop()
-        await transport.closeIntake()
+        await acknowledgements.closeIntake()
         let deadline = ContinuousClock.now + configuration.stopAcknowledgeTimeout
-        while let due = transport.acknowledgementDue, !Task.isCancelled {
+        while !Task.isCancelled {
+            let seen = progress.generation
+            guard let due = acknowledgements.due else { return }
             if handedOver(through: due) {
                 guard await commitAndAcknowledge(through: due) else { return }
                 continue
@@ -162,11 +164,11 @@ extension CoatyRecorder {
             if ContinuousClock.now >= deadline {
                 logger.notice(
                     "Durable recording: stopping with received messages not handled in time; the broker keeps them for the next start",
-                    metadata: ["through": "\(due)", "delivered": "\(transport.deliveredCount)"]
+                    metadata: ["through": "\(due)", "delivered": "\(acknowledgements.delivered)"]
                 )
                 return
             }
-            try? await Task.sleep(for: .microseconds(200))
+            await progress.wait(beyond: seen, until: deadline)
         }
     }
 
@@ -177,7 +179,7 @@ extension CoatyRecorder {
         let failedBefore = stats.withLock { $0.failedWrites }
         await queue.flush()
         guard stats.withLock({ $0.failedWrites }) == failedBefore else { return false }
-        manager.transport.acknowledge(through: due)
+        manager.acknowledgements.acknowledge(through: due)
         return true
     }
 

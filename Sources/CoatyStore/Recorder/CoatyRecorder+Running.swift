@@ -43,6 +43,9 @@ extension CoatyRecorder {
         defer { ingestProgress.withLock { $0 = [:] } }
         markRegistered()
 
+        if configuration.acknowledgesAfterCommit {
+            manager.acknowledgements.onDue { [progress] in progress.signal() }
+        }
         // Owned by run(): ends when the queue is closed, awaited before run() returns.
         let writer = Task { await self.writeLoop() }
         await withGracefulShutdownHandler {
@@ -110,6 +113,7 @@ extension CoatyRecorder {
             return control.stopWaiter
         }
         waiter?.resume()
+        progress.signal()
     }
 
     func waitForStop() async {

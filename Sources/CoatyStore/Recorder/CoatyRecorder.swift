@@ -171,6 +171,9 @@ public final class CoatyRecorder: Service, Sendable {
     /// Events each ingest observation's pump handed to the queue completely, by observation
     /// (durable recording compares them with what the observations delivered).
     let handed = CoatyMutex<[Int: UInt64]>([:])
+    /// Signalled when a pump handed events over, when an acknowledgement becomes due, and on
+    /// ``stop()``: what settling and durable acknowledging wait for (instead of polling).
+    let progress = ChangeSignal()
     /// The progress of each ingest observation (by the same index as `handed`), while running.
     let ingestProgress = CoatyMutex<[Int: @Sendable () -> ObservationProgress]>([:])
     let control = CoatyMutex(Control())
