@@ -4,6 +4,7 @@
 //
 //   Benchmarks/run agent [--json] [--messages N] [--round-trips N] [--runs K] [--memory-events N]
 //                        [--nagle-round-trips N]
+//   Benchmarks/run agent --instructions [--instruction-events N] [--instruction-round-trips N]
 //
 // (which builds `mqtt-baseline` and `agent-benchmark` with `swift build -c release` and runs
 // `.build/release/agent-benchmark`). Scenarios, each side in its own processes like the baseline:
@@ -28,7 +29,9 @@
 //      every 250 ms and reports start, peak, end and the slope after a 10 % warm-up. Drops in
 //      the default buffers are counted and reported, not fatal.
 // The throughput and round-trip scenarios run the baseline and ours alternately K times and
-// report the medians.
+// report the medians. `--instructions` instead counts each side's user-space instructions and
+// allocations per event and per request under callgrind (runs of N and 2N, the difference
+// divided by N: start-up cancels out), repeatable to about 1 % where timings move ±15 %.
 import BenchmarkSupport
 import CoatyKit
 import CoatyTesting
@@ -95,8 +98,8 @@ func startManager(
     return manager
 }
 
-/// `observe HOST PORT COUNT [--memory]`: counts typed Advertise events until COUNT arrived or
-/// nothing arrived for 3 s.
+/// `observe HOST PORT COUNT [--memory] [--executor] [--patient]`: counts typed Advertise events until COUNT
+/// arrived or nothing arrived for 3 s (60 s with `--patient`).
 func runObserver(_ args: [String]) async throws {
     let (host, port, count, memory) = (args[0], args[1], Int(args[2])!, args.contains("--memory"))
     let metrics = CountingMetrics()
@@ -127,7 +130,8 @@ func runObserver(_ args: [String]) async throws {
         }
         return (received, sequenceSum, first, last)
     }
-    watchdog.start { consumer.cancel() }
+    // Under callgrind (`--patient`) the publisher starts tens of times slower.
+    watchdog.start(stallTimeout: args.contains("--patient") ? .seconds(60) : .seconds(3)) { consumer.cancel() }
     let (received, sequenceSum, first, last) = await consumer.value
     watchdog.stop()
     sampler.stop(items: received)
@@ -179,8 +183,8 @@ func runAdvertiser(_ args: [String]) async throws {
     if stopSeconds > 1 { FileHandle.standardError.write(Data("advertiser: stop took \(stopSeconds) s\n".utf8)) }
 }
 
-/// `resolver HOST PORT [--nagle] [--executor]`: answers every Discover by objectId with a reading
-/// of that id (`--nagle`: without TCP_NODELAY; `--executor`: on the manager's delivery executor).
+/// `resolver HOST PORT [--nagle] [--executor] [--answers N]`: answers every Discover by objectId with a reading
+/// of that id (ends after N answers with `--answers`) (`--nagle`: without TCP_NODELAY; `--executor`: on the manager's delivery executor).
 func runResolver(_ args: [String]) async throws {
     let manager = try await startManager(
         args[0],
@@ -194,10 +198,15 @@ func runResolver(_ args: [String]) async throws {
     emit("ready")
     try await withTaskExecutorPreference(args.contains("--executor") ? manager.deliveryExecutor : nil) {
         var reading = Reading()
+        // `--answers N`: ends after N answers (a counted responder ends on its own; callgrind writes its counts at exit).
+        let limit = args.firstIndex(of: "--answers").flatMap { Int(args[$0 + 1]) }
+        var answered = 0
         for await discover in discovers {
             guard let objectId = discover.data.objectId else { continue }
             reading.objectId = objectId
             try await discover.resolve(object: reading)
+            answered += 1
+            if answered == limit { break }
         }
     }
 }
@@ -396,6 +405,10 @@ func drive(_ options: BenchmarkOptions) async throws {
     let baseline = try siblingExecutable("mqtt-baseline")
     let ours = currentExecutable
     let size = try advertisePayloadSize()
+    if options.instructions {
+        try await driveInstructions(options, baseline: baseline, ours: ours, size: size)
+        return
+    }
     let (runs, roundTrips) = (options["--runs"], options["--round-trips"])
     // Everything runs against mosquitto's default configuration (Nagle's algorithm on at the
     // broker, which holds the SUBACK of a request written right after the UNSUBACK of the last
@@ -728,6 +741,91 @@ func measureRoundTrips(
     return result
 }
 
+// MARK: - Instructions
+
+/// `--instructions`: each side's instructions and allocations per event and per request, ours and C's,
+/// counted by callgrind on short runs (``InstructionCount/perUnit(units:done:_:)``); the other side runs
+/// natively.
+func driveInstructions(_ options: BenchmarkOptions, baseline: URL, ours: URL, size: Int) async throws {
+    let (events, roundTrips) = (options["--instruction-events"], options["--instruction-round-trips"])
+    defer { InstructionCount.removeCopies() }
+    let rows = try await withBroker { broker in
+        let port = String(broker.port)
+        func countEvents(_ counted: String, _ subscriber: @escaping (Int, String) -> Role, _ publisher: @escaping (Int, String) -> Role)
+            throws -> InstructionCount
+        {
+            try InstructionCount.perUnit(units: events) { n, file in
+                let topic = "bench/instructions/\(UUID().uuidString)"
+                var (sub, pub) = (subscriber(n, topic), publisher(n, topic))
+                if counted == "subscriber" { sub = try InstructionCount.counting(sub, into: file) }
+                if counted == "publisher" { pub = try InstructionCount.counting(pub, into: file) }
+                _ = try runThroughput(subscriber: sub, publisher: pub, expected: n)
+            }
+        }
+        let cSubscriber = { (n: Int, topic: String) in Role(baseline, ["sub", host, port, topic, String(n)]) }
+        let cPublisher = { (n: Int, topic: String) in
+            Role(baseline, ["pub", host, port, topic, String(n), String(size), topic + "/unobserved"])
+        }
+        let ourObserver = { (n: Int, _: String) in Role(ours, ["observe", host, port, String(n), "--patient"]) }
+        let ourAdvertiser = { (n: Int, _: String) in Role(ours, ["advertise", host, port, String(n)]) }
+        func countRoundTrips(_ counted: String, responder: @escaping (Int) -> Role, requester: @escaping (Int) -> Role)
+            throws -> InstructionCount
+        {
+            // Each requester makes COUNT round trips after COUNT/10 warm-up ones; the responder ends after as many.
+            try InstructionCount.perUnit(units: roundTrips, done: { $0 + $0 / 10 }) { n, file in
+                var (answering, asking) = (responder(n + n / 10), requester(n))
+                if counted == "responder" { answering = try InstructionCount.counting(answering, into: file) }
+                if counted == "requester" { asking = try InstructionCount.counting(asking, into: file) }
+                _ = try runRoundTrips(responder: answering, requester: asking)
+            }
+        }
+        // The C responder ends on the requester's "stop" message.
+        let cResponder = { (_: Int) in Role(baseline, ["responder", host, port, "--coaty"]) }
+        let cRequester = { (n: Int) in Role(baseline, ["requester", host, port, String(n), "--coaty"]) }
+        let ourResponder = { (n: Int) in Role(ours, ["resolver", host, port, "--answers", String(n)]) }
+        let ourRequester = { (n: Int) in Role(ours, ["discoverer", host, port, String(n)]) }
+        let measured: [(String, InstructionCount, InstructionCount)] = [
+            // Each side's pair is its own (an observer needs Coaty payloads, the C subscriber counts raw ones).
+            (
+                "Advertise observer, typed decode (per event; C: subscriber of the same messaging)",
+                try countEvents("subscriber", ourObserver, ourAdvertiser), try countEvents("subscriber", cSubscriber, cPublisher)
+            ),
+            (
+                "Advertise publisher (per event; C: each event on the two topics of a custom-type Advertise)",
+                try countEvents("publisher", ourObserver, ourAdvertiser), try countEvents("publisher", cSubscriber, cPublisher)
+            ),
+            (
+                "Discover responder (per request; C: Coaty's request pattern)",
+                try countRoundTrips("responder", responder: ourResponder, requester: ourRequester),
+                try countRoundTrips("responder", responder: cResponder, requester: cRequester)
+            ),
+            (
+                "Discover requester (per request; C: Coaty's request pattern)",
+                try countRoundTrips("requester", responder: ourResponder, requester: ourRequester),
+                try countRoundTrips("requester", responder: cResponder, requester: cRequester)
+            ),
+        ]
+        return measured.flatMap { scenario, ours, c in
+            [
+                BenchmarkRow("\(scenario), instructions", better: .lower, ours: ours.instructions, baseline: c.instructions, decimals: 0),
+                BenchmarkRow("\(scenario), allocations", better: .lower, ours: ours.allocations, baseline: c.allocations),
+            ]
+        }
+    }
+    BenchmarkReport(
+        title:
+            "CoatyKit agents vs C libmosquitto baseline: user-space instructions and allocations per unit, callgrind "
+            + "(runs of \(events) and \(2 * events) events, \(roundTrips) and \(2 * roundTrips) round trips; the difference)",
+        baselineHeader: "baseline (C)",
+        parameters: options.parameters.merging(["payloadBytes": .int(Int64(size))]),
+        rows: rows,
+        notes: [
+            "Counted: the named side under valgrind --tool=callgrind, all its threads; the other side and the broker run "
+                + "natively. The kernel's work (system calls, TCP) is not counted: read these beside the time ratios."
+        ]
+    ).print(json: options.json)
+}
+
 /// Steady memory: one long run with the default buffers; drops are counted, not fatal.
 func measureMemory(events: Int, ours: URL, port: String) throws -> (rows: [BenchmarkRow], events: String) {
     let observer = try Child(ours, ["observe", host, port, String(events), "--memory"])
@@ -786,7 +884,8 @@ extension JSONObject {
     }
 }
 
-await benchmarkMain(
+// Blocking the main thread (not the async main loop): the roles also run under valgrind (--instructions).
+benchmarkMainBlocking(
     "agent-benchmark",
     roles: [
         "observe": runObserver, "advertise": runAdvertiser, "resolver": runResolver, "discoverer": runDiscoverer,
@@ -796,7 +895,7 @@ await benchmarkMain(
     ],
     defaults: [
         "--messages": 200_000, "--round-trips": 10_000, "--runs": 3, "--memory-events": 1_000_000,
-        "--nagle-round-trips": 300,
+        "--nagle-round-trips": 300, "--instruction-events": 4_000, "--instruction-round-trips": 200,
     ],
     driver: drive
 )

@@ -146,6 +146,8 @@ public struct BenchmarkReport: Sendable {
 public struct BenchmarkOptions: Sendable {
     /// Whether to print JSON.
     public var json = false
+    /// `--instructions`: count instructions and allocations (callgrind) instead of timing.
+    public var instructions = false
     private var values: [String: Int]
     private let names: [String]
 
@@ -161,6 +163,8 @@ public struct BenchmarkOptions: Sendable {
         while let argument = it.next() {
             if argument == "--json" {
                 json = true
+            } else if argument == "--instructions" {
+                instructions = true
             } else if values[argument] != nil {
                 guard let value = it.next().flatMap({ Int($0.replacingOccurrences(of: "_", with: "")) }) else {
                     throw BenchmarkError("\(argument) needs an integer")
@@ -168,7 +172,7 @@ public struct BenchmarkOptions: Sendable {
                 values[argument] = value
             } else {
                 throw BenchmarkError(
-                    "unknown option \(argument) (options: --json \(names.map { "\($0) N" }.joined(separator: " ")))"
+                    "unknown option \(argument) (options: --json --instructions \(names.map { "\($0) N" }.joined(separator: " ")))"
                 )
             }
         }

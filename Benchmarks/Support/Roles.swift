@@ -84,7 +84,7 @@ public func runRoundTrips(responder: Role, requester: Role, terminateResponder: 
 ///   - driver: the driver.
 public func benchmarkMain(
     _ name: String,
-    roles: [String: ([String]) async throws -> Void],
+    roles: [String: @Sendable ([String]) async throws -> Void],
     defaults: KeyValuePairs<String, Int>,
     isolation: isolated (any Actor)? = #isolation,
     driver: (BenchmarkOptions) async throws -> Void
@@ -100,4 +100,30 @@ public func benchmarkMain(
         FileHandle.standardError.write(Data("\(name): \(error)\n".utf8))
         exit(1)
     }
+}
+
+/// ``benchmarkMain(_:roles:defaults:isolation:driver:)`` with the main thread blocked on a
+/// semaphore instead of running the async main loop: every role then runs under valgrind 3.19
+/// (Debian 12), which crashes on the `rt_sigsuspend` the async main's `dispatch_main()` makes
+/// with a mask in read-only memory. For executables whose roles are counted with
+/// `--instructions`; never returns.
+///
+/// - Parameters:
+///   - name: the executable's name, for error messages.
+///   - roles: the roles by name; each gets the arguments after its name.
+///   - defaults: the driver's integer options with their defaults (see ``BenchmarkOptions``).
+///   - driver: the driver.
+public func benchmarkMainBlocking(
+    _ name: String,
+    roles: [String: @Sendable ([String]) async throws -> Void],
+    defaults: KeyValuePairs<String, Int>,
+    driver: @escaping @Sendable (BenchmarkOptions) async throws -> Void
+) -> Never {
+    let done = DispatchSemaphore(value: 0)
+    Task.detached {
+        await benchmarkMain(name, roles: roles, defaults: defaults, driver: driver)
+        done.signal()
+    }
+    done.wait()
+    exit(0)
 }

@@ -98,12 +98,11 @@
 //   binary, `store-benchmark ingest-ours`, 7 and 3 runs alternating on a quiet 2-core VM). Kept: MQTTShimPathTests
 //   (messages larger than the window, cut anywhere; a QoS 1 publication mid-session; TLS never framed) pass with it
 //   on and off.
-// - quickack: no gain measured here, nor in agent-benchmark's Discover->Resolve round trip against a default
-//   (Nagle on) mosquitto (p50 495 µs with, 473 µs without; p99 5976 / 3257 µs; 3 runs of 2000), where it was added
-//   against ~40 ms delayed-ACK stalls that no longer show; off was cheaper in all three invocations (publisher +
-//   subscriber 11.8-11.9 vs 12.4-14.4 µs/msg: a setsockopt per loop wait). Left as is for now
-//   (MQTTConfiguration.tcpNoDelay documents it): the next candidate for removal, once measured against a remote broker
-//   with Nagle on.
+// - quickack: without it, every Discover->Resolve round trip against mosquitto on its default configuration (Nagle's
+//   algorithm on) waits for a delayed ACK: p50 44 ms instead of 0.16-0.20 ms (agent-benchmark's resolver and
+//   discoverer, 2000 round trips, 3 alternating runs with and without it, 2026-12-02). Against a broker with
+//   set_tcp_nodelay (the benchmarks' pinned one) it costs ~8 % CPU per message instead. Kept; the figures are in
+//   Benchmarks/README.md, where the measurements above belong too.
 
 // Writes on the dup'd socket must not raise SIGPIPE: MSG_NOSIGNAL per call where it exists, SO_NOSIGPIPE on the
 // socket elsewhere (see directFd).
