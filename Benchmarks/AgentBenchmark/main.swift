@@ -410,11 +410,12 @@ func drive(_ options: BenchmarkOptions) async throws {
         return
     }
     let (runs, roundTrips) = (options["--runs"], options["--round-trips"])
-    // Everything runs against mosquitto's default configuration (Nagle's algorithm on at the
-    // broker, which holds the SUBACK of a request written right after the UNSUBACK of the last
-    // one until the client acknowledged the UNSUBACK). The CoatyKit client sets TCP_NODELAY and
-    // TCP_QUICKACK by default (`MQTTConfiguration.tcpNoDelay`); a short run with it switched off
-    // shows what the delayed ACK costs (~40 ms per round trip).
+    // Everything runs against the pinned broker (CoatyTesting's MosquittoBroker, with
+    // `set_tcp_nodelay true`). On mosquitto's default configuration Nagle's algorithm is on at the
+    // broker, which holds the SUBACK of a request written right after the UNSUBACK of the last one
+    // until the client acknowledged the UNSUBACK: the client's TCP_QUICKACK (`MQTTConfiguration.tcpNoDelay`)
+    // is what keeps a round trip there at ~0.2 ms instead of ~44 ms (Benchmarks/README.md). A short
+    // run with the client's tuning switched off shows what its own Nagle costs.
     let (throughput, memory, roundTrip, nagle) = try await withBroker { broker in
         let port = String(broker.port)
         return (
