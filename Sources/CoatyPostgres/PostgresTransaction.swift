@@ -192,14 +192,14 @@ public final class PostgresTransaction: WriteTransactionType, SQLReadTransaction
     @discardableResult
     public func write(_ row: StoreRow, mode: StoreWriteMode) async throws -> Bool {
         var sql = PostgresSQL()
-        let collection = sql.bind(row.index.collection)
-        let key = sql.bind(row.index.key)
-        let values = Self.bindValues(of: row, into: &sql)
         let text: String
         switch mode {
         case .upsert, .insert:
-            text = Self.insert(tuples: ["(\(collection), \(key), \(values.joined(separator: ", ")))"], mode: mode)
+            text = Self.insert(tuples: [Self.bindTuple(of: row, into: &sql)], mode: mode)
         case .update:
+            let collection = sql.bind(row.index.collection)
+            let key = sql.bind(row.index.key)
+            let values = Self.bindValues(of: row, into: &sql)
             let sets = zip(Self.valueColumns, values).map { "\($0) = \($1)" }.joined(separator: ", ")
             text = "UPDATE coaty_rows SET \(sets) WHERE collection = \(collection) AND key = \(key) RETURNING 1"
         }
@@ -232,12 +232,7 @@ public final class PostgresTransaction: WriteTransactionType, SQLReadTransaction
             var sql = PostgresSQL()
             var tuples: [String] = []
             tuples.reserveCapacity(end - start)
-            for row in rows[start..<end] {
-                let collection = sql.bind(row.index.collection)
-                let key = sql.bind(row.index.key)
-                let values = Self.bindValues(of: row, into: &sql)
-                tuples.append("(\(collection), \(key), \(values.joined(separator: ", ")))")
-            }
+            for row in rows[start..<end] { tuples.append(Self.bindTuple(of: row, into: &sql)) }
             written += try await fetch(Self.insert(tuples: tuples, mode: mode), sql).count
             start = end
         }
@@ -259,6 +254,13 @@ public final class PostgresTransaction: WriteTransactionType, SQLReadTransaction
             return "NULL::text"
         }
         return [object, metadata] + promoted
+    }
+
+    /// Binds a row as one INSERT tuple, `(collection, key, values…)`; returns its text.
+    static func bindTuple(of row: StoreRow, into sql: inout PostgresSQL) -> String {
+        let collection = sql.bind(row.index.collection)
+        let key = sql.bind(row.index.key)
+        return "(\(collection), \(key), \(bindValues(of: row, into: &sql).joined(separator: ", ")))"
     }
 
     /// An INSERT of `tuples` (each `(collection, key, values…)`) that upserts or skips existing rows.

@@ -298,6 +298,7 @@ public func withBroker<T>(_ body: (MosquittoBroker) async throws -> T) async thr
 ///   - name: the agent's identity name.
 ///   - namespace: its namespace.
 ///   - registry: the object types it decodes into.
+///   - qos: the least QoS of its publications and subscriptions (Coaty's QoS 0 by default).
 ///   - body: the test, given the started agent.
 /// - Returns: what `body` returns.
 /// - Throws: what starting the agent or `body` throws.
@@ -306,13 +307,14 @@ public func withAgent<T>(
     name: String = "test agent",
     namespace: String = CoatyTopic.defaultNamespace,
     registry: CoatyObjectRegistry = CoatyObjectRegistry(),
+    qos: TransportQoS = .atMostOnce,
     _ body: (CommunicationManager) async throws -> T
 ) async throws -> T {
     let manager = try CommunicationManager.mqtt(
         url: broker.url,
         identity: Identity(name: name),
         registry: registry,
-        options: .init(namespace: namespace)
+        options: .init(namespace: namespace, qos: qos)
     )
     try await manager.start()
     do {

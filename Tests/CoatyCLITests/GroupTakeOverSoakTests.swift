@@ -84,35 +84,13 @@ struct GroupTakeOverSoakTests {
         }
     }
 
-    /// Runs `body` with a started agent that requests at QoS 1: a request the broker gives to the
-    /// killed member's session is then queued there for its taker (at QoS 0 mosquitto drops what it
-    /// routes to a disconnected session, and the requester would hear nothing).
-    static func withRequester<T>(
-        on broker: MosquittoBroker,
-        name: String,
-        _ body: (CommunicationManager) async throws -> T
-    ) async throws -> T {
-        let agent = try CommunicationManager.mqtt(
-            url: broker.url,
-            identity: Identity(name: name),
-            options: .init(qos: .atLeastOnce)
-        )
-        try await agent.start()
-        do {
-            let result = try await body(agent)
-            await agent.stop()
-            return result
-        } catch {
-            await agent.stop()
-            throw error
-        }
-    }
-
     /// One run on a new database; returns its summary line.
     static func oneRun(server: PostgresTestServer, run: Int) async throws -> String {
         let url = try server.makeDatabase()
         return try await withBroker { broker in
-            try await Self.withRequester(on: broker, name: "soak requester \(run)") { agent in
+            // The requester asks at QoS 1: a request the broker gives to the killed member's session is then
+            // queued there for its taker (at QoS 0 mosquitto drops what it routes to a disconnected session).
+            try await withAgent(on: broker, name: "soak requester \(run)", qos: .atLeastOnce) { agent in
                 var members: [CoatyProcess] = []
                 for index in 0..<3 {
                     members.append(
