@@ -130,7 +130,7 @@ func measure(_ options: BenchmarkOptions, baseline: URL, ours: URL, port: String
     let variants = options["--shim-variants"] != 0
     var contenders: [(name: String, executable: URL, environment: [String: String])] = [("baseline", baseline, [:])]
     if variants {
-        for disabled in ["", "direct", "seccomp", "quickack", "framed", "direct,seccomp", "all"] {
+        for disabled in ["", "direct", "seccomp", "quickack", "direct,seccomp", "all"] {
             let name = disabled.isEmpty ? "ours" : "ours, \(disabled) off"
             contenders.append((name, ours, ["COATY_SHIM_DISABLE": disabled]))
         }

@@ -104,18 +104,9 @@ static bool growRingLocked(CMosquittoShim_Client *c) {
     return true;
 }
 
-SHIM_HIDDEN void onMessage(struct mosquitto *mosq, void *obj, const struct mosquitto_message *msg,
-                      const mosquitto_property *props) {
-    (void)mosq; (void)props;
-    size_t topicLength = msg->topic ? strlen(msg->topic) : 0;
-    size_t payloadLength = msg->payloadlen > 0 ? (size_t)msg->payloadlen : 0;
-    pushMessage(obj, msg->topic, topicLength, msg->payload, payloadLength, msg->qos, msg->retain);
-}
-
-/// Puts a received message into the ring (loop thread): libmosquitto's on_message, and the framed read's QoS 0
-/// PUBLISH packets (see readFramed).
-SHIM_HIDDEN void pushMessage(CMosquittoShim_Client *c, const char *topic, size_t topicLength, const void *payload,
-                             size_t payloadLength, int qos, bool retain) {
+/// Puts a received message into the ring (loop thread, from libmosquitto's on_message).
+static void pushMessage(CMosquittoShim_Client *c, const char *topic, size_t topicLength, const void *payload,
+                        size_t payloadLength, int qos, bool retain) {
     c->received++;
     if (qos > 0) c->answerDue = true;
     // Durable delivery: the message's number in the ring (pushedMessages changes only on this thread), stored before
@@ -157,6 +148,14 @@ SHIM_HIDDEN void pushMessage(CMosquittoShim_Client *c, const char *topic, size_t
     // the lock this thread still holds: one futex wake per message instead of three. A waiting consumer that is not
     // blocked is served by the dispatch round after this loop step.
     if (wakeConsumer) pthread_cond_signal(&c->consumerCond);
+}
+
+SHIM_HIDDEN void onMessage(struct mosquitto *mosq, void *obj, const struct mosquitto_message *msg,
+                      const mosquitto_property *props) {
+    (void)mosq; (void)props;
+    size_t topicLength = msg->topic ? strlen(msg->topic) : 0;
+    size_t payloadLength = msg->payloadlen > 0 ? (size_t)msg->payloadlen : 0;
+    pushMessage(obj, msg->topic, topicLength, msg->payload, payloadLength, msg->qos, msg->retain);
 }
 
 /// QoS 0 publishes queued but not written yet. Without publishLock the count can be low by the publishes in flight at
@@ -394,7 +393,6 @@ uint64_t CMosquittoShim_Client_directPublishCount(CMosquittoShim_Client *c) {
     return atomic_load(&c->directPublishes);
 }
 
-uint64_t CMosquittoShim_Client_framedMessageCount(CMosquittoShim_Client *c) { return atomic_load(&c->framedMessages); }
 
 bool CMosquittoShim_hasLinuxSpeedUps(void) {
 #ifdef SHIM_LINUX

@@ -37,9 +37,6 @@ static void destroyClient(CMosquittoShim_Client *c) {
     pthread_mutex_destroy(&c->errorLock);
     pthread_mutex_destroy(&c->publishLock);
     pthread_mutex_destroy(&c->writeLock);
-    pthread_mutex_destroy(&c->framingLock);
-    free(c->frameWindow);
-    free(c->frame);
     if (c->directFd >= 0) close(c->directFd);
     dropOurs(c);
     if (c->wakeWriteFd >= 0 && c->wakeWriteFd != c->wakeFd) close(c->wakeWriteFd);
@@ -159,14 +156,12 @@ CMosquittoShim_Client *CMosquittoShim_Client_create(const CMosquittoShim_Options
     pthread_mutex_init(&c->errorLock, NULL);
     pthread_mutex_init(&c->publishLock, NULL);
     pthread_mutex_init(&c->writeLock, NULL);
-    pthread_mutex_init(&c->framingLock, NULL);
     c->directFd = -1;
     atomic_init(&c->directReady, false);
     atomic_init(&c->oursNonEmpty, false);
     atomic_init(&c->flushedThrough, 0);
     atomic_init(&c->maxPacketSize, 0);
     atomic_init(&c->directPublishes, 0);
-    atomic_init(&c->framedMessages, 0);
     atomic_init(&c->qos0Queued, 0);
     atomic_init(&c->qos0Written, 0);
     atomic_init(&c->drainTargetPlusOne, 0);

@@ -44,9 +44,7 @@ static void readDisabledTricks(void) {
         {"direct", CMosquittoShim_TrickDirect},
         {"seccomp", CMosquittoShim_TrickSeccomp},
         {"quickack", CMosquittoShim_TrickQuickAck},
-        {"framed", CMosquittoShim_TrickFramed},
-        {"all", CMosquittoShim_TrickDirect | CMosquittoShim_TrickSeccomp | CMosquittoShim_TrickQuickAck |
-                    CMosquittoShim_TrickFramed},
+        {"all", CMosquittoShim_TrickDirect | CMosquittoShim_TrickSeccomp | CMosquittoShim_TrickQuickAck},
     };
     const char *list = getenv("COATY_SHIM_DISABLE");
     while (list && *list) {

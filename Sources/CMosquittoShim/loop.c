@@ -279,13 +279,7 @@ static int loopStep(CMosquittoShim_Client *c, int timeoutMs) {
         // (and one read that finds nothing at its end). Bounded, so writes and keepalive are not held up, and it
         // stops as soon as back-pressure holds the reads.
         if (c->holdAcks && reading) atomic_store(&c->heldBehindWhole, true);  // read with libmosquitto's queue written out
-        if (c->framing || c->frameHave > 0) {
-            int rc = readFramed(c, sock, true);
-            // A malformed packet or a failed read of its own: the stream cannot go on; the client reconnects.
-            if (rc && mosquitto_socket(c->mosq) >= 0) shutdown(sock, SHUT_RDWR);
-            if (rc || mosquitto_socket(c->mosq) < 0) return rc;
-        }
-        for (int i = 0; i < SHIM_READ_BURST && !c->framing && c->frameHave == 0; i++) {
+        for (int i = 0; i < SHIM_READ_BURST; i++) {
             uint64_t before = c->received;
             int rc = mosquitto_loop_read(c->mosq, 1);
             if (rc || mosquitto_socket(c->mosq) < 0) return rc;
@@ -429,7 +423,6 @@ static void *loopMain(void *arg) {
                 if (stopRequested(c)) break;
                 if (logging && c->sessionUp) {
                     openDirect(c);
-                    startFraming(c);
                     mosquitto_log_callback_set(c->mosq, NULL);
                     logging = false;
                     char stale[8];
@@ -443,7 +436,6 @@ static void *loopMain(void *arg) {
         }
         if (stopRequested(c)) break;  // the graceful stop below still writes what is pending
 
-        stopFraming(c);
         closeDirect(c);
         settleUnsent(c);
         takeLastError(c, detail, sizeof(detail));
@@ -518,7 +510,6 @@ static void *loopMain(void *arg) {
         mosquitto_disconnect(c->mosq);
     }
     c->sessionUp = false;
-    stopFraming(c);
     closeDirect(c);
     settleUnsent(c);
 

@@ -259,13 +259,11 @@ int CMosquittoShim_Client_publish(CMosquittoShim_Client *c, int *mid, const char
         return rc;
     }
     int localMid = 0;
-    lockFramingOff(c, false);  // libmosquitto holds the message until acknowledged (see framed.c)
     // Holding ackLock while publishing means the acknowledgement callback cannot run before the mid is tracked.
     pthread_mutex_lock(&c->ackLock);
     int rc = mosquitto_publish_v5(c->mosq, &localMid, topic, payloadLength, payload, qos, retain, NULL);
     if (rc == MOSQ_ERR_SUCCESS) setMidBit(c->tracked, localMid, true);
     pthread_mutex_unlock(&c->ackLock);
-    pthread_mutex_unlock(&c->framingLock);
     if (rc == MOSQ_ERR_SUCCESS) wakeLoop(c);
     if (mid) *mid = localMid;
     return rc;
@@ -274,11 +272,9 @@ int CMosquittoShim_Client_publish(CMosquittoShim_Client *c, int *mid, const char
 int CMosquittoShim_Client_subscribe(CMosquittoShim_Client *c, int *mid, const char *const *filters, int count,
                                     int qos) {
     int localMid = 0;
-    if (qos > 0) lockFramingOff(c, true);  // QoS 1/2 messages may stay in libmosquitto (see framed.c)
     pthread_mutex_lock(&c->ackLock);  // not between the new socket and its CONNECT (see loopMain)
     int rc = mosquitto_subscribe_multiple(c->mosq, &localMid, count, (char *const *const)filters, qos, 0, NULL);
     pthread_mutex_unlock(&c->ackLock);
-    if (qos > 0) pthread_mutex_unlock(&c->framingLock);
     if (rc == MOSQ_ERR_SUCCESS) wakeLoop(c);
     if (mid) *mid = localMid;
     return rc;

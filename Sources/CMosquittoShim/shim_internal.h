@@ -6,7 +6,6 @@
 //   events.c   libmosquitto's callbacks filling the message ring and event list (loop thread), and the dispatcher
 //              side taking them out (Swift's dispatch function on the loop thread; counters from any thread)
 //   publish.c  the direct QoS 0 publish path and the operations (publishing threads, any thread)
-//   framed.c   the framed read: QoS 0 PUBLISH packets read in chunks and parsed by the shim (loop thread)
 //
 // The CoatyMQTT C shim: owns the libmosquitto callbacks and a network-loop thread. The callbacks (C only) copy
 // messages into a ring and events into a list, neither ever dropped. The ring is bounded by back-pressure: the loop
@@ -62,47 +61,10 @@
 //   seccomp   libmosquitto created without its wake-up socket pair (newMosquitto); off: with it (one write() per
 //             packet queued from another thread)
 //   quickack  TCP_QUICKACK renewed before each loop wait, paced while a stream arrives (renewQuickAck); off: never set
-//   framed    QoS 0 PUBLISH packets read in chunks and parsed by the shim (readFramed, framed.c); off: every packet read
-//             by libmosquitto (several read() calls per packet)
 //   all       every one of them
 //
-// What each trick buys (issue 21, point 3), measured with `mqtt-benchmark --shim-variants 1` (release; 200 000 QoS 0
-// messages of 300 B, median of 3 runs with the C libmosquitto baseline and every variant alternating in each run, on a
-// shared 2-core VM at load 5-7; a second invocation of 5 runs in brackets). Publisher CPU is the publishing process's
-// user + system time per message, the steadiest figure here; end-to-end throughput is bound by the subscriber
-// (~12-14 µs/msg) and moves ±15 % between runs, more than any one trick changes it:
-//
-//   switched off      publisher µs/msg   throughput msg/s (ratio to C)     round trip p50 µs
-//   nothing           1.05 (1.05)        35 218 (33 852)  1.57 (1.05)      178 (179)
-//   direct            3.05 (2.85)        30 440 (33 966)  1.36 (1.05)      201 (162)
-//   seccomp           1.00 (1.00)        34 267 (37 018)  1.53 (1.15)      163 (178)
-//   direct+seccomp    4.20               27 939           1.25             198
-//   quickack          1.10 (0.95)        43 261 (38 885)  1.93 (1.21)      150 (181)
-//   all               4.60 (4.30)        30 810 (31 804)  1.38 (0.99)      195 (197)
-//
-// The final code (pipe wake-up, below), 3 runs at load 9: publisher 0.90 µs/msg with every trick, 2.90 with the direct
-// path off, 3.95 with direct + seccomp off, 4.40 with all off; throughput 35 804 msg/s, 1.70 × the C baseline (21 031).
-//
-// - direct: the publisher's CPU per QoS 0 message ÷2.9 (3.05 -> 1.05 µs). Kept: MQTTShimPathTests (QoS 1
-//   interleaved, concurrent publishers against a full socket, client-id takeover and broker restart, TLS) pass with
-//   it on and off (COATY_SHIM_DISABLE=all) and in the portable build; it needs nothing Linux-only (dup, sendmsg).
-// - seccomp: nothing while QoS 0 publishes go direct (1.00 vs 1.05); for every packet queued in libmosquitto (QoS 1/2,
-//   TLS, subscribes) it saves the socket pair's write(): 4.20 -> 3.05 µs per publish with the direct path off. Kept,
-//   behind SHIM_LINUX; the fallback (the pair kept) is tested by COATY_SHIM_DISABLE=seccomp and the portable build.
-// - eventfd (removed): waking the loop through an eventfd instead of the pipe bought nothing measurable (publisher
-//   1.05 vs 1.25 and 0.95 µs, 3.05 vs 3.20 µs with the direct path off; throughput within noise), so the loop is
-//   woken through a pipe on every system: one code path.
-// - framed: the receiving network thread's read() calls were 29 % of its CPU in the store benchmark's ingest (5.3 µs
-//   of 18 µs per 400-byte message: four calls per packet); framed, its recv() calls are 7 % of 11 µs (`perf record`,
-//   100 000 messages). The recorder's CPU per stored object: median 48 µs framed, 53 µs with it switched off (same
-//   binary, `store-benchmark ingest-ours`, 7 and 3 runs alternating on a quiet 2-core VM). Kept: MQTTShimPathTests
-//   (messages larger than the window, cut anywhere; a QoS 1 publication mid-session; TLS never framed) pass with it
-//   on and off.
-// - quickack: without it, every Discover->Resolve round trip against mosquitto on its default configuration (Nagle's
-//   algorithm on) waits for a delayed ACK: p50 44 ms instead of 0.16-0.20 ms (agent-benchmark's resolver and
-//   discoverer, 2000 round trips, 3 alternating runs with and without it, 2026-12-02). Against a broker with
-//   set_tcp_nodelay (the benchmarks' pinned one) it costs ~8 % CPU per message instead. Kept; the figures are in
-//   Benchmarks/README.md, where the measurements above belong too.
+// What each trick buys, measured in one run against plain libmosquitto, and why each stays: Benchmarks/README.md
+// ("The shim's tricks"). A trick stays only where such a run shows a user-visible gain of at least 10 %.
 
 // Writes on the dup'd socket must not raise SIGPIPE: MSG_NOSIGNAL per call where it exists, SO_NOSIGPIPE on the
 // socket elsewhere (see directFd).
@@ -177,20 +139,6 @@ struct CMosquittoShim_Client {
     int64_t wroteSeenNs;      // when the loop last saw this client write (a packet queued, or a QoS > 0 answer due)
     uint64_t quickAckPacketsSeen;  // `packetsQueued` when wroteSeenNs was last updated
     bool answerDue;           // a QoS > 0 message arrived, which libmosquitto answers (PUBACK / PUBREC)
-
-    // The framed read (see framed.c). framingAllowed and subscribedAboveQos0 are guarded by framingLock, which QoS 1/2
-    // publishes and subscribes hold while they queue their packet, and the loop while libmosquitto reads in framing.
-    pthread_mutex_t framingLock;
-    bool framingAllowed;       // nothing of this client is in flight at QoS 1/2 since the session started
-    bool subscribedAboveQos0;  // a subscription with QoS 1/2 was made (framing stays off for good)
-    bool framing;              // loop thread: this session reads framed
-    uint8_t *frameWindow;      // loop thread: the peek buffer (SHIM_FRAME_WINDOW bytes, allocated on first use)
-    uint8_t *frame;            // loop thread: the QoS 0 PUBLISH being received when a chunk cut it
-    size_t frameCapacity;
-    size_t frameHave;          // its bytes consumed so far (0: none owned)
-    size_t frameTotal;         // its total length, once its fixed header is whole (0: not yet)
-    int64_t libmosquittoReadNs;  // loop thread: when libmosquitto last read a packet in framing (its keep-alive clock)
-    atomic_uint_fast64_t framedMessages;  // QoS 0 PUBLISH packets the framed read delivered (for tests)
 
     // The network loop's own wait (see loopOnce): other threads that queue a packet count it in `packetsQueued` and,
     // while the loop thread polls, wake it through `wakeFd` (at most one write per wait): the read end of a pipe whose
@@ -329,17 +277,5 @@ SHIM_HIDDEN bool flushOursLocked(CMosquittoShim_Client *c);  // publish.c
 SHIM_HIDDEN int loopWrite(CMosquittoShim_Client *c);  // publish.c
 SHIM_HIDDEN void openDirect(CMosquittoShim_Client *c);  // publish.c
 SHIM_HIDDEN bool backPressureAllowsReading(CMosquittoShim_Client *c);  // loop.c
-SHIM_HIDDEN void pushMessage(CMosquittoShim_Client *c, const char *topic, size_t topicLength, const void *payload,
-                             size_t payloadLength, int qos, bool retain);  // events.c
-/// Reads what is waiting in framing (or finishes the QoS 0 PUBLISH a chunk cut), as one read step: the packets read,
-/// until the socket is empty or back-pressure holds the reads (`force`: the first packet anyway). Loop thread.
-SHIM_HIDDEN int readFramed(CMosquittoShim_Client *c, int sock, bool force);  // framed.c
-/// At a session's start (loop thread): framing on when the session allows it and nothing is in flight.
-SHIM_HIDDEN void startFraming(CMosquittoShim_Client *c);  // framed.c
-/// At a session's end (loop thread): framing off, a cut packet dropped with the connection.
-SHIM_HIDDEN void stopFraming(CMosquittoShim_Client *c);  // framed.c
-/// Before queueing a QoS 1/2 publish or subscribe (any thread): takes framingLock and turns framing off until the next
-/// session start; the caller unlocks framingLock once the packet is queued.
-SHIM_HIDDEN void lockFramingOff(CMosquittoShim_Client *c, bool subscription);  // framed.c
 
 #endif

@@ -19,8 +19,6 @@ import Testing
 struct MQTTShimPathTests {
     /// Whether this run may take the direct path (not switched off by `COATY_SHIM_DISABLE`).
     static let directPathOn = !MQTTClient.shimDisabledTricks.contains("direct")
-    /// Whether this run may read framed (not switched off by `COATY_SHIM_DISABLE`).
-    static let framedReadOn = !MQTTClient.shimDisabledTricks.contains("framed")
 
     /// Sizes from 40 B to 1.2 MB: the large ones exceed the socket buffer (written in parts), and those over 1 MiB
     /// always go through libmosquitto's queue.
@@ -83,7 +81,6 @@ struct MQTTShimPathTests {
         expectStamped(received, "full", tasks: tasks, count: count)
         #expect(sender.unsentMessageCount == 0)
         if Self.directPathOn { #expect(sender.directPublishCount > 0, "QoS 0 publishes took the direct path") }
-        if Self.framedReadOn { #expect(receiver.framedMessageCount > 0, "the receiver read QoS 0 messages framed") }
         #expect(receiver.droppedMessageCount == 0)
         #expect(sender.connectionState == .connected)
         await sender.disconnect()
@@ -236,48 +233,6 @@ struct MQTTShimPathTests {
         await sender.disconnect()
         await receiver.disconnect()
         await broker.stop()
-    }
-
-    /// The framed read (QoS 0 PUBLISH packets read in chunks and parsed by the shim) against messages larger than its
-    /// window and cut anywhere, a QoS 1 publication of the receiver mid-session (libmosquitto then reads everything,
-    /// from a packet boundary) and TLS (never framed): every message arrives exactly once, intact, in order.
-    @Test func framedReadsHandOverToLibmosquittoAndNeverRunOverTLS() async throws {
-        let directory = try TemporaryDirectory()
-        let (broker, pki, tlsURL) = try await startTLSBroker(in: directory)
-        let sender = try await connectedClient(broker.url, "framed-pub")
-        let (tasks, count) = (4, 150)
-        for (url, secure) in [(broker.url, false), (tlsURL, true)] {
-            let receiver = try await connectedClient(url, "framed-sub") {
-                if secure { $0.tls = MQTTTLSConfiguration(caFile: pki.caFile) }
-            }
-            try await receiver.subscribe("framed/#")
-            for round in 0..<2 {
-                let collecting = Task { try await receive(receiver, count: tasks * count, within: 90) }
-                try await publishStamped(sender, "framed", tasks: tasks, count: count, size: Self.mixedSize) { _ in
-                    .atMostOnce
-                }
-                expectStamped(try await collecting.value, "framed", tasks: tasks, count: count)
-                let framed = receiver.framedMessageCount
-                if secure || !Self.framedReadOn {
-                    #expect(framed == 0, "no framed read over TLS or switched off")
-                } else if round == 0 {
-                    #expect(framed > 0, "plain TCP reads QoS 0 messages framed")
-                    // libmosquitto holds this message until its PUBACK: it reads every packet from here on.
-                    try await receiver.publish("framed-ack", payload: [1], qos: .atLeastOnce)
-                    let before = receiver.framedMessageCount
-                    let next = Task { try await receive(receiver, count: tasks * count, within: 90) }
-                    try await publishStamped(sender, "framed", tasks: tasks, count: count, size: Self.mixedSize) {
-                        _ in .atMostOnce
-                    }
-                    expectStamped(try await next.value, "framed", tasks: tasks, count: count)
-                    #expect(receiver.framedMessageCount == before, "no framed read after a QoS 1 publication")
-                }
-            }
-            #expect(receiver.droppedMessageCount == 0)
-            #expect(receiver.connectionState == .connected)
-            await receiver.disconnect()
-        }
-        await sender.disconnect()
     }
 
     /// Over TLS the direct path is never taken (it would write plaintext into the TLS stream, and the broker would

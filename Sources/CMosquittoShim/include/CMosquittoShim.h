@@ -257,7 +257,6 @@ enum {
     CMosquittoShim_TrickDirect = 1,
     CMosquittoShim_TrickSeccomp = 2,
     CMosquittoShim_TrickQuickAck = 4,
-    CMosquittoShim_TrickFramed = 8,
 };
 
 /// The tricks switched off for this process by the environment variable COATY_SHIM_DISABLE (read once; for
@@ -267,10 +266,6 @@ int CMosquittoShim_disabledTricks(void);
 /// How many QoS 0 publishes took the direct path (written by the publishing thread on the session's socket); tests
 /// use it to see which path ran (never over TLS).
 uint64_t CMosquittoShim_Client_directPublishCount(CMosquittoShim_Client *client);
-
-/// How many QoS 0 messages the framed read delivered (read in chunks and parsed by the shim instead of libmosquitto);
-/// tests use it to see which path ran (never over TLS, MQTT 5 or with QoS 1/2 subscriptions).
-uint64_t CMosquittoShim_Client_framedMessageCount(CMosquittoShim_Client *client);
 
 /// QoS 0 publishes queued in libmosquitto whose PUBLISH packet is not written yet (for back-pressure).
 uint64_t CMosquittoShim_Client_outstandingPublishes(CMosquittoShim_Client *client);

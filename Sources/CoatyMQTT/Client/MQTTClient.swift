@@ -277,21 +277,13 @@ public final class MQTTClient: Sendable {
         return Int(clamping: handle.directPublishCount)
     }
 
-    /// How many QoS 0 messages the shim's framed read delivered (read from the socket in chunks and parsed by the
-    /// shim instead of libmosquitto; plain TCP, MQTT 3.1.1, no QoS 1/2 in flight); for tests that must know which
-    /// path ran.
-    var framedMessageCount: Int {
-        guard case .success(let handle) = core.setup else { return 0 }
-        return Int(clamping: handle.framedMessageCount)
-    }
-
     /// The shim's tricks switched off in this process by `COATY_SHIM_DISABLE` (a measurement switch, see the
-    /// CMosquittoShim sources): `direct`, `seccomp`, `quickack`, `framed`.
+    /// CMosquittoShim sources): `direct`, `seccomp`, `quickack`.
     static var shimDisabledTricks: Set<String> {
         let bits = CMosquittoShim_disabledTricks()
         let names: [(Int32, String)] = [
             (Int32(CMosquittoShim_TrickDirect), "direct"), (Int32(CMosquittoShim_TrickSeccomp), "seccomp"),
-            (Int32(CMosquittoShim_TrickQuickAck), "quickack"), (Int32(CMosquittoShim_TrickFramed), "framed"),
+            (Int32(CMosquittoShim_TrickQuickAck), "quickack"),
         ]
         return Set(names.filter { bits & $0.0 != 0 }.map(\.1))
     }

@@ -244,9 +244,6 @@ final class MosquittoHandle: @unchecked Sendable {
     /// QoS 0 publishes written by the publishing thread itself (the shim's direct path; never over TLS).
     var directPublishCount: UInt64 { CMosquittoShim_Client_directPublishCount(pointer) }
 
-    /// QoS 0 messages the shim's framed read delivered (read in chunks and parsed by the shim, not libmosquitto).
-    var framedMessageCount: UInt64 { CMosquittoShim_Client_framedMessageCount(pointer) }
-
     /// QoS 0 publishes queued but not yet written to the socket.
     var outstandingPublishes: UInt64 { CMosquittoShim_Client_outstandingPublishes(pointer) }
 
