@@ -18,7 +18,9 @@ let package = Package(
         .library(name: "CoatyFilter", targets: ["CoatyFilter"]),
         .library(name: "CoatyCommunication", targets: ["CoatyCommunication"]),
         .library(name: "CoatyRuntime", targets: ["CoatyRuntime"]),
+        .library(name: "CoatyMQTTTypes", targets: ["CoatyMQTTTypes"]),
         .library(name: "CoatyMQTT", targets: ["CoatyMQTT"]),
+        .library(name: "CoatyMQTTTransport", targets: ["CoatyMQTTTransport"]),
         .library(name: "CoatyTesting", targets: ["CoatyTesting"]),
         .library(name: "CoatyStore", targets: ["CoatyStore"]),
         .library(name: "CoatySQLite", targets: ["CoatySQLite"]),
@@ -61,13 +63,27 @@ let package = Package(
         ),
 
         // MARK: Libraries
+        // The MQTT wing, by job: MQTT's vocabulary (no I/O, no dependencies) ← the MQTT client (no Coaty) ←
+        // the Coaty transport over it (the one module that imports both sides).
+        .target(
+            name: "CoatyMQTTTypes",
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "CoatyMQTT",
             dependencies: [
                 "CoatySync",
                 "CMosquittoShim",
-                // MQTTTransport: the client as the transport of the communication manager.
-                "CoatyModel", "CoatyCommunication", "CoatyRuntime",
+                "CoatyMQTTTypes",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "CoatyMQTTTransport",
+            dependencies: [
+                "CoatySync", "CoatyMQTT", "CoatyModel", "CoatyCommunication", "CoatyRuntime",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
             ],
@@ -88,7 +104,7 @@ let package = Package(
         .target(
             name: "CoatyCommunication",
             dependencies: [
-                "CoatySync", "CoatyModel", "CoatyFilter",
+                "CoatySync", "CoatyModel", "CoatyFilter", "CoatyMQTTTypes",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -156,7 +172,7 @@ let package = Package(
         .target(
             name: "CoatyKit",
             // Re-exports only.
-            dependencies: ["CoatyCore", "CoatyMQTT"],
+            dependencies: ["CoatyCore", "CoatyMQTT", "CoatyMQTTTransport"],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -454,7 +470,7 @@ let package = Package(
 if Context.environment["COATY_PACKAGE_SUBSET"] == "sanitizers" {
     let kept: Set<String> = [
         "CMosquitto", "CMosquittoShim", "CoatySync", "CoatyModel", "CoatyFilter", "CoatyCommunication", "CoatyRuntime",
-        "CoatyCore", "CoatyMQTT", "CoatyTesting", "CoatyStore",
+        "CoatyCore", "CoatyMQTTTypes", "CoatyMQTT", "CoatyMQTTTransport", "CoatyTesting", "CoatyStore",
         "CoatySQLite", "CoatyKit", "AgentProcessTestSupport", "coaty-mqtt-probe",
         "CoatyMQTTTests", "CoatyKitTests", "CoatyTestingTests",
     ]

@@ -2,3 +2,4 @@
 /// layer and the MQTT transport in one line.
 @_exported public import CoatyCore
 @_exported public import CoatyMQTT
+@_exported public import CoatyMQTTTransport

@@ -14,7 +14,9 @@ import Synchronization
 /// inspect ``publications`` to assert what was sent.
 ///
 /// Everything is synchronous under one lock: when `publish` returns, the message is in the
-/// mailbox of every matching subscriber, so tests need no sleeps.
+/// mailbox of every matching subscriber, so tests need no sleeps. A transport with a delivery
+/// handler (``InProcessTransport/deliverMessages(to:)``, as the communication manager sets)
+/// gets its mailbox's messages pushed to it, in order, by the task that published them.
 ///
 /// ```swift
 /// let broker = InProcessBroker()
@@ -96,6 +98,25 @@ public final class InProcessBroker: Sendable {
     ///
     /// - Parameter clientId: the MQTT client id, used in ``publications`` and diagnostics.
     /// - Returns: a transport implementing `CoatyTransport`.
+    /// Runs `body` under the broker's lock, then hands what it put into mailboxes to the delivery handlers
+    /// (see ``deliverDue()``).
+    func withState<Result>(_ body: (inout sending BrokerState) -> sending Result) -> sending Result {
+        let result = state.withLock(body)
+        deliverDue()
+        return result
+    }
+
+    /// Hands waiting messages to the delivery handlers of the transports that have one and are not paused: one batch
+    /// at a time per transport, in mailbox order, outside the lock. Whoever finds a batch due delivers it (the
+    /// publishing task, or the task that resumed reading), so delivery needs no task of its own; a transport being
+    /// delivered to by another thread is skipped, and that thread takes what arrived meanwhile.
+    func deliverDue() {
+        while let due = state.withLock({ $0.takeDueBatch() }) {
+            due.handler(due.batch)
+            state.withLock { $0.clients[due.index].delivering = false }
+        }
+    }
+
     public func makeTransport(clientId: String) -> InProcessTransport {
         let index = state.withLock { state in
             state.clients.append(ClientState(clientId: clientId))
@@ -113,7 +134,7 @@ public final class InProcessBroker: Sendable {
     /// published (the broker is gone) and keeps trying to reconnect (`reconnecting`); retained
     /// messages are dropped unless ``Configuration/keepsRetainedMessagesAcrossRestarts``.
     public func goOffline() {
-        state.withLock { state in
+        withState { state in
             guard state.online else { return }
             state.online = false
             if !configuration.keepsRetainedMessagesAcrossRestarts { state.retained.removeAll() }
@@ -126,7 +147,7 @@ public final class InProcessBroker: Sendable {
     /// Brings the broker up: every client that wants a connection (connecting or reconnecting)
     /// connects, its subscriptions are re-established, then it reports `connected`.
     public func goOnline() {
-        state.withLock { state in
+        withState { state in
             guard !state.online else { return }
             state.online = true
             for i in state.clients.indices {
@@ -157,7 +178,7 @@ public final class InProcessBroker: Sendable {
     /// Accepts connections again after ``refuseConnections(reason:)``; reconnecting clients
     /// connect at once if the broker is online.
     public func acceptConnections() {
-        state.withLock { state in
+        withState { state in
             state.refusal = nil
             for i in state.clients.indices {
                 state.establishIfPossible(i, configuration)
@@ -175,7 +196,7 @@ public final class InProcessBroker: Sendable {
     /// - Returns: whether the broker was online and routed the message.
     @discardableResult
     public func publish(_ message: TransportMessage) -> Bool {
-        state.withLock { state in
+        withState { state in
             guard state.online else { return false }
             state.route(message, from: nil, isWill: false, configuration)
             return true
@@ -286,6 +307,15 @@ struct ClientState {
     var messageWaiter: UnsafeContinuation<Bool, Never>?
     /// `messages` ends once the mailbox is empty (after `disconnect` or `kill`, until `connect`).
     var messagesFinished = false
+    /// The delivery handler (``InProcessTransport/deliverMessages(to:)``): it takes the mailbox's messages.
+    var deliveryHandler: (@Sendable ([TransportMessage]) -> Void)?
+    /// ``InProcessTransport/setReceivingPaused(_:)``: messages wait in the mailbox meanwhile.
+    var receivingPaused = false
+    /// A thread is calling the delivery handler (one batch at a time).
+    var delivering = false
+
+    /// Whether a batch waits for the delivery handler and may be handed to it now.
+    var isDeliveryDue: Bool { deliveryHandler != nil && !receivingPaused && !delivering && mailboxHead < mailbox.count }
     var stateObservers: [Int: AsyncStream<TransportConnectionState>.Continuation] = [:]
     var connectWaiters: [Int: UnsafeContinuation<ConnectOutcome, Never>] = [:]
 
@@ -299,6 +329,13 @@ struct ClientState {
             messageWaiter = nil
             waiter.resume(returning: true)
         }
+    }
+
+    /// Takes up to `limit` messages from the mailbox, oldest first.
+    mutating func takeBatch(limit: Int) -> [TransportMessage] {
+        var batch: [TransportMessage] = []
+        while batch.count < limit, let message = popMessage() { batch.append(message) }
+        return batch
     }
 
     mutating func popMessage() -> TransportMessage? {
@@ -327,6 +364,16 @@ struct BrokerState {
     /// Per shared-subscription group and filter, how many messages it was given (round robin).
     var sharedTurns: [String: Int] = [:]
     var nextToken = 0
+
+    /// The next batch for a delivery handler, marking its client as delivering; `nil` when none is due.
+    mutating func takeDueBatch() -> (index: Int, handler: @Sendable ([TransportMessage]) -> Void, batch: [TransportMessage])? {
+        guard let index = clients.indices.first(where: { clients[$0].isDeliveryDue }),
+            let handler = clients[index].deliveryHandler
+        else { return nil }
+        clients[index].delivering = true
+        // Bounded like a network read, so a pause asked for while handling a batch holds the rest.
+        return (index, handler, clients[index].takeBatch(limit: 64))
+    }
 
     mutating func makeToken() -> Int {
         nextToken += 1

@@ -24,7 +24,8 @@ public final class InProcessTransport: CoatyTransport {
 
     // MARK: Messages
 
-    /// The single-consumer sequence of messages received on this transport's subscriptions.
+    /// The single-consumer sequence of messages received on this transport's subscriptions (for
+    /// tests that use the transport as a plain MQTT client, without a delivery handler).
     public struct Messages: AsyncSequence, Sendable {
         /// A received message.
         public typealias Element = TransportMessage
@@ -50,12 +51,41 @@ public final class InProcessTransport: CoatyTransport {
         }
     }
 
-    /// Every message received on any subscription, in delivery order; consume it from one task.
+    /// Every message received on any subscription, in delivery order, while no delivery handler
+    /// is set (``deliverMessages(to:)``); consume it from one task, as an MQTT client's messages.
     ///
     /// Messages wait in the mailbox until consumed, across reconnects; breaking out of a
     /// `for await` loop loses none of them. After ``disconnect()`` or ``kill()`` the iteration ends
     /// once the mailbox is empty, until the next ``connect(will:)``.
     public var messages: Messages { Messages(transport: self) }
+
+    /// Pushes every received message to `handler`, in delivery order, in batches of up to 64,
+    /// one batch at a time: the one delivery contract of `CoatyTransport`. The task that put a
+    /// message into the mailbox (a publisher's, or the one that resumed reading) calls it,
+    /// outside the broker's lock. Once set, ``messages`` sees nothing more.
+    ///
+    /// - Parameter handler: receives each batch; must return promptly and never block.
+    public func deliverMessages(to handler: @escaping @Sendable ([TransportMessage]) -> Void) {
+        let index = self.index
+        broker.withState { $0.clients[index].deliveryHandler = handler }
+    }
+
+    /// Holds (`true`) or resumes (`false`) the delivery to the handler: messages wait in the
+    /// mailbox meanwhile, as a paused MQTT client leaves them in the broker.
+    ///
+    /// - Parameter paused: whether to hold the delivery.
+    public func setReceivingPaused(_ paused: Bool) {
+        let index = self.index
+        broker.state.withLock { $0.clients[index].receivingPaused = paused }
+        // What waited is delivered by a new task, not by this call: the caller (the manager's
+        // back-pressure gate) holds a lock that delivery takes.
+        if !paused { Task { [broker] in broker.deliverDue() } }
+    }
+
+    /// Whether the delivery to the handler is held (``setReceivingPaused(_:)``).
+    public var isReceivingPaused: Bool {
+        broker.state.withLock { $0.clients[index].receivingPaused }
+    }
 
     /// The number of received messages not yet consumed from ``messages``.
     public var pendingMessageCount: Int {
@@ -149,7 +179,7 @@ public final class InProcessTransport: CoatyTransport {
         }
         let index = self.index
         let configuration = broker.configuration
-        let start = broker.state.withLock { state -> Start in
+        let start = broker.withState { state -> Start in
             state.clients[index].will = will
             state.clients[index].messagesFinished = false
             if state.clients[index].lifecycle == .connected { return .connected }
@@ -228,7 +258,7 @@ public final class InProcessTransport: CoatyTransport {
     public func updateWill(_ will: TransportMessage?) async throws {
         let index = self.index
         let configuration = broker.configuration
-        broker.state.withLock { state in
+        broker.withState { state in
             state.clients[index].will = will
             guard configuration.reconnectsToUpdateWill, state.clients[index].lifecycle == .connected else { return }
             state.dropConnection(index, publishWill: false, then: .reconnecting, configuration)
@@ -241,7 +271,7 @@ public final class InProcessTransport: CoatyTransport {
     public func disconnect() async {
         let index = self.index
         let configuration = broker.configuration
-        broker.state.withLock { state in
+        broker.withState { state in
             state.clients[index].wantsConnection = false
             state.clients[index].linkDown = false
             state.dropConnection(index, publishWill: false, then: .disconnected, configuration)
@@ -274,7 +304,7 @@ public final class InProcessTransport: CoatyTransport {
             case wait(isNew: Bool)
         }
         let index = self.index
-        let step = broker.state.withLock { state -> Step in
+        let step = broker.withState { state -> Step in
             let lifecycle = state.clients[index].lifecycle
             guard lifecycle != .disconnected else { return .notConnected }
             var isNew = false
@@ -317,7 +347,7 @@ public final class InProcessTransport: CoatyTransport {
             throw TransportError.invalidTopic(filter, error)
         }
         let index = self.index
-        broker.state.withLock { state in
+        broker.withState { state in
             state.clients[index].subscriptions.removeAll { $0.filter == filter }
         }
     }
@@ -345,7 +375,7 @@ public final class InProcessTransport: CoatyTransport {
         }
         let index = self.index
         let configuration = broker.configuration
-        let connected = broker.state.withLock { state in
+        let connected = broker.withState { state in
             guard state.clients[index].lifecycle == .connected else { return false }
             state.route(message, from: index, isWill: false, configuration)
             return true
@@ -366,7 +396,7 @@ public final class InProcessTransport: CoatyTransport {
     public func simulateConnectionLoss(reconnect: Bool = true) {
         let index = self.index
         let configuration = broker.configuration
-        broker.state.withLock { state in
+        broker.withState { state in
             guard state.clients[index].lifecycle == .connected else { return }
             state.clients[index].linkDown = !reconnect
             state.dropConnection(index, publishWill: true, then: .reconnecting, configuration)
@@ -379,7 +409,7 @@ public final class InProcessTransport: CoatyTransport {
     public func restoreConnection() {
         let index = self.index
         let configuration = broker.configuration
-        broker.state.withLock { state in
+        broker.withState { state in
             state.clients[index].linkDown = false
             state.establishIfPossible(index, configuration)
         }
@@ -391,7 +421,7 @@ public final class InProcessTransport: CoatyTransport {
     public func kill() {
         let index = self.index
         let configuration = broker.configuration
-        broker.state.withLock { state in
+        broker.withState { state in
             state.clients[index].wantsConnection = false
             state.clients[index].linkDown = false
             state.dropConnection(index, publishWill: true, then: .disconnected, configuration)

@@ -208,7 +208,7 @@ struct MQTTClientTests {
         let received = try await receive(client, until: { $0.topic == "end" })
         #expect(received.map(\.topic) == ["w/1/temp", "h", "h/a/b", "w//temp", "end"])
         for topic in published {
-            let matched = ["w/+/temp", "h/#", "end"].contains { MQTTTopic.matches(topic, filter: $0) }
+            let matched = ["w/+/temp", "h/#", "end"].contains { MQTTTopicFilter.matches(topic: topic, filter: $0) }
             #expect(matched == received.map(\.topic).contains(topic), "local matcher disagrees on \(topic)")
         }
     }

@@ -9,7 +9,7 @@ import Testing
 
     @Test(arguments: ["", "a/+/b", "a/#", "#", "+", "nul\u{0}byte", String(repeating: "x", count: 65_536)])
     func invalidPublishTopicsAreRejected(topic: String) async throws {
-        #expect(throws: MQTTError.self) { try MQTTTopic.validateName(topic) }
+        #expect(throws: MQTTTopicError.self) { try MQTTTopicFilter.validateTopicName(topic) }
         let client = MQTTClient(configuration: try MQTTConfiguration(url: "mqtt://127.0.0.1:1", clientId: "v"))
         let error = await #expect(throws: MQTTError.self) { try await client.publish(topic, payload: [1]) }
         #expect(error?.kind == .invalidTopic)
@@ -27,14 +27,14 @@ import Testing
 
     @Test(arguments: ["a", "a/b", "/", "a//b", "$SYS/x", "ünïcode/topic", String(repeating: "x", count: 65_535)])
     func validPublishTopicsAreAccepted(topic: String) throws {
-        try MQTTTopic.validateName(topic)
+        try MQTTTopicFilter.validateTopicName(topic)
     }
 
     @Test(arguments: [
         "", "a/b+", "a/+b/c", "a/#/b", "a#", "#/a", "a/b#", "nul\u{0}", String(repeating: "x", count: 65_536),
     ])
     func invalidFiltersAreRejected(filter: String) async throws {
-        #expect(throws: MQTTError.self) { try MQTTTopic.validateFilter(filter) }
+        #expect(throws: MQTTTopicError.self) { try MQTTTopicFilter.validate(filter) }
         let client = MQTTClient(configuration: try MQTTConfiguration(url: "mqtt://127.0.0.1:1", clientId: "v"))
         let error = await #expect(throws: MQTTError.self) { try await client.subscribe(filter) }
         #expect(error?.kind == .invalidTopic)
@@ -44,7 +44,7 @@ import Testing
 
     @Test(arguments: ["#", "+", "a/+", "+/+", "a/#", "+/b/#", "/#", "a//+", "coaty/3/-/ADV:Task/+", "$SYS/#"])
     func validFiltersAreAccepted(filter: String) throws {
-        try MQTTTopic.validateFilter(filter)
+        try MQTTTopicFilter.validate(filter)
     }
 
     @Test(arguments: [
@@ -53,7 +53,7 @@ import Testing
         ("$SYS/x", "$SYS/#", true), ("a/b", "#", true), ("a//b", "a/+/b", true),
     ])
     func topicMatching(topic: String, filter: String, expected: Bool) {
-        #expect(MQTTTopic.matches(topic, filter: filter) == expected)
+        #expect(MQTTTopicFilter.matches(topic: topic, filter: filter) == expected)
     }
 
     @Test(arguments: [

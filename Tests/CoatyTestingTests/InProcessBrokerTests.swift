@@ -1,5 +1,6 @@
 import CoatyCore
 import CoatyTesting
+import CoatySync
 import Testing
 
 /// Reads `count` messages from a transport's mailbox.
@@ -595,5 +596,120 @@ struct InProcessBrokerTests {
         #expect(broker.publications(matching: "a/+").map(\.message.payload) == [[2]])
         broker.clearPublications()
         #expect(broker.publications.isEmpty)
+    }
+}
+
+/// The delivery contract of `CoatyTransport` on the in-process transport: pushed batches, in
+/// order, one at a time, held while paused.
+@Suite("In-process delivery to a handler")
+struct InProcessDeliveryTests {
+    /// Collects what a handler is given, and whether two batches ever overlapped.
+    final class Collector: Sendable {
+        struct State {
+            var payloads: [[UInt8]] = []
+            var batches = 0
+            var inside = 0
+            var overlapped = false
+        }
+        let state = CoatyMutex(State())
+
+        func handle(_ batch: [TransportMessage]) {
+            state.withLock { state in
+                state.inside += 1
+                if state.inside > 1 { state.overlapped = true }
+                state.batches += 1
+            }
+            let payloads = batch.map(\.payload)
+            state.withLock { state in
+                state.payloads += payloads
+                state.inside -= 1
+            }
+        }
+
+        var payloads: [[UInt8]] { state.withLock { $0.payloads } }
+    }
+
+    @Test("messages are pushed in publish order, by the publishing task, never as an empty batch")
+    func pushedInOrder() async throws {
+        let broker = InProcessBroker()
+        let subscriber = try await connected(broker, "sub")
+        let collector = Collector()
+        subscriber.deliverMessages(to: collector.handle)
+        try await subscriber.subscribe("a/#")
+        let publisher = try await connected(broker, "pub")
+        for i in 0..<300 { try publisher.publishNow(TransportMessage(topic: "a/\(i)", payload: [UInt8(i % 256)])) }
+        // Delivered by the time publish returns: the publishing task delivered it.
+        #expect(collector.payloads == (0..<300).map { [UInt8($0 % 256)] })
+        #expect(subscriber.pendingMessageCount == 0)
+        #expect(collector.state.withLock { $0.batches } == 300)
+    }
+
+    @Test("paused, messages wait in the mailbox; resumed, they are delivered in order")
+    func pauseHoldsDelivery() async throws {
+        let broker = InProcessBroker()
+        let subscriber = try await connected(broker, "sub")
+        let collector = Collector()
+        subscriber.deliverMessages(to: collector.handle)
+        try await subscriber.subscribe("a")
+        let publisher = try await connected(broker, "pub")
+        try publisher.publishNow(TransportMessage(topic: "a", payload: [0]))
+        subscriber.setReceivingPaused(true)
+        #expect(subscriber.isReceivingPaused)
+        for i in 1...200 { try publisher.publishNow(TransportMessage(topic: "a", payload: [UInt8(i)])) }
+        #expect(collector.payloads == [[0]])
+        #expect(subscriber.pendingMessageCount == 200)
+        subscriber.setReceivingPaused(false)
+        let deadline = ContinuousClock.now + .seconds(10)
+        while collector.payloads.count < 201, ContinuousClock.now < deadline { await Task.yield() }
+        #expect(collector.payloads == (0...200).map { [UInt8($0)] })
+        #expect(subscriber.pendingMessageCount == 0)
+    }
+
+    @Test("a pause asked for inside the handler holds the rest of the mailbox after the batch under way")
+    func pauseFromInsideTheHandler() async throws {
+        let broker = InProcessBroker()
+        let subscriber = try await connected(broker, "sub")
+        let collector = Collector()
+        try await subscriber.subscribe("a")
+        let publisher = try await connected(broker, "pub")
+        for i in 0..<200 { try publisher.publishNow(TransportMessage(topic: "a", payload: [UInt8(i)])) }
+        // The handler set now takes the mailbox: at most one batch of 64 before the pause holds.
+        subscriber.deliverMessages { [subscriber] batch in
+            collector.handle(batch)
+            subscriber.setReceivingPaused(true)
+        }
+        let first = collector.payloads.count
+        #expect(first > 0 && first <= 64)
+        #expect(subscriber.pendingMessageCount == 200 - first)
+        #expect(collector.payloads == (0..<first).map { [UInt8($0)] })
+    }
+
+    @Test("publishers on many tasks: every message once, each publisher's in its order, batches never overlap")
+    func concurrentPublishers() async throws {
+        let broker = InProcessBroker()
+        let subscriber = try await connected(broker, "sub")
+        let collector = Collector()
+        subscriber.deliverMessages(to: collector.handle)
+        try await subscriber.subscribe("p/+")
+        let publishers = 8
+        let count = 500
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for p in 0..<publishers {
+                let transport = try await connected(broker, "pub\(p)")
+                group.addTask {
+                    for i in 0..<count {
+                        try await transport.publish(TransportMessage(topic: "p/\(p)", payload: [UInt8(p), UInt8(i % 256), UInt8(i / 256)]))
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let payloads = collector.payloads
+        #expect(payloads.count == publishers * count)
+        for p in 0..<publishers {
+            let mine = payloads.filter { $0[0] == UInt8(p) }.map { Int($0[1]) + Int($0[2]) * 256 }
+            #expect(mine == Array(0..<count), "publisher \(p) in order, each once")
+        }
+        #expect(!collector.state.withLock { $0.overlapped })
     }
 }

@@ -2,8 +2,9 @@ import CoatyCore
 import CoatyTesting
 import Testing
 
-/// A miniature dispatcher written only against `CoatyTransport`, as the communication manager will
-/// be: it classifies every received topic and stops after `count` messages.
+/// A miniature dispatcher written only against `CoatyTransport`, as the communication manager is:
+/// it takes what the transport pushes, classifies every received topic and stops after `count`
+/// messages.
 func dispatch<Transport: CoatyTransport>(
     _ transport: Transport,
     count: Int
@@ -12,7 +13,11 @@ func dispatch<Transport: CoatyTransport>(
     var raw: [String] = []
     var invalid: [CoatyTopicError] = []
     var seen = 0
-    for await message in transport.messages {
+    let (messages, continuation) = AsyncStream.makeStream(of: TransportMessage.self)
+    transport.deliverMessages { batch in
+        for message in batch { continuation.yield(message) }
+    }
+    for await message in messages {
         switch CoatyTopic.classify(message.topic) {
         case .coaty(let topic): coaty.append(topic.eventType)
         case .raw: raw.append(message.topic)

@@ -77,15 +77,13 @@ protocol StallWatched: AnyObject, Sendable {
 /// Reading is held while some observer holds its limit, unless a request awaits responses (a
 /// handler that, inside its observer loop, Discovers or Queries must get its responses while its
 /// own observer is full); then reading goes on until an observer holds the request headroom.
-/// Every change is passed to the transport (``CoatyTransport/setReceivingPaused(_:)``) and to the
-/// manager's own dispatcher task, when it has one.
+/// Every change is passed to the transport (``CoatyTransport/setReceivingPaused(_:)``).
 final class BackPressureGate: Sendable {
     private struct State {
         var full = 0
         var overHeadroom = 0
         var requestsOpen = false
         var paused = false
-        var resumeWaiters: [CheckedContinuation<Void, Never>] = []
         var watched: [ObjectIdentifier: Watch] = [:]
         var holds: UInt64 = 0
         var stalls: UInt64 = 0
@@ -131,43 +129,17 @@ final class BackPressureGate: Sendable {
 
     private func update(_ change: (inout State) -> Void) {
         // The transport is told under the lock, so two changes reach it in their order.
-        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+        state.withLock { state in
             change(&state)
             let paused = state.overHeadroom > 0 || (state.full > 0 && !state.requestsOpen)
-            guard paused != state.paused else { return [] }
+            guard paused != state.paused else { return }
             state.paused = paused
             setPaused(paused)
             if paused {
                 state.holds += 1
                 holdCounter.increment()
-                return []
             }
-            defer { state.resumeWaiters = [] }
-            return state.resumeWaiters
         }
-        for waiter in waiters { waiter.resume() }
-    }
-
-    /// Returns once reading is not held (the dispatcher task's back-pressure).
-    func waitWhilePaused() async {
-        guard isPaused else { return }
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let now = state.withLock { state -> Bool in
-                guard state.paused else { return true }
-                state.resumeWaiters.append(continuation)
-                return false
-            }
-            if now { continuation.resume() }
-        }
-    }
-
-    /// Ends every wait of the dispatcher task (the manager stops).
-    func releaseWaiters() {
-        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-            defer { state.resumeWaiters = [] }
-            return state.resumeWaiters
-        }
-        for waiter in waiters { waiter.resume() }
     }
 
     /// Starts watching a back-pressured buffer for stalls.

@@ -9,15 +9,6 @@ import Synchronization
 extension CommunicationManager {
     // MARK: Dispatching
 
-    func dispatch(messagesOf transport: some CoatyTransport) async {
-        for await message in transport.messages {
-            handle(CollectionOfOne(message))
-            // Back-pressure for a transport without a delivery handler: take no more while held.
-            await gate.waitWhilePaused()
-            if Task.isCancelled { return }
-        }
-    }
-
     /// Routes a batch of received messages, then wakes the observers that got events, once each.
     func handle(_ batch: some Sequence<TransportMessage>) {
         for message in batch { handle(message) }
@@ -163,7 +154,7 @@ extension CommunicationManager {
                 }
             }
             guard !answers.isEmpty else { return }
-            self.ownedTasks.spawn { [answers] in
+            self.spawn { [answers] in
                 for answer in answers {
                     let payload = ResolveEventData(unchecked: answer)
                     try? await self.publishResponse(.resolve, correlationId: correlationId, payload: payload.json)

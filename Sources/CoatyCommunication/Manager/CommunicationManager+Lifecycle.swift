@@ -22,41 +22,32 @@ extension CommunicationManager {
             return true
         }
         guard begin else { return }
-        // Owned by the manager, like the stall monitor and the dispatcher: cancelled and awaited by stop().
-        let watcher = Task { [self] in await watchConnection() }
-        // Owned by the manager: cancelled and awaited by stop().
-        let stallMonitor = Task { [weak self, options] in
-            let interval = max(options.stallTimeout / 4, .milliseconds(10))
-            while !Task.isCancelled {
-                try? await Task.sleep(for: interval)
-                guard let self else { return }
-                self.gate.checkStalls(timeout: options.stallTimeout, policy: options.stallPolicy)
-            }
-        }
-        state.withLock {
-            $0.watcher = watcher
-            $0.stallMonitor = stallMonitor
-        }
-        // Decoding and routing on the transport's own thread when it offers that (one thread
-        // hand-off less per message); otherwise a dispatcher task consumes `messages`.
-        let delivered = transport.deliverMessages { [weak self] batch in self?.handle(batch) }
+        // The watcher and the stall monitor, and later the jobs of routing callbacks, in one
+        // group that stop() ends and awaits.
+        let work = BackgroundWork(children: [
+            { [self] in await watchConnection() },
+            { [weak self, options] in
+                let interval = max(options.stallTimeout / 4, .milliseconds(10))
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: interval)
+                    guard let self else { return }
+                    self.gate.checkStalls(timeout: options.stallTimeout, policy: options.stallPolicy)
+                }
+            },
+        ])
+        state.withLock { $0.work = work }
+        // Decoding and routing on the transport's own delivery thread (no hand-off per message).
+        transport.deliverMessages { [weak self] batch in self?.handle(batch) }
         do {
             try await transport.connect(will: will)
         } catch {
-            watcher.cancel()
-            stallMonitor.cancel()
             state.withLock { state in
                 state.started = false
-                state.watcher = nil
-                state.stallMonitor = nil
+                state.work = nil
             }
+            await work.finish()
             if let error = error as? TransportError { throw CommunicationError.transport(error) }
             throw error
-        }
-        if !delivered {
-            let transport = self.transport
-            let dispatcher = Task { [self] in await self.dispatch(messagesOf: transport) }
-            state.withLock { $0.dispatcher = dispatcher }
         }
         for await communicationState in communicationStates() where communicationState == .online {
             break
@@ -67,31 +58,21 @@ extension CommunicationManager {
     /// stay registered and are served again after the next ``start()``; every IO point's state
     /// becomes not associated (see ``observeIoState(for:)-(IoSource)``).
     public func stop() async {
-        let tasks = state.withLock { state -> (Task<Void, Never>?, Task<Void, Never>?)? in
+        let work = state.withLock { state -> BackgroundWork?? in
             guard state.started else { return nil }
             state.started = false
             state.keepsSubscriptions = false
-            state.stallMonitor?.cancel()
-            defer {
-                state.watcher = nil
-                state.dispatcher = nil
-                state.stallMonitor = nil
-            }
-            return (state.watcher, state.dispatcher)
+            defer { state.work = nil }
+            return .some(state.work)
         }
-        guard let tasks else { return }
+        guard let work else { return }
         if let will = try? lastWill() {
             try? await transport.publish(will)
         }
         await transport.disconnect()
-        tasks.0?.cancel()
-        tasks.1?.cancel()
-        gate.releaseWaiters()
-        await tasks.0?.value
-        await tasks.1?.value
-        // Answers and subscription changes still under way end with the connection.
-        ownedTasks.cancelAll()
-        await ownedTasks.drain()
+        // The watcher, the stall monitor, and the answers and subscription changes still under
+        // way end with the connection.
+        await work?.finish()
         setOnline(false)
         // The associations are the routers' to give again after the next start (Coaty JS reports
         // every IO point not associated when it stops).

@@ -44,22 +44,35 @@ extension CommunicationManager {
     }
 
     func spawnReconcile(_ filter: String) {
-        let start = state.withLock { state -> Bool in
-            guard state.started else { return false }
+        let work = state.withLock { state -> BackgroundWork? in
+            guard state.started, let work = state.work else { return nil }
             state.pendingReconciles += 1
-            return true
+            return work
         }
-        guard start else { return }
-        ownedTasks.spawn { [self] in
+        guard let work else { return }
+        let spawned = work.spawn { [self] in
             await reconcile(filter)
-            let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-                state.pendingReconciles -= 1
-                guard state.pendingReconciles == 0 else { return [] }
-                defer { state.settleWaiters.removeAll() }
-                return state.settleWaiters
-            }
-            for waiter in waiters { waiter.resume() }
+            reconciled()
         }
+        // Stopped meanwhile: nothing to bring in line any more.
+        if !spawned { reconciled() }
+    }
+
+    /// One reconciliation ended (or will not run): resumes the settle waiters after the last.
+    private func reconciled() {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.pendingReconciles -= 1
+            guard state.pendingReconciles == 0 else { return [] }
+            defer { state.settleWaiters.removeAll() }
+            return state.settleWaiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Runs `job` in the background work of the current start (see ``BackgroundWork``); does
+    /// nothing while stopped (a routing callback's answer has no connection to go to then).
+    func spawn(_ job: @escaping @Sendable () async -> Void) {
+        state.withLock { $0.work }?.spawn(job)
     }
 
     /// Brings the transport's subscription of `filter` in line with its reference count. Only one

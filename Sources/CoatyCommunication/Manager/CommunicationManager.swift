@@ -78,8 +78,7 @@ public struct CommunicationStates: AsyncSequence, Sendable {
 /// ```
 ///
 /// Received messages are decoded and routed on the transport's delivery thread, in batches the
-/// transport pushes (``CoatyTransport/deliverMessages(to:)``), or by a dispatcher task for a
-/// transport that does not push; routing tables are protected by a mutex, so observers and
+/// transport pushes (``CoatyTransport/deliverMessages(to:)``); routing tables are protected by a mutex, so observers and
 /// requests can be created from any task.
 /// Every observer has its own buffer; an MQTT subscription is shared by all observers of its
 /// topic filter and ends with the last of them.
@@ -249,8 +248,6 @@ public final class CommunicationManager: Sendable {
     let gate: BackPressureGate
     /// The association states of the agent's IO points (see ``observeIoState(for:)-(IoSource)``).
     let ioStateTable = IoStateTable()
-    /// The short tasks started from routing callbacks and subscription changes; drained by stop().
-    let ownedTasks = OwnedTasks()
 
     /// Creates a manager; nothing happens until ``start()``.
     ///

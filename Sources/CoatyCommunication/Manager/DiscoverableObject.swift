@@ -46,7 +46,7 @@ public final class DiscoverableObject: Sendable {
                 return resolve
             }
             guard let answer else { return }
-            manager.ownedTasks.spawn {
+            manager.spawn {
                 do {
                     try await manager.publishResponse(.resolve, correlationId: correlationId, payload: answer.json)
                 } catch {

@@ -92,9 +92,8 @@ struct ManagerState {
     /// Extra copies still expected of messages received on overlapping subscriptions.
     var expectedCopies: [MessageKey: Int] = [:]
     var stateObservers: [Int: AsyncStream<CommunicationState>.Continuation] = [:]
-    var watcher: Task<Void, Never>?
-    var dispatcher: Task<Void, Never>?
-    var stallMonitor: Task<Void, Never>?
+    /// The background work of the current start (see ``BackgroundWork``); `nil` while stopped.
+    var work: BackgroundWork?
 
     mutating func makeToken() -> Int {
         nextToken += 1

@@ -1,52 +1,15 @@
 import CoatyFilter
 import CoatyModel
+// MQTT's vocabulary (message, QoS, topic filters) is part of this module's API.
+@_exported public import CoatyMQTTTypes
 
-/// The MQTT quality of service of a publication, subscription or will.
-///
-/// Coaty uses ``atMostOnce`` for everything; higher levels are an opt-in beyond the protocol.
-public enum TransportQoS: UInt8, Sendable, Hashable, CaseIterable {
-    /// QoS 0: fire and forget (the Coaty default).
-    case atMostOnce = 0
-    /// QoS 1: acknowledged, possibly duplicated.
-    case atLeastOnce = 1
-    /// QoS 2: acknowledged exactly once.
-    case exactlyOnce = 2
-}
+/// The MQTT quality of service of a publication, subscription or will (one type with the MQTT
+/// client's: ``MQTTQoS``).
+public typealias TransportQoS = MQTTQoS
 
-extension TransportQoS: Comparable {
-    /// Orders by level: at most once < at least once < exactly once.
-    public static func < (lhs: TransportQoS, rhs: TransportQoS) -> Bool {
-        lhs.rawValue < rhs.rawValue
-    }
-}
-
-/// A message sent or received through a ``CoatyTransport``, also used as the last will.
-public struct TransportMessage: Sendable, Hashable {
-    /// The MQTT topic name.
-    public var topic: String
-    /// The payload bytes (UTF-8 JSON for Coaty events, anything for Raw and raw IoValues).
-    public var payload: [UInt8]
-    /// The quality of service.
-    public var qos: TransportQoS
-    /// Whether the broker keeps the message for future subscribers (only Raw publications ask
-    /// for this). A received message has `retain == true` only when it was stored before the
-    /// subscription was made.
-    public var retain: Bool
-
-    /// Creates a message.
-    ///
-    /// - Parameters:
-    ///   - topic: the MQTT topic name.
-    ///   - payload: the payload bytes.
-    ///   - qos: the quality of service; Coaty uses ``TransportQoS/atMostOnce``.
-    ///   - retain: whether the broker should retain the message.
-    public init(topic: String, payload: [UInt8], qos: TransportQoS = .atMostOnce, retain: Bool = false) {
-        self.topic = topic
-        self.payload = payload
-        self.qos = qos
-        self.retain = retain
-    }
-}
+/// A message sent or received through a ``CoatyTransport``, also used as the last will (one type
+/// with the MQTT client's: ``MQTTMessage``).
+public typealias TransportMessage = MQTTMessage
 
 /// The state of a transport's connection to its broker.
 public enum TransportConnectionState: Sendable, Hashable, CustomStringConvertible {
@@ -116,14 +79,16 @@ public enum TransportError: Error, Sendable, Hashable, CustomStringConvertible {
 /// CoatyCore talks to MQTT only through this protocol. CoatyKit binds it to `CoatyMQTT.MQTTClient`;
 /// CoatyTesting provides an in-process broker. A conforming type must meet these requirements:
 ///
-/// - **Messages**: ``messages`` is a single-consumer sequence of every message received on any
-///   subscription, in the order the broker delivered them, continuous across reconnects
-///   (including those that update the will). It is consumed by one dispatcher task; iteration
-///   ends when that task is cancelled, and may end after ``disconnect()`` once the buffered
-///   messages are consumed (take a fresh ``messages`` after the next ``connect(will:)``).
+/// - **Delivery**: the transport pushes every message received on any subscription to the
+///   handler given to ``deliverMessages(to:)``, in the order the broker delivered them,
+///   continuous across reconnects (including those that update the will), one batch at a time
+///   (MQTTTransport on its network thread; InProcessTransport on the publishing task), never from
+///   inside ``setReceivingPaused(_:)``.
 ///   Messages published by this transport are delivered back when they match one of its
-///   subscriptions (no echo suppression). The transport buffers messages until they are
-///   consumed; if it bounds the buffer it must count (and log) what it drops, never drop silently.
+///   subscriptions (no echo suppression). ``setReceivingPaused(_:)`` holds the delivery (the
+///   manager's back-pressure): the transport then reads nothing more, and what it already read
+///   may still come in the batch under way. It never drops a message silently; if it bounds a
+///   buffer it counts (and logs) what it drops.
 /// - **Connection**: ``connect(will:)`` returns once the broker has accepted the connection and
 ///   every remembered subscription is acknowledged. While the broker is unreachable the transport
 ///   keeps trying (state ``TransportConnectionState/connecting``) until its connect timeout, if
@@ -148,16 +113,9 @@ public enum TransportError: Error, Sendable, Hashable, CustomStringConvertible {
 ///   every change in order; any number of observers may call it.
 /// - Every method is safe to call from any task; calls from one task take effect in order.
 public protocol CoatyTransport: Sendable {
-    /// The single-consumer sequence of received messages.
-    associatedtype Messages: AsyncSequence, Sendable
-    where Messages.Element == TransportMessage, Messages.Failure == Never
-
     /// A sequence of connection states.
     associatedtype ConnectionStates: AsyncSequence, Sendable
     where ConnectionStates.Element == TransportConnectionState, ConnectionStates.Failure == Never
-
-    /// Every message received on any subscription, in delivery order; consume it from one task.
-    var messages: Messages { get }
 
     /// Subscribes without waiting, when the transport can: queues the subscription request ahead
     /// of any later publication and returns `true`, or returns `false` and does nothing (not
@@ -191,23 +149,22 @@ public protocol CoatyTransport: Sendable {
     ///   - acknowledged: the outcome; must return promptly.
     func unsubscribeNow(_ filter: String, acknowledged: @escaping @Sendable ((any Error)?) -> Void)
 
-    /// Asks the transport to call `handler` with every received message, in delivery order, on a
-    /// thread of its own, instead of yielding them from ``messages``; returns whether it will.
+    /// Sets the handler the transport calls with every received message, in delivery order, on
+    /// a thread of its own (or the task that published them, in process): the one way messages
+    /// reach the manager.
     ///
-    /// A transport that can do this saves the consumer a task and a thread hand-off per message.
-    /// `handler` gets the messages in batches (what arrived together; never an empty batch), one
-    /// batch at a time, must return promptly and never block. Call it before ``connect(will:)``;
-    /// a later call replaces the handler. The default implementation returns `false`: the caller
-    /// consumes ``messages``.
+    /// The handler gets the messages in batches (what arrived together; never an empty batch),
+    /// one batch at a time; it must return promptly and never block. Call it before
+    /// ``connect(will:)``; a later call replaces the handler.
     ///
     /// - Parameter handler: receives each batch of messages.
-    /// - Returns: `true` when the transport delivers to `handler` from now on.
-    func deliverMessages(to handler: @escaping @Sendable ([TransportMessage]) -> Void) -> Bool
+    func deliverMessages(to handler: @escaping @Sendable ([TransportMessage]) -> Void)
 
-    /// Holds (`true`) or resumes (`false`) reading received messages from the network: the
-    /// manager's back-pressure when an observer is full. A transport that can should stop reading
-    /// its socket (so TCP flow control holds the rest in the kernel and the broker) while keeping
-    /// its session alive. Messages read before the call are still delivered.
+    /// Holds (`true`) or resumes (`false`) the delivery of received messages: the manager's
+    /// back-pressure when an observer is full. A network transport stops reading its socket (so
+    /// TCP flow control holds the rest in the kernel and the broker) while keeping its session
+    /// alive. Messages read before the call are still delivered. The manager calls it under a
+    /// lock of its own: it must not call the delivery handler itself.
     func setReceivingPaused(_ paused: Bool)
 
     /// Durable delivery (opt-in, e.g. a durable recorder): the number of the last received
@@ -282,7 +239,7 @@ public protocol CoatyTransport: Sendable {
     /// connecting or reconnecting it first waits for the connection.
     ///
     /// The filter is remembered and re-established after every reconnect. Retained messages
-    /// matching it are delivered to ``messages`` with `retain == true`.
+    /// matching it are delivered (to ``deliverMessages(to:)``'s handler) with `retain == true`.
     ///
     /// - Parameters:
     ///   - filter: an MQTT topic filter.
@@ -314,8 +271,8 @@ public protocol CoatyTransport: Sendable {
 
     /// Disconnects cleanly (the broker does not publish the will) and stops reconnecting.
     ///
-    /// Messages already received stay consumable from ``messages``, which may then end. The
-    /// transport can be connected again with ``connect(will:)``; its subscriptions are kept.
+    /// Messages already received are still delivered. The transport can be connected again
+    /// with ``connect(will:)``; its subscriptions are kept.
     func disconnect() async
 }
 
@@ -352,14 +309,6 @@ extension CoatyTransport {
         }
     }
 
-    /// Does not deliver to a handler: the caller consumes ``CoatyTransport/messages``.
-    ///
-    /// - Parameter handler: ignored.
-    /// - Returns: `false`.
-    public func deliverMessages(to handler: @escaping @Sendable ([TransportMessage]) -> Void) -> Bool {
-        false
-    }
-
     /// None: `nil`.
     public var deliveryExecutor: (any TaskExecutor)? { nil }
 
@@ -381,12 +330,6 @@ extension CoatyTransport {
 
     /// Does nothing: nothing is held for the broker to keep.
     public func closeIntake() async {}
-
-    /// Does nothing: the manager holds its own dispatcher task instead, which consumes
-    /// ``CoatyTransport/messages`` (so the transport's message buffer fills).
-    ///
-    /// - Parameter paused: ignored.
-    public func setReceivingPaused(_ paused: Bool) {}
 
     /// Subscribes to a topic filter with QoS 0, the Coaty default.
     ///

@@ -11,7 +11,7 @@ extension ClientCore {
     func subscribe(_ filters: [(String, MQTTQoS)]) async throws {
         let handle = try requireHandle()
         guard !filters.isEmpty else { return }
-        for (filter, _) in filters { try MQTTTopic.validateFilter(filter) }
+        for (filter, _) in filters { try MQTTError.checkFilter(filter) }
         try await suspend { state, token in
             guard state.running else {
                 throw notConnected("subscribe to \"\(filters[0].0)\"\(filters.count > 1 ? " and more" : "")")
@@ -61,7 +61,7 @@ extension ClientCore {
 
     func unsubscribe(_ filter: String) async throws {
         let handle = try requireHandle()
-        try MQTTTopic.validateFilter(filter)
+        try MQTTError.checkFilter(filter)
         try await suspend { state, token in try !queueUnsubscribe(filter, token: token, handle, &state) }
     }
 
@@ -93,7 +93,7 @@ extension ClientCore {
         qos: MQTTQoS,
         acknowledged: @escaping @Sendable ((any Error)?) -> Void
     ) -> Bool {
-        guard case .success(let handle) = setup, (try? MQTTTopic.validateFilter(filter)) != nil else { return false }
+        guard case .success(let handle) = setup, (try? MQTTError.checkFilter(filter)) != nil else { return false }
         return state.withLock { state in
             guard state.running, state.transportUp else { return false }
             let (rc, mid) = handle.subscribe([filter], qos: qos)
@@ -111,7 +111,7 @@ extension ClientCore {
     func unsubscribeNow(_ filter: String, acknowledged: @escaping @Sendable ((any Error)?) -> Void) {
         let pending = Result { () throws -> Bool in
             let handle = try requireHandle()
-            try MQTTTopic.validateFilter(filter)
+            try MQTTError.checkFilter(filter)
             return try state.withLock { state throws(MQTTError) -> Bool in
                 let token = state.makeToken()
                 guard try queueUnsubscribe(filter, token: token, handle, &state) else { return false }
@@ -128,7 +128,7 @@ extension ClientCore {
 
     func publish(_ topic: String, payload: some Collection<UInt8>, qos: MQTTQoS, retain: Bool) async throws {
         let handle = try requireHandle()
-        try MQTTTopic.validateName(topic)
+        try MQTTError.checkTopicName(topic)
         if qos == .atMostOnce {
             guard running.load(ordering: .acquiring) else { throw notConnected("publish on \"\(topic)\"") }
             let rc =

@@ -1,12 +1,5 @@
-/// The MQTT quality of service of a publication or subscription.
-public enum MQTTQoS: Int, Sendable, Hashable, CaseIterable {
-    /// Fire and forget (QoS 0).
-    case atMostOnce = 0
-    /// Acknowledged delivery, duplicates possible (QoS 1).
-    case atLeastOnce = 1
-    /// Assured single delivery (QoS 2).
-    case exactlyOnce = 2
-}
+// MQTT's vocabulary (MQTTMessage, MQTTQoS, MQTTTopicFilter) is part of the client's API.
+@_exported public import CoatyMQTTTypes
 
 /// The MQTT protocol version spoken to the broker.
 public enum MQTTProtocolVersion: Sendable, Hashable {
@@ -14,31 +7,6 @@ public enum MQTTProtocolVersion: Sendable, Hashable {
     case v311
     /// MQTT 5 (opt-in).
     case v5
-}
-
-/// One MQTT application message: a topic, a binary payload, its QoS and retain flag.
-public struct MQTTMessage: Sendable, Hashable {
-    /// The topic the message was published on.
-    public var topic: String
-    /// The payload bytes.
-    public var payload: [UInt8]
-    /// The quality of service it was published (or delivered) with.
-    public var qos: MQTTQoS
-    /// Whether the message is (or was delivered as) a retained message.
-    public var retain: Bool
-
-    /// Creates a message.
-    /// - Parameters:
-    ///   - topic: A topic name (no wildcards).
-    ///   - payload: The payload bytes.
-    ///   - qos: The quality of service (default QoS 0).
-    ///   - retain: Whether the broker keeps the message for future subscribers.
-    public init(topic: String, payload: [UInt8], qos: MQTTQoS = .atMostOnce, retain: Bool = false) {
-        self.topic = topic
-        self.payload = payload
-        self.qos = qos
-        self.retain = retain
-    }
 }
 
 /// TLS settings for an `mqtts://` connection. The broker certificate is verified by default.
@@ -395,4 +363,33 @@ public struct MQTTError: Error, Sendable, Hashable, CustomStringConvertible {
 
     /// The message.
     public var description: String { message }
+}
+
+extension MQTTError {
+    /// Checks a topic name for a publication (``MQTTTopicFilter/validateTopicName(_:)``).
+    /// - Parameter topic: the topic name.
+    /// - Throws: an error of kind `.invalidTopic` naming the topic and the rule it breaks.
+    static func checkTopicName(_ topic: String) throws(MQTTError) {
+        do {
+            try MQTTTopicFilter.validateTopicName(topic)
+        } catch {
+            throw invalidTopic(topic, error, what: "topic")
+        }
+    }
+
+    /// Checks a topic filter for a subscription (``MQTTTopicFilter/validate(_:)``).
+    /// - Parameter filter: the topic filter.
+    /// - Throws: an error of kind `.invalidTopic` naming the filter and the rule it breaks.
+    static func checkFilter(_ filter: String) throws(MQTTError) {
+        do {
+            try MQTTTopicFilter.validate(filter)
+        } catch {
+            throw invalidTopic(filter, error, what: "topic filter")
+        }
+    }
+
+    private static func invalidTopic(_ topic: String, _ error: MQTTTopicError, what: String) -> MQTTError {
+        let shown = topic.utf8.count > 200 ? String(topic.prefix(200)) + "…" : topic
+        return MQTTError(.invalidTopic, "Invalid MQTT \(what) \"\(shown)\": \(error)")
+    }
 }

@@ -298,7 +298,7 @@ final class MosquittoHandle: @unchecked Sendable {
                     MQTTMessage(
                         topic: topic,
                         payload: payload,
-                        qos: MQTTQoS(rawValue: Int(header.qos)) ?? .atMostOnce,
+                        qos: MQTTQoS(rawValue: UInt8(truncatingIfNeeded: header.qos)) ?? .atMostOnce,
                         retain: header.retain != 0
                     )
                 )

@@ -1,3 +1,4 @@
+public import CoatyMQTT
 public import CoatyCommunication
 public import CoatyModel
 public import CoatyRuntime

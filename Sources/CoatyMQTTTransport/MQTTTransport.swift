@@ -1,3 +1,4 @@
+public import CoatyMQTT
 public import CoatyCommunication
 public import CoatyModel
 import CoatySync
@@ -101,22 +102,17 @@ public final class MQTTTransport: CoatyTransport {
 
     // MARK: Messages
 
-    /// The received messages, continuous across client replacements; one consumer.
-    public var messages: Messages { Messages(transport: self) }
-
     /// Delivers every received message to `handler` on the MQTT client's network thread, in
-    /// order and in the batches the client took from its receive buffer, instead of through
-    /// ``messages`` (also for the clients that replace the current one when the will changes).
+    /// order and in the batches the client took from its receive buffer (also for the clients
+    /// that replace the current one when the will changes).
     ///
     /// - Parameter handler: receives each batch; must return promptly and never block.
-    /// - Returns: `true`.
-    public func deliverMessages(to handler: @escaping @Sendable ([TransportMessage]) -> Void) -> Bool {
+    public func deliverMessages(to handler: @escaping @Sendable ([TransportMessage]) -> Void) {
         let (client, delivered) = state.withLock { state in
             state.messageHandler = handler
             return (state.client, state.delivered)
         }
         if let client { client.setMessageHandler(batchHandler(handler, delivered: delivered, client: client)) }
-        return true
     }
 
     /// Holds or resumes reading from the broker (the manager's back-pressure), also for the
@@ -144,13 +140,13 @@ public final class MQTTTransport: CoatyTransport {
     ) -> @Sendable ([MQTTMessage]) -> Void {
         guard configuration.holdsAcknowledgements else {
             return { batch in
-                handler(batch.map(TransportMessage.init))
+                handler(batch)
                 delivered.add(batch.count)
             }
         }
         let notifier = dueNotifier
         return { [weak client] batch in
-            handler(batch.map(TransportMessage.init))
+            handler(batch)
             delivered.add(batch.count)
             if client?.acknowledgementDue != nil { notifier.notify() }
         }
@@ -191,44 +187,6 @@ public final class MQTTTransport: CoatyTransport {
     /// Reads nothing more from the broker until the next connection (see ``MQTTClient/closeIntake()``).
     public func closeIntake() async { await state.withLock { $0.client }?.closeIntake() }
 
-    /// The received messages of an ``MQTTTransport``.
-    public struct Messages: AsyncSequence, Sendable {
-        /// Never fails.
-        public typealias Failure = Never
-        let transport: MQTTTransport
-
-        /// Creates the iterator.
-        /// - Returns: the iterator.
-        public func makeAsyncIterator() -> Iterator { Iterator(transport: transport) }
-
-        /// Follows the current MQTT client's messages.
-        public struct Iterator: AsyncIteratorProtocol {
-            let transport: MQTTTransport
-            var generation = -1
-            var base: MQTTMessages.AsyncIterator?
-
-            /// The next message; `nil` after ``MQTTTransport/disconnect()`` or cancellation.
-            public mutating func next() async -> TransportMessage? {
-                while !Task.isCancelled {
-                    let (client, generation) = transport.state.withLock { ($0.client, $0.generation) }
-                    guard let client else { return nil }
-                    if generation != self.generation {
-                        self.generation = generation
-                        base = client.messages.makeAsyncIterator()
-                    }
-                    if let message = await base?.next() { return TransportMessage(message) }
-                    // The client's messages ended: continue on a replacement client, if any.
-                    let replaced = transport.state.withLock { $0.generation != generation || $0.replacing }
-                    if !replaced { return nil }
-                    if transport.state.withLock({ $0.replacing && $0.generation == generation }) {
-                        await Task.yield()
-                    }
-                }
-                return nil
-            }
-        }
-    }
-
     // MARK: Connection state
 
     /// The current connection state.
@@ -255,9 +213,7 @@ public final class MQTTTransport: CoatyTransport {
 
     private func makeClient(will: TransportMessage?) -> MQTTClient {
         var configuration = self.configuration
-        configuration.will = will.map {
-            MQTTMessage(topic: $0.topic, payload: $0.payload, qos: MQTTQoS($0.qos), retain: $0.retain)
-        }
+        configuration.will = will
         return MQTTClient(configuration: configuration, logger: logger, metricsFactory: metricsFactory)
     }
 
@@ -339,7 +295,7 @@ public final class MQTTTransport: CoatyTransport {
             try await client.connect()
             if !filters.isEmpty {
                 try await client.subscribe(
-                    filters.map { ($0.key, MQTTQoS($0.value)) }
+                    filters.map { ($0.key, $0.value) }
                 )
             }
         } catch {
@@ -389,7 +345,7 @@ public final class MQTTTransport: CoatyTransport {
             throw TransportError.notConnected
         }
         do {
-            try await client.subscribe(filter, qos: MQTTQoS(qos))
+            try await client.subscribe(filter, qos: qos)
         } catch {
             throw Self.transportError(error, topic: filter)
         }
@@ -413,7 +369,7 @@ public final class MQTTTransport: CoatyTransport {
         acknowledged: @escaping @Sendable ((any Error)?) -> Void
     ) -> Bool {
         guard let client = state.withLock({ $0.connection == .connected ? $0.client : nil }) else { return false }
-        guard client.subscribeNow(filter, qos: MQTTQoS(qos), acknowledged: acknowledged) else { return false }
+        guard client.subscribeNow(filter, qos: qos, acknowledged: acknowledged) else { return false }
         state.withLock { $0.filters[filter] = qos }
         return true
     }
@@ -468,7 +424,7 @@ public final class MQTTTransport: CoatyTransport {
             try await client.publish(
                 message.topic,
                 payload: message.payload,
-                qos: MQTTQoS(message.qos),
+                qos: message.qos,
                 retain: message.retain
             )
         } catch {
@@ -545,25 +501,6 @@ extension CommunicationManager {
             options: options,
             logger: logger,
             metricsFactory: metricsFactory
-        )
-    }
-}
-
-extension MQTTQoS {
-    /// The MQTT client's level for a transport QoS (the same three levels).
-    init(_ qos: TransportQoS) {
-        self = MQTTQoS(rawValue: Int(qos.rawValue)) ?? .atMostOnce
-    }
-}
-
-extension TransportMessage {
-    /// A received MQTT message as a transport message.
-    init(_ message: MQTTMessage) {
-        self.init(
-            topic: message.topic,
-            payload: message.payload,
-            qos: TransportQoS(rawValue: UInt8(message.qos.rawValue)) ?? .atMostOnce,
-            retain: message.retain
         )
     }
 }

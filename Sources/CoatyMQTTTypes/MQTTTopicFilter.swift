@@ -1,6 +1,3 @@
-import CoatyFilter
-import CoatyModel
-
 /// Why a string is not a valid MQTT 3.1.1 topic name or topic filter.
 public enum MQTTTopicError: Error, Sendable, Hashable, CustomStringConvertible {
     /// Topic names and filters must have at least one character.
@@ -84,7 +81,7 @@ public struct MQTTTopicFilter: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Byte-level matching; see ``matches(topic:filter:)``.
-    static func matches(topic t: UnsafeBufferPointer<UInt8>, filter f: UnsafeBufferPointer<UInt8>) -> Bool {
+    package static func matches(topic t: UnsafeBufferPointer<UInt8>, filter f: UnsafeBufferPointer<UInt8>) -> Bool {
         let tn = t.count
         let fn = f.count
         guard tn > 0, fn > 0 else { return false }
