@@ -124,13 +124,11 @@ func measure(_ options: BenchmarkOptions, baseline: URL, ours: URL, port: String
     let (messages, roundTrips, runs, size) =
         (options["--messages"], options["--round-trips"], options["--runs"], options["--size"])
     // --shim-variants 1: ours also with each trick of the C shim switched off (COATY_SHIM_DISABLE, see
-    // Sources/CMosquittoShim/shim_internal.h), alternating with the others in every run. The socket pair and the
-    // wake-up channel are used by publishes queued in libmosquitto (QoS 1/2, TLS, and QoS 0 without the direct
-    // path), so they are also measured with the direct path off.
+    // Sources/CMosquittoShim/shim_internal.h), alternating with the others in every run.
     let variants = options["--shim-variants"] != 0
     var contenders: [(name: String, executable: URL, environment: [String: String])] = [("baseline", baseline, [:])]
     if variants {
-        for disabled in ["", "direct", "seccomp", "quickack", "direct,seccomp", "all"] {
+        for disabled in ["", "direct", "quickack", "all"] {
             let name = disabled.isEmpty ? "ours" : "ours, \(disabled) off"
             contenders.append((name, ours, ["COATY_SHIM_DISABLE": disabled]))
         }

@@ -387,19 +387,8 @@ void CMosquittoShim_Client_failEventAllocations(CMosquittoShim_Client *c, int co
 
 uint64_t CMosquittoShim_Client_unsentCount(CMosquittoShim_Client *c) { return atomic_load(&c->unsent); }
 
-bool CMosquittoShim_Client_withoutWakePair(CMosquittoShim_Client *c) { return c->withoutWakePair; }
-
 uint64_t CMosquittoShim_Client_directPublishCount(CMosquittoShim_Client *c) {
     return atomic_load(&c->directPublishes);
-}
-
-
-bool CMosquittoShim_hasLinuxSpeedUps(void) {
-#ifdef SHIM_LINUX
-    return true;
-#else
-    return false;
-#endif
 }
 
 uint64_t CMosquittoShim_Client_outstandingPublishes(CMosquittoShim_Client *c) {

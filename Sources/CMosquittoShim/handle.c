@@ -1,5 +1,4 @@
-// The client's lifecycle: creating the libmosquitto handle (without its wake-up socket pair where seccomp allows),
-// its options and TLS, and destroying it. Called from Swift on any thread, never concurrently for one client.
+// The client's lifecycle: creating the libmosquitto handle, its options and TLS, and destroying it. Called from Swift on any thread, never concurrently for one client.
 
 #include "shim_internal.h"
 
@@ -59,80 +58,6 @@ static int failCreate(CMosquittoShim_Client *c, int rc, const char *what, int *e
     destroyClient(c);
     return rc;
 }
-// ---- creating the libmosquitto handle without its wake-up socket pair ----
-//
-// mosquitto_new opens a socket pair through which other threads wake libmosquitto's own loop: every packet queued
-// from another thread (each publish) writes one byte to it, one write() system call per publish. Our loop never
-// waits on that pair (it has its own wake-up pipe, see loopOnce), so those writes are pure cost: about 1.4 µs each, a
-// sixth of a publisher's CPU in the agent benchmark. libmosquitto works without the pair when socketpair() fails
-// (it logs a warning and skips the writes), so the handle is created on a short-lived thread that a seccomp filter
-// denies socketpair() alone. The filter applies to that one thread only (no TSYNC) and ends with it; where seccomp
-// is unavailable, the handle is created as usual, with the pair.
-
-#if defined(SHIM_LINUX) && defined(__x86_64__)
-#define SHIM_AUDIT_ARCH AUDIT_ARCH_X86_64
-#elif defined(SHIM_LINUX) && defined(__aarch64__)
-#define SHIM_AUDIT_ARCH AUDIT_ARCH_AARCH64
-#endif
-
-struct NewMosquittoCall {
-    const char *clientId;
-    bool cleanSession;
-    void *userData;
-    struct mosquitto *result;
-    int savedErrno;
-    bool withoutPair;
-};
-
-/// Denies socketpair() (EMFILE) to the calling thread; false where seccomp cannot be used.
-static bool denySocketPairToThisThread(void) {
-#if defined(SHIM_LINUX) && defined(SHIM_AUDIT_ARCH) && defined(__NR_socketpair) && defined(SECCOMP_SET_MODE_FILTER)
-    struct sock_filter filter[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SHIM_AUDIT_ARCH, 1, 0),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_socketpair, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EMFILE & SECCOMP_RET_DATA)),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-    };
-    struct sock_fprog program = {.len = (unsigned short)(sizeof(filter) / sizeof(filter[0])), .filter = filter};
-    // Required for an unprivileged filter; like the filter, it stays with this thread.
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return false;
-    return syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, 0, &program) == 0;
-#else
-    return false;
-#endif
-}
-
-static void *newMosquittoThread(void *arg) {
-    struct NewMosquittoCall *call = arg;
-    call->withoutPair = denySocketPairToThisThread();
-    if (call->withoutPair) {
-        call->result = mosquitto_new(call->clientId, call->cleanSession, call->userData);
-        call->savedErrno = errno;
-    }
-    return NULL;
-}
-
-/// mosquitto_new, without the wake-up socket pair where possible (see above); `withoutPair` tells which.
-static struct mosquitto *newMosquitto(const char *clientId, bool cleanSession, void *userData, bool *withoutPair) {
-    struct NewMosquittoCall call = {.clientId = clientId, .cleanSession = cleanSession, .userData = userData};
-    pthread_t thread;
-    *withoutPair = false;
-    bool filtered = !shimTrickDisabled(CMosquittoShim_TrickSeccomp);
-    if (filtered && pthread_create(&thread, NULL, newMosquittoThread, &call) == 0) {
-        pthread_join(thread, NULL);
-        if (call.withoutPair) {
-            *withoutPair = call.result != NULL;
-            errno = call.savedErrno;
-            return call.result;
-        }
-    }
-    return mosquitto_new(clientId, cleanSession, userData);
-}
-
-
 CMosquittoShim_Client *CMosquittoShim_Client_create(const CMosquittoShim_Options *o, int *errorCode,
                                                     char *errorText, size_t errorTextSize) {
     CMosquittoShim_libraryInit();
@@ -221,7 +146,7 @@ CMosquittoShim_Client *CMosquittoShim_Client_create(const CMosquittoShim_Options
         return NULL;
     }
 
-    c->mosq = newMosquitto(o->clientId, o->cleanSession, c, &c->withoutWakePair);
+    c->mosq = mosquitto_new(o->clientId, o->cleanSession, c);
     if (!c->mosq) {
         failCreate(c, errno == EINVAL ? MOSQ_ERR_INVAL : MOSQ_ERR_NOMEM, "mosquitto_new", errorCode, errorText,
                    errorTextSize);

@@ -42,9 +42,8 @@ static void readDisabledTricks(void) {
         int bits;
     } names[] = {
         {"direct", CMosquittoShim_TrickDirect},
-        {"seccomp", CMosquittoShim_TrickSeccomp},
         {"quickack", CMosquittoShim_TrickQuickAck},
-        {"all", CMosquittoShim_TrickDirect | CMosquittoShim_TrickSeccomp | CMosquittoShim_TrickQuickAck},
+        {"all", CMosquittoShim_TrickDirect | CMosquittoShim_TrickQuickAck},
     };
     const char *list = getenv("COATY_SHIM_DISABLE");
     while (list && *list) {

@@ -39,27 +39,13 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
-// The Linux-only speed-up (a seccomp filter that spares libmosquitto's wake-up socket pair) behind SHIM_LINUX;
-// elsewhere, or built with -DCOATY_SHIM_PORTABLE (CI builds and tests that fallback on Linux), the handle keeps its
-// pair. Same behaviour, one write() more per packet queued in libmosquitto.
-#if defined(__linux__) && !defined(COATY_SHIM_PORTABLE)
-#define SHIM_LINUX 1
-#include <sys/prctl.h>
-#include <sys/syscall.h>
-#include <linux/audit.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
-#endif
-
 // Measurement switches: COATY_SHIM_DISABLE, read once per process (a comma-separated list, e.g.
-// COATY_SHIM_DISABLE=direct,seccomp), turns tricks off so one binary measures each against its fallback (the
+// COATY_SHIM_DISABLE=direct,quickack), turns tricks off so one binary measures each against its fallback (the
 // benchmark does, Benchmarks/MQTTBenchmark; the tests run with any of them off too). Not a configuration: unset, every
 // trick the build has is on. The names (CMosquittoShim_Trick* in the public header, see shimTrickDisabled):
 //   direct    QoS 0 PUBLISH written by the publishing thread on a dup'd socket (publishDirect); off: queued in
 //             libmosquitto with mosquitto_publish_v5 and written by the loop thread, as QoS 1/2 and TLS always are.
 //             The loop's own PINGREQs while reads are held (keepAliveWhileHeld) still use the duplicate.
-//   seccomp   libmosquitto created without its wake-up socket pair (newMosquitto); off: with it (one write() per
-//             packet queued from another thread)
 //   quickack  TCP_QUICKACK renewed before each loop wait, paced while a stream arrives (renewQuickAck); off: never set
 //   all       every one of them
 //
@@ -115,7 +101,6 @@ struct CMosquittoShim_Client {
     int briefSessions;
     int stopFlushMs;
     bool quickAck;
-    bool withoutWakePair;  // libmosquitto was created without its wake-up socket pair (see newMosquitto)
     bool protocolV5;
     bool plainTCP;       // no TLS: the session's socket is duplicated for direct writes (see openDirect)
     bool directPublish;  // plain TCP and not switched off: QoS 0 PUBLISH packets may be written directly

@@ -244,18 +244,9 @@ void CMosquittoShim_Client_failEventAllocations(CMosquittoShim_Client *client, i
 /// or still queued when the graceful stop's flush time ran out. Updated before the ConnectionLost / Stopped event.
 uint64_t CMosquittoShim_Client_unsentCount(CMosquittoShim_Client *client);
 
-/// Whether libmosquitto runs without its wake-up socket pair, so a publish costs no write() to it (created under a
-/// thread-local seccomp filter; false where seccomp is unavailable).
-bool CMosquittoShim_Client_withoutWakePair(CMosquittoShim_Client *client);
-
-/// Whether the shim was built with its Linux-only speed-up (the seccomp filter that spares libmosquitto's
-/// wake-up pair); false on other systems and when built with -DCOATY_SHIM_PORTABLE.
-bool CMosquittoShim_hasLinuxSpeedUps(void);
-
 /// The shim's tricks, as bits of CMosquittoShim_disabledTricks (see the shim's private header for each one).
 enum {
     CMosquittoShim_TrickDirect = 1,
-    CMosquittoShim_TrickSeccomp = 2,
     CMosquittoShim_TrickQuickAck = 4,
 };
 

@@ -258,18 +258,6 @@ public final class MQTTClient: Sendable {
         return Int(clamping: handle.outstandingPublishes)
     }
 
-    /// Whether publishing skips libmosquitto's own loop wake-up (a `write()` to a socket pair per publish, which
-    /// this client's network loop does not need); see the CMosquittoShim sources. False where the kernel does not
-    /// allow the thread-local seccomp filter it takes.
-    var skipsLibmosquittoWakeUp: Bool {
-        guard case .success(let handle) = core.setup else { return false }
-        return handle.withoutWakePair
-    }
-
-    /// Whether the C shim was built with its Linux-only speed-ups; false on other systems and in the portable
-    /// build (`-DCOATY_SHIM_PORTABLE`, `Scripts/portable-test`).
-    static var shimHasLinuxSpeedUps: Bool { CMosquittoShim_hasLinuxSpeedUps() }
-
     /// How many QoS 0 publications the publishing thread wrote to the socket itself (the shim's direct path, plain
     /// TCP only) instead of queueing them in libmosquitto; for tests that must know which path ran.
     var directPublishCount: Int {
@@ -278,11 +266,11 @@ public final class MQTTClient: Sendable {
     }
 
     /// The shim's tricks switched off in this process by `COATY_SHIM_DISABLE` (a measurement switch, see the
-    /// CMosquittoShim sources): `direct`, `seccomp`, `quickack`.
+    /// CMosquittoShim sources): `direct`, `quickack`.
     static var shimDisabledTricks: Set<String> {
         let bits = CMosquittoShim_disabledTricks()
         let names: [(Int32, String)] = [
-            (Int32(CMosquittoShim_TrickDirect), "direct"), (Int32(CMosquittoShim_TrickSeccomp), "seccomp"),
+            (Int32(CMosquittoShim_TrickDirect), "direct"),
             (Int32(CMosquittoShim_TrickQuickAck), "quickack"),
         ]
         return Set(names.filter { bits & $0.0 != 0 }.map(\.1))

@@ -238,9 +238,6 @@ final class MosquittoHandle: @unchecked Sendable {
     /// QoS 0 publications queued but never written (lost with a connection, or at the disconnect flush deadline).
     var unsentCount: UInt64 { CMosquittoShim_Client_unsentCount(pointer) }
 
-    /// Whether libmosquitto was created without its wake-up socket pair (one `write()` less per publish).
-    var withoutWakePair: Bool { CMosquittoShim_Client_withoutWakePair(pointer) }
-
     /// QoS 0 publishes written by the publishing thread itself (the shim's direct path; never over TLS).
     var directPublishCount: UInt64 { CMosquittoShim_Client_directPublishCount(pointer) }
 
