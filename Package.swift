@@ -132,10 +132,17 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(
+            // A throwaway mosquitto on a loopback port (MosquittoBroker): `coaty demo` and the tests.
+            name: "CoatyLocalBroker",
+            dependencies: ["CoatySync"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
             name: "CoatyTesting",
             dependencies: [
                 "CoatySync",
                 "CoatyCore",
+                "CoatyLocalBroker",
                 // The fault-injecting TCP proxy (FaultInjectingProxy) runs on SwiftNIO.
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -221,8 +228,8 @@ let package = Package(
                 "CoatyPostgres",
                 "CoatyOperator",
                 "CoatyDiscovery",
-                // `coaty demo` starts a throwaway mosquitto with CoatyTesting's MosquittoBroker.
-                "CoatyTesting",
+                // `coaty demo` starts a throwaway mosquitto (MosquittoBroker), without the testing product.
+                "CoatyLocalBroker",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -470,7 +477,7 @@ let package = Package(
 if Context.environment["COATY_PACKAGE_SUBSET"] == "sanitizers" {
     let kept: Set<String> = [
         "CMosquitto", "CMosquittoShim", "CoatySync", "CoatyModel", "CoatyFilter", "CoatyCommunication", "CoatyRuntime",
-        "CoatyCore", "CoatyMQTTTypes", "CoatyMQTT", "CoatyMQTTTransport", "CoatyTesting", "CoatyStore",
+        "CoatyCore", "CoatyMQTTTypes", "CoatyMQTT", "CoatyMQTTTransport", "CoatyLocalBroker", "CoatyTesting", "CoatyStore",
         "CoatySQLite", "CoatyKit", "AgentProcessTestSupport", "coaty-mqtt-probe",
         "CoatyMQTTTests", "CoatyKitTests", "CoatyTestingTests",
     ]

@@ -2,7 +2,7 @@ import ArgumentParser
 import CoatyKit
 import CoatySQLite
 import CoatyStore
-import CoatyTesting
+import CoatyLocalBroker
 import Foundation
 import Logging
 
