@@ -23,6 +23,7 @@ let package = Package(
         .library(name: "CoatyMQTTTransport", targets: ["CoatyMQTTTransport"]),
         .library(name: "CoatyTesting", targets: ["CoatyTesting"]),
         .library(name: "CoatyStore", targets: ["CoatyStore"]),
+        .library(name: "CoatyRecording", targets: ["CoatyRecording"]),
         .library(name: "CoatySQLite", targets: ["CoatySQLite"]),
         .library(name: "CoatyPostgres", targets: ["CoatyPostgres"]),
         .library(name: "CoatySensorThings", targets: ["CoatySensorThings"]),
@@ -149,9 +150,23 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The store by job: the repository SPI, the typed API and the in-memory backend need only the object model
+        // and the filters; the recorder, the historian and the local store (which talk to the network) build on it.
         .target(
             name: "CoatyStore",
-            dependencies: ["CoatySync", "CoatyCore", .product(name: "Metrics", package: "swift-metrics")],
+            dependencies: [
+                "CoatySync", "CoatyModel", "CoatyFilter", .product(name: "Metrics", package: "swift-metrics"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "CoatyRecording",
+            dependencies: [
+                "CoatySync", "CoatyStore", "CoatyCore",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -159,6 +174,8 @@ let package = Package(
             dependencies: [
                 "CoatySync",
                 "CoatyStore",
+                // DatabaseOptions (CoatyRuntime) for init(options:), the configuration bridge.
+                "CoatyCore",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ],
@@ -189,7 +206,7 @@ let package = Package(
             dependencies: [
                 "CoatySync",
                 "CoatyCore",
-                "CoatyStore",
+                "CoatyStore", "CoatyRecording",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -223,7 +240,7 @@ let package = Package(
             dependencies: [
                 "CoatySync",
                 "CoatyKit",
-                "CoatyStore",
+                "CoatyStore", "CoatyRecording",
                 "CoatySQLite",
                 "CoatyPostgres",
                 "CoatyOperator",
@@ -286,7 +303,7 @@ let package = Package(
             name: "store-benchmark",
             dependencies: [
                 "CoatyTesting",
-                "BenchmarkSupport", "CoatyKit", "CoatyStore", "CoatySQLite",
+                "BenchmarkSupport", "CoatyKit", "CoatyStore", "CoatyRecording", "CoatySQLite",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -337,7 +354,7 @@ let package = Package(
             name: "recorder-with-query",
             dependencies: [
                 "CoatyKit",
-                "CoatyStore",
+                "CoatyStore", "CoatyRecording",
                 "CoatySQLite",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -349,7 +366,7 @@ let package = Package(
         .target(
             name: "CoatyStoreTestSupport",
             // CoatyTesting for MosquittoBroker.freeLoopbackPort (the PostgreSQL test server's port).
-            dependencies: ["CoatyStore", "CoatyCore", "CoatyTesting"],
+            dependencies: ["CoatyStore", "CoatyRecording", "CoatyCore", "CoatyTesting"],
             path: "Tests/CoatyStoreTestSupport",
             swiftSettings: swiftSettings
         ),
@@ -414,14 +431,14 @@ let package = Package(
         .testTarget(
             name: "CoatyKitTests",
             dependencies: [
-                "CoatyKit", "CoatySync", "CoatyTesting", "CoatyStore", "CoatySQLite", "AgentProcessTestSupport",
+                "CoatyKit", "CoatySync", "CoatyTesting", "CoatyStore", "CoatyRecording", "CoatySQLite", "AgentProcessTestSupport",
             ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "CoatyOperatorTests",
             dependencies: [
-                "CoatyOperator", "CoatyKit", "CoatyStore", "CoatySync", "CoatyTesting", "AgentProcessTestSupport",
+                "CoatyOperator", "CoatyKit", "CoatyStore", "CoatyRecording", "CoatySync", "CoatyTesting", "AgentProcessTestSupport",
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -438,14 +455,14 @@ let package = Package(
         ),
         .testTarget(
             name: "CoatyStoreTests",
-            dependencies: ["CoatyStore", "CoatySQLite", "CoatyStoreTestSupport", "CoatyTesting"],
+            dependencies: ["CoatyStore", "CoatyRecording", "CoatySQLite", "CoatyStoreTestSupport", "CoatyTesting"],
             exclude: ["Fixtures"],  // read by path (#filePath), not bundled
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "CoatyPostgresTests",
             dependencies: [
-                "CoatyPostgres", "CoatyStore", "CoatyCore", "CoatySync", "CoatyStoreTestSupport",
+                "CoatyPostgres", "CoatyStore", "CoatyRecording", "CoatyCore", "CoatySync", "CoatyStoreTestSupport",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             swiftSettings: swiftSettings
@@ -477,7 +494,7 @@ let package = Package(
 if Context.environment["COATY_PACKAGE_SUBSET"] == "sanitizers" {
     let kept: Set<String> = [
         "CMosquitto", "CMosquittoShim", "CoatySync", "CoatyModel", "CoatyFilter", "CoatyCommunication", "CoatyRuntime",
-        "CoatyCore", "CoatyMQTTTypes", "CoatyMQTT", "CoatyMQTTTransport", "CoatyLocalBroker", "CoatyTesting", "CoatyStore",
+        "CoatyCore", "CoatyMQTTTypes", "CoatyMQTT", "CoatyMQTTTransport", "CoatyLocalBroker", "CoatyTesting", "CoatyStore", "CoatyRecording",
         "CoatySQLite", "CoatyKit", "AgentProcessTestSupport", "coaty-mqtt-probe",
         "CoatyMQTTTests", "CoatyKitTests", "CoatyTestingTests",
     ]

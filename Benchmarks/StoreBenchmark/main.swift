@@ -27,6 +27,7 @@ import BenchmarkSupport
 import CoatyKit
 import CoatySQLite
 import CoatyStore
+import CoatyRecording
 import CoatyTesting
 import Foundation
 import GRDB

@@ -11,6 +11,7 @@ import ArgumentParser
 import CoatyKit
 import CoatySQLite
 import CoatyStore
+import CoatyRecording
 import Foundation
 
 /// A reading of a room's temperature: the custom object type we record and query.

@@ -1,5 +1,6 @@
 public import CoatyCore
-public import CoatyStore
+import CoatyStore
+public import CoatyRecording
 
 /// The answer of a readiness check: ready, or not ready with a short reason for the operator.
 ///

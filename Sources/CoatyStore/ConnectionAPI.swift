@@ -1,4 +1,5 @@
-public import CoatyCore
+public import CoatyModel
+public import CoatyFilter
 
 /// Reads items of one type on a connection, each call in its own read transaction (the seeds'
 /// `Item.read(connection)`); get one with `Item.read(connection)`.

@@ -1,4 +1,5 @@
-public import CoatyCore
+public import CoatyModel
+import CoatyFilter
 import CoatySync
 import Synchronization
 
@@ -76,17 +77,6 @@ public final class InMemoryDatabase: DatabaseType, JSONPropertyIndexing {
 
     /// An empty database.
     public init() {}
-
-    /// An empty database for database options of an agent configuration that name the in-memory
-    /// adapter (`InMemoryAdapter`, `memory:` in `COATY_DATABASE_<NAME>`).
-    /// - Parameters:
-    ///   - options: the options, e.g. ``CoatyRuntime/AgentConfiguration/database(named:)``.
-    ///   - path: their field path for errors.
-    /// - Throws: ``CoatyRuntime/AgentConfigurationError`` naming `adapter` for another backend.
-    public convenience init(options: DatabaseOptions, at path: String = "") throws(AgentConfigurationError) {
-        try options.requireBackend(.inMemory, at: path)
-        self.init()
-    }
 
     /// A connection to this database.
     /// - Returns: the connection.

@@ -1,4 +1,5 @@
-import CoatyCore
+import CoatyModel
+import CoatyFilter
 import CoatySync
 import Synchronization
 

@@ -1,4 +1,5 @@
-public import CoatyCore
+public import CoatyModel
+import CoatyFilter
 public import Foundation
 
 /// A value type stored in a collection under a key, with optional metadata beside it.

@@ -1,4 +1,5 @@
-public import CoatyCore
+public import CoatyModel
+public import CoatyFilter
 
 /// What to fetch: a Coaty filter (conditions, ordering, skip, take) and join conditions.
 ///

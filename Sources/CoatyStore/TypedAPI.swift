@@ -1,4 +1,5 @@
-public import CoatyCore
+public import CoatyModel
+public import CoatyFilter
 
 /// Reads items of one type from a transaction; get one with `Item.read(transaction)`.
 ///

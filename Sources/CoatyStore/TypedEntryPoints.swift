@@ -2,7 +2,8 @@
 // `Persistable` values and for Coaty objects; both serve the one Reader/Writer implementation
 // (TypedAPI.swift) with their own coding.
 
-public import CoatyCore
+public import CoatyModel
+import CoatyFilter
 
 // MARK: - Entry points for Persistable types
 

@@ -2,6 +2,7 @@ import ArgumentParser
 import CoatyKit
 import CoatySQLite
 import CoatyStore
+import CoatyRecording
 import CoatyLocalBroker
 import Foundation
 import Logging

@@ -4,6 +4,7 @@ import CoatyOperator
 import CoatyPostgres
 import CoatySQLite
 import CoatyStore
+import CoatyRecording
 import Foundation
 import Logging
 

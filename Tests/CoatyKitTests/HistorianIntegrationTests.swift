@@ -2,6 +2,7 @@ import AgentProcessTestSupport
 import CoatyKit
 import CoatySQLite
 import CoatyStore
+import CoatyRecording
 import Foundation
 import Testing
 

@@ -1,6 +1,7 @@
 import CoatyKit
 import CoatySQLite
 import CoatyStore
+import CoatyRecording
 import CoatyTesting
 import Foundation
 import Testing

@@ -1,6 +1,7 @@
 import CoatyKit
 import CoatySQLite
 import CoatyStore
+import CoatyRecording
 import CoatySync
 import CoatyTesting
 import Foundation

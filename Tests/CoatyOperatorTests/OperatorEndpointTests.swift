@@ -2,6 +2,7 @@ import AgentProcessTestSupport
 import CoatyKit
 import CoatyOperator
 import CoatyStore
+import CoatyRecording
 import CoatySync
 import CoatyTesting
 import Prometheus

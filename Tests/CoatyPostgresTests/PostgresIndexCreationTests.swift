@@ -1,3 +1,4 @@
+import CoatyRecording
 import CoatyStore
 import CoatyStoreTestSupport
 import CoatySync

@@ -1,5 +1,6 @@
 public import CoatyCore
 public import CoatyStore
+import CoatyRecording
 public import Testing
 
 /// A filter and whether a backend's SQL plan for it is exact (selects exactly Coaty's rows, so

@@ -1,5 +1,6 @@
 public import CoatyCore
 public import CoatyStore
+import CoatyRecording
 import Foundation
 import Testing
 

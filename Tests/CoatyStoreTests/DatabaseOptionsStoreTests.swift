@@ -1,5 +1,6 @@
 import CoatyCore
 import CoatySQLite
+import CoatyRecording
 import CoatyStore
 import Foundation
 import Testing

@@ -1,6 +1,7 @@
 import CoatyCore
 import Testing
 
+@testable import CoatyRecording
 @testable import CoatyStore
 
 /// The recorder group's election (``GroupElection``) without a broker: its rules, and a model of

@@ -4,6 +4,7 @@ import CoatySync
 import Synchronization
 import Testing
 
+@testable import CoatyRecording
 @testable import CoatyStore
 
 @Suite("In-memory property indexes")

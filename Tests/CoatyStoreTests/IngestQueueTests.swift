@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 
 @testable import CoatyStore
+@testable import CoatyRecording
 
 @Suite("Recorder ingest queue")
 struct IngestQueueTests {

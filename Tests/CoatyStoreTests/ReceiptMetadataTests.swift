@@ -2,6 +2,7 @@ import CoatyCore
 import Foundation
 import Testing
 
+@testable import CoatyRecording
 @testable import CoatyStore
 
 @Suite("Receipt metadata")

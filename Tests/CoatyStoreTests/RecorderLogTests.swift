@@ -1,6 +1,7 @@
 import Testing
 
 @testable import CoatyStore
+@testable import CoatyRecording
 
 @Suite("Recorder log lines")
 struct RecorderLogTests {

@@ -6,6 +6,7 @@ import GRDB
 import Testing
 
 @testable import CoatyStore
+@testable import CoatyRecording
 
 // MARK: - Fixtures
 

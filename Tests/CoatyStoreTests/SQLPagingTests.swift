@@ -1,4 +1,5 @@
 import CoatyCore
+import CoatyRecording
 import CoatyStore
 import Testing
 

@@ -1,5 +1,6 @@
 import CoatyCore
 import CoatyStore
+import CoatyRecording
 import CoatyStoreTestSupport
 import Foundation
 import GRDB

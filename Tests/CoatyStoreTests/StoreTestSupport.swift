@@ -1,4 +1,5 @@
 import CoatySQLite
+import CoatyRecording
 import CoatyStore
 import Foundation
 import Testing

@@ -1,4 +1,5 @@
 import CoatyCore
+import CoatyStore
 import CoatySync
 import Logging
 import Metrics

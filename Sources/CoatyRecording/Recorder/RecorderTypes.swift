@@ -1,4 +1,5 @@
 public import CoatyCore
+public import CoatyStore
 import CoatySync
 import Logging
 import Metrics

@@ -1,4 +1,5 @@
 import CoatyCore
+import CoatyStore
 import Metrics
 
 /// The operator metrics of a ``CoatyRecorder``, made once from its metrics factory (every label

@@ -1,4 +1,5 @@
 public import CoatyCore
+public import CoatyStore
 
 // MARK: - Local key/value store
 

@@ -1,4 +1,5 @@
 import CoatyCore
+import CoatyStore
 
 /// Who takes over the broker session of a gone recorder-group member, as one member sees it: a
 /// pure state machine (events in, actions out), so that its argument can be checked without a

@@ -1,4 +1,5 @@
 public import CoatyCore
+public import CoatyStore
 import CoatySync
 public import Logging
 public import Metrics
