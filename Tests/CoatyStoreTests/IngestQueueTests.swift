@@ -12,6 +12,32 @@ struct IngestQueueTests {
         return try RecorderFixtures.objects(count).map { .store($0, receipt) }
     }
 
+    /// The depth is reported at every change under the queue's lock: with producers and a taker
+    /// racing, the reports come in the order of the changes, so the last one is the queue's depth
+    /// (a depth read and reported after the lock could end on a stale value).
+    @Test func depthReportsFollowTheChangesInOrder() async throws {
+        let reports = Mutex<[Int]>([])
+        let queue = IngestQueue(capacity: 64) { depth in reports.withLock { $0.append(depth) } }
+        let batches = try (0..<4).map { _ in try Self.mutations(50) }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for batch in batches {
+                group.addTask { await queue.enqueue(batch) }
+            }
+            group.addTask {
+                var taken = 0
+                while taken < 200 {
+                    taken += queue.take(maxCount: 7).mutations.count
+                    await Task.yield()
+                }
+            }
+            try await group.waitForAll()
+        }
+        let all = reports.withLock { $0 }
+        #expect(all.last == 0, "the last report is the empty queue")
+        #expect(queue.pending == 0)
+        #expect(all.allSatisfy { $0 >= 0 && $0 <= 200 })
+    }
+
     /// Batches taken ahead of their commits (the SQLite writer's): a flush waits until the batch
     /// holding the last mutation enqueued before it is marked committed, not merely taken.
     @Test func aFlushWaitsForTheCommitOfTheBatchThatHoldsItsLastMutation() async throws {

@@ -188,7 +188,7 @@ extension CoatyRecorder {
         guard !mutations.isEmpty else { return }
         stats.withLock { $0.received += mutations.count }
         let (depth, waited) = await queue.enqueue(mutations)
-        metrics.received(mutations, depth: depth, waited: waited)
+        metrics.received(mutations, waited: waited)
         stats.withLock { stats in
             stats.peakQueueDepth = max(stats.peakQueueDepth, depth)
             if waited { stats.backPressureWaits += 1 }
@@ -207,7 +207,6 @@ extension CoatyRecorder {
             maxCount: configuration.maxBatchSize,
             interval: configuration.batchInterval
         ) {
-            metrics.queueDepth(queue.pending)
             await write(&batch)
         }
     }
@@ -239,7 +238,7 @@ extension CoatyRecorder {
             // Whether the transaction began and took its batch (or was held back), or failed before.
             let took = OneShot<Bool>()
             let before = previous
-            let current = Task { [queue, metrics, sequence] in
+            let current = Task { [queue, sequence] in
                 defer { took.settle(.success(false)) }
                 let taken = CoatyMutex(IngestQueue.Batch.empty)
                 let result: Result<[RecorderMutationOutcome], any Error>
@@ -249,7 +248,6 @@ extension CoatyRecorder {
                             taking: {
                                 let batch = holding.isHeld ? .empty : queue.take(maxCount: maxCount)
                                 taken.withLock { $0 = batch }
-                                metrics.queueDepth(queue.pending)
                                 took.settle(.success(true))
                                 return batch.mutations
                             },

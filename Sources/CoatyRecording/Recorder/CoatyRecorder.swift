@@ -222,7 +222,7 @@ public final class CoatyRecorder: Service, Sendable {
         self.indexing = indexing
         self.configuration = configuration
         self.logger = logger
-        self.queue = IngestQueue(capacity: configuration.queueCapacity)
+        self.queue = IngestQueue(capacity: configuration.queueCapacity) { [metrics] in metrics.queueDepth($0) }
     }
 
     /// A recorder over a database connection (in-memory, SQLite, …); a connection that can index

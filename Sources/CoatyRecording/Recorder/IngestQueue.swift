@@ -46,9 +46,14 @@ final class IngestQueue: Sendable {
 
     let capacity: Int
     private let state = CoatyMutex(State())
+    /// Told the depth at every change, under the queue's lock, so two reports reach it in the
+    /// order of the changes (the recorder's `coaty_recorder_queue_depth` gauge; a depth read
+    /// and recorded after the lock could overwrite a newer one with a stale value).
+    private let depthChanged: @Sendable (Int) -> Void
 
-    init(capacity: Int) {
+    init(capacity: Int, depthChanged: @escaping @Sendable (Int) -> Void = { _ in }) {
         self.capacity = max(1, capacity)
+        self.depthChanged = depthChanged
     }
 
     /// How many mutations wait to be written.
@@ -81,6 +86,7 @@ final class IngestQueue: Sendable {
                     state.buffer.append(contentsOf: mutations[next..<(next + room)])
                     state.enqueued += UInt64(room)
                     next += room
+                    depthChanged(state.count)
                 }
                 let wake = state.count >= state.wakeAt ? state.takeConsumer() : nil
                 return (next == mutations.endIndex ? state.count : nil, wake)
@@ -170,6 +176,7 @@ final class IngestQueue: Sendable {
                 }
             }
             state.taken += UInt64(batch.count)
+            if !batch.isEmpty { depthChanged(state.count) }
             defer { state.producers.removeAll() }
             return (batch, state.taken, state.producers)
         }

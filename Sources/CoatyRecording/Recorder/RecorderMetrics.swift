@@ -96,8 +96,8 @@ final class RecorderMetrics: Sendable {
         }
     }
 
-    /// Counts mutations handed to the queue together and records the queue's depth after them.
-    func received(_ mutations: [RecorderMutation], depth: Int, waited: Bool) {
+    /// Counts mutations handed to the queue together (the queue records its own depth).
+    func received(_ mutations: [RecorderMutation], waited: Bool) {
         var (advertise, channel, deadvertise) = (0, 0, 0)
         for mutation in mutations {
             switch mutation {
@@ -109,11 +109,10 @@ final class RecorderMetrics: Sendable {
         if advertise > 0 { receivedAdvertise.increment(by: advertise) }
         if channel > 0 { receivedChannel.increment(by: channel) }
         if deadvertise > 0 { receivedDeadvertise.increment(by: deadvertise) }
-        queueDepth.record(depth)
         if waited { backPressureWaits.increment() }
     }
 
-    /// Records the queue's depth (after the writer took a batch).
+    /// Records the queue's depth (the queue calls it at every change, under its lock).
     func queueDepth(_ depth: Int) {
         queueDepth.record(depth)
     }
