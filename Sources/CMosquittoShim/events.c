@@ -11,7 +11,7 @@ SHIM_HIDDEN _Thread_local CMosquittoShim_Client *loopClientOfThisThread;
 
 /// Queues an event for the dispatcher and asks for a dispatch round (on the loop thread during a step, the round after
 /// the step takes it anyway; elsewhere, or during a round, the request makes the next loop step not wait).
-SHIM_HIDDEN void pushEvent(CMosquittoShim_Client *c, int kind, int code, int mid, const char *detail) {
+static void queueEvent(CMosquittoShim_Client *c, int kind, int code, int mid, int briefSessions, const char *detail) {
     CMosquittoShim_Event *event = NULL;
     if (atomic_load(&c->failEventAllocations) > 0) {
         atomic_fetch_sub(&c->failEventAllocations, 1);
@@ -30,6 +30,7 @@ SHIM_HIDDEN void pushEvent(CMosquittoShim_Client *c, int kind, int code, int mid
     event->kind = kind;
     event->code = code;
     event->mid = mid;
+    event->briefSessions = briefSessions;
     event->broker = atomic_load(&c->currentBroker);
     if (detail) snprintf(event->detail, sizeof(event->detail), "%s", detail);
     pthread_mutex_lock(&c->queueLock);
@@ -42,6 +43,14 @@ SHIM_HIDDEN void pushEvent(CMosquittoShim_Client *c, int kind, int code, int mid
     c->eventTail = event;
     pthread_mutex_unlock(&c->queueLock);
     wantDispatch(c);
+}
+
+SHIM_HIDDEN void pushEvent(CMosquittoShim_Client *c, int kind, int code, int mid, const char *detail) {
+    queueEvent(c, kind, code, mid, 0, detail);
+}
+
+SHIM_HIDDEN void pushConnectionLost(CMosquittoShim_Client *c, int code, int briefSessions, const char *detail) {
+    queueEvent(c, CMosquittoShim_EventConnectionLost, code, 0, briefSessions, detail);
 }
 
 /// Sets or clears `mid` in a message-id bitset (`tracked`); the caller holds ackLock.

@@ -449,8 +449,7 @@ static void *loopMain(void *arg) {
         if (c->sessionUp) {
             bool brief = nowMs() - c->sessionStartMs < SHIM_BRIEF_SESSION_MS;
             c->briefSessions = brief ? c->briefSessions + 1 : 0;
-            // The event's mid carries the brief sessions in a row (the Swift side names the likely cause).
-            pushEvent(c, CMosquittoShim_EventConnectionLost, rc, c->briefSessions, detail);
+            pushConnectionLost(c, rc, c->briefSessions, detail);  // the Swift side names the likely cause
             // After a long session reconnect at once; after brief ones keep backing off (doubling below), so two
             // clients with one client id do not take the session from each other as fast as they can connect.
             if (c->briefSessions < 2) delay = c->reconnectDelayMs;

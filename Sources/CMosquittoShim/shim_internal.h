@@ -66,9 +66,8 @@
 #define SHIM_LOOP_TIMEOUT_MS 100
 /// At most this many packets are read after one poll (see loopOnce).
 #define SHIM_READ_BURST 64
-/// A session the broker ends within this long of its CONNACK is brief; brief sessions in a row mean another client
-/// with the same client id most of the time (each connect takes the session from the other one).
-#define SHIM_BRIEF_SESSION_MS 2000
+/// See CMosquittoShim_BriefSessionMilliseconds (public: the Swift side names it in its warning).
+#define SHIM_BRIEF_SESSION_MS CMosquittoShim_BriefSessionMilliseconds
 /// The wait of one mosquitto_loop step until CONNACK: it cannot watch the wake-up pipe, so short steps bound how
 /// long a stop waits for a pending connect (100 wake-ups per second, only until the session is up).
 #define SHIM_CONNECTING_STEP_MS 10
@@ -248,6 +247,8 @@ SHIM_HIDDEN void onUnsubscribe(struct mosquitto *mosq, void *obj, int mid, const
 SHIM_HIDDEN void onLog(struct mosquitto *mosq, void *obj, int level, const char *line);  // events.c
 SHIM_HIDDEN void checkDrain(CMosquittoShim_Client *c);  // events.c
 SHIM_HIDDEN void pushEvent(CMosquittoShim_Client *c, int kind, int code, int mid, const char *detail);  // events.c
+/// pushEvent for a ConnectionLost, with the brief sessions in a row (loop thread).
+SHIM_HIDDEN void pushConnectionLost(CMosquittoShim_Client *c, int code, int briefSessions, const char *detail);  // events.c
 SHIM_HIDDEN void setMidBit(uint8_t *bits, int mid, bool on);  // events.c
 SHIM_HIDDEN void takeLastError(CMosquittoShim_Client *c, char *out, size_t size);  // events.c
 SHIM_HIDDEN uint64_t unwrittenQos0(CMosquittoShim_Client *c);  // events.c

@@ -65,6 +65,11 @@ typedef enum CMosquittoShim_EventKind {
     CMosquittoShim_EventDrained = 9,
 } CMosquittoShim_EventKind;
 
+/// A session the broker ends within this many milliseconds of its CONNACK is brief; brief sessions in a row mean
+/// another client with the same client id most of the time (each connect takes the session from the other one), and
+/// the loop keeps backing off across them.
+enum { CMosquittoShim_BriefSessionMilliseconds = 2000 };
+
 /// An event; `detail` holds the last error line libmosquitto logged, when relevant.
 typedef struct CMosquittoShim_Event {
     int32_t kind;
@@ -72,6 +77,9 @@ typedef struct CMosquittoShim_Event {
     int32_t mid;
     /// The index of the broker the loop was connecting or connected to (0: the primary, then the fallbacks).
     int32_t broker;
+    /// ConnectionLost: how many sessions in a row the broker ended within CMosquittoShim_BriefSessionMilliseconds
+    /// of its CONNACK (the signature of another client with the same client id); 0 for other events.
+    int32_t briefSessions;
     /// How many messages had been put into the ring when the event was queued.
     uint64_t afterMessages;
     char detail[256];

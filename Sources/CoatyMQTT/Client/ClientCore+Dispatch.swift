@@ -238,12 +238,12 @@ extension ClientCore {
             "Connection lost; reconnecting",
             metadata: ["mqtt.broker": .string(url), "mqtt.reason": .string(event.detail)]
         )
-        // The shim counts the sessions in a row that the broker ended within 2 s of connecting (and backs
-        // off across them): the signature of two clients with one client id taking the session from each other.
-        let brief = Int(event.mid)
+        // The shim counts the sessions in a row that the broker ended soon after connecting (and backs off
+        // across them): the signature of two clients with one client id taking the session from each other.
+        let brief = event.briefSessions
         if brief >= 3, brief == 3 || brief % 10 == 0 {
             logger.error(
-                "The broker ended the session \(brief) times in a row within 2 s of connecting: another client probably uses the client id \"\(configuration.clientId)\"; backing off",
+                "The broker ended the session \(brief) times in a row within \(ShimEvent.briefSessionLimit) of connecting: another client probably uses the client id \"\(configuration.clientId)\"; backing off",
                 metadata: ["mqtt.broker": .string(url), "mqtt.brief_sessions": .stringConvertible(brief)]
             )
         }

@@ -14,6 +14,9 @@ public var libmosquittoVersion: Int { Int(CMosquittoShim_libraryVersion()) }
 
 /// An event from the C shim, copied out of its C representation.
 struct ShimEvent: Sendable {
+    /// How soon after connecting a session the broker ends counts as brief (the shim's constant).
+    static let briefSessionLimit = Duration.milliseconds(Int(CMosquittoShim_BriefSessionMilliseconds))
+
     enum Kind: Int32, Sendable {
         case connected = 1
         case connectionRefused = 2
@@ -29,6 +32,8 @@ struct ShimEvent: Sendable {
     var kind: Kind
     var code: Int32
     var mid: Int32
+    /// ConnectionLost: the sessions in a row the broker ended within ``briefSessionLimit`` of connecting.
+    var briefSessions: Int
     /// The index into `MQTTConfiguration.brokers` of the broker the loop was connecting or connected to.
     var broker: Int
     var detail: String
@@ -203,6 +208,7 @@ final class MosquittoHandle: @unchecked Sendable {
             kind: kind,
             code: event.pointee.code,
             mid: event.pointee.mid,
+            briefSessions: Int(event.pointee.briefSessions),
             broker: Int(event.pointee.broker),
             detail: detail
         )
