@@ -473,13 +473,39 @@ let package = Package(
             dependencies: ["CoatyKit", "CoatySync", "CoatyTesting", "AgentProcessTestSupport"],
             swiftSettings: swiftSettings
         ),
+        // Unit tests by the module they test, on the in-process broker: the manager, IO routing and the transport
+        // contract (CoatyCommunication); configuration, the container, logging and controllers (CoatyRuntime); the
+        // in-process broker itself (CoatyTesting).
+        .target(
+            name: "CommunicationTestSupport",
+            dependencies: ["CoatyCore", "CoatyTesting"],
+            path: "Tests/CommunicationTestSupport",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
-            name: "CoatyTestingTests",
+            name: "CoatyCommunicationTests",
             dependencies: [
-                "CoatyTesting", "CoatyCore", "CoatySync", .product(name: "Logging", package: "swift-log"),
+                "CommunicationTestSupport", "CoatyTesting", "CoatyCore", "CoatySync",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "InMemoryLogging", package: "swift-log"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "CoatyRuntimeTests",
+            dependencies: [
+                "CommunicationTestSupport", "CoatyTesting", "CoatyCore", "CoatySync",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "InMemoryLogging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "CoatyTestingTests",
+            dependencies: ["CoatyTesting", "CoatyCore", "CoatySync"],
             swiftSettings: swiftSettings
         ),
     ]
@@ -496,7 +522,7 @@ if Context.environment["COATY_PACKAGE_SUBSET"] == "sanitizers" {
         "CMosquitto", "CMosquittoShim", "CoatySync", "CoatyModel", "CoatyFilter", "CoatyCommunication", "CoatyRuntime",
         "CoatyCore", "CoatyMQTTTypes", "CoatyMQTT", "CoatyMQTTTransport", "CoatyLocalBroker", "CoatyTesting", "CoatyStore", "CoatyRecording",
         "CoatySQLite", "CoatyKit", "AgentProcessTestSupport", "coaty-mqtt-probe",
-        "CoatyMQTTTests", "CoatyKitTests", "CoatyTestingTests",
+        "CoatyMQTTTests", "CoatyKitTests", "CoatyTestingTests", "CoatyCommunicationTests", "CommunicationTestSupport",
     ]
     package.targets = package.targets.filter { kept.contains($0.name) }
     // Only the operator endpoint uses swift-prometheus: not resolved, and no "unused dependency" warning.

@@ -1,4 +1,5 @@
 import CoatyCore
+import CommunicationTestSupport
 import CoatySync
 import CoatyTesting
 import Testing

@@ -1,4 +1,5 @@
 import CoatyCore
+import CommunicationTestSupport
 import CoatyTesting
 import Testing
 

@@ -1,17 +1,10 @@
 import CoatyCore
+import CommunicationTestSupport
 import CoatySync
 import CoatyTesting
 import Logging
 import ServiceLifecycle
 import Testing
-
-/// A custom object type based on CoatyObject: published twice (core type and object type topic).
-struct Light: CoatyObject, Hashable {
-    static let objectType = "com.example.Light"
-    var objectId = CoatyUUID()
-    var name: String
-    var isOn: Bool
-}
 
 /// A type claiming to be a Coaty object that encodes itself as an array: not publishable.
 struct ArrayShapedObject: CoatyObject {
@@ -44,52 +37,6 @@ struct SpecialTask: CoatyObject {
     var status: TaskStatus
     var creatorId: CoatyUUID
     var creationTimestamp: Double
-}
-
-/// One agent on an in-process broker.
-struct TestAgent {
-    let manager: CommunicationManager
-    let transport: InProcessTransport
-    var id: CoatyUUID { manager.identity.objectId }
-    var clientId: String { transport.clientId }
-
-    init(
-        _ broker: InProcessBroker,
-        name: String = "agent",
-        namespace: String = "-",
-        crossNamespacing: Bool = false,
-        deferredLimit: Int = 1000,
-        sharedSubscriptionGroup: String? = nil
-    ) throws {
-        let identity = Identity(name: name)
-        transport = broker.makeTransport(clientId: CoatyConnection.clientId(identityId: identity.objectId))
-        manager = try CommunicationManager(
-            transport: transport,
-            identity: identity,
-            registry: CoatyObjectRegistry([Light.self]),
-            options: .init(
-                namespace: namespace,
-                crossNamespacing: crossNamespacing,
-                deferredPublicationLimit: deferredLimit,
-                sharedSubscriptionGroup: sharedSubscriptionGroup
-            )
-        )
-    }
-
-    /// Topics this agent published, in order.
-    func publishedTopics(_ broker: InProcessBroker) -> [String] {
-        broker.publications.filter { $0.clientId == clientId && !$0.isWill }.map(\.message.topic)
-    }
-}
-
-/// Waits (without any time limit of its own: the suite's applies) until `condition` holds.
-func waitUntil(_ condition: () throws -> Bool) async rethrows {
-    while try !condition() { try? await Task.sleep(for: .milliseconds(1)) }
-}
-
-/// Waits until the manager reports `state`.
-func awaitState(_ manager: CommunicationManager, _ wanted: CommunicationState) async {
-    for await state in manager.communicationStates() where state == wanted { return }
 }
 
 private func task(creator: CoatyUUID, name: String = "task") -> CoatyTask {
