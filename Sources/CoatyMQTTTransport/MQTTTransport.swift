@@ -421,12 +421,9 @@ public final class MQTTTransport: CoatyTransport {
             throw TransportError.notConnected
         }
         do {
-            try await client.publish(
-                message.topic,
-                payload: message.payload,
-                qos: message.qos,
-                retain: message.retain
-            )
+            // The message overload: concrete, specialized in the client's module (the generic
+            // payload overload, called across modules, costs an unspecialized frame per publish).
+            try await client.publish(message)
         } catch {
             throw Self.transportError(error, topic: message.topic)
         }

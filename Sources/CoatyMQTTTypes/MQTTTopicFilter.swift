@@ -121,17 +121,33 @@ public struct MQTTTopicFilter: Sendable, Hashable, CustomStringConvertible {
     ///
     /// - Parameter topic: the topic name.
     /// - Throws: ``MQTTTopicError``.
+    @inlinable
     public static func validateTopicName(_ topic: String) throws(MQTTTopicError) {
-        let result: MQTTTopicError? = withUTF8Bytes(topic) { b in
+        // Every publish passes here: one branch-free pass over the bytes finds whether any is
+        // NUL, '+' (0x2B) or '#' (0x23) — `c & 0xF7 == 0x23` holds for exactly those two — and
+        // only a name that fails is looked at again, for its error. Inlinable, so a publisher
+        // in another module runs it without a call.
+        let bad = withUTF8Bytes(topic) { b -> Bool in
+            guard !b.isEmpty, b.count <= maximumByteCount else { return true }
+            var hits: UInt8 = 0
+            for c in b { hits |= ((c & 0xF7) == 0x23 ? 1 : 0) | (c == 0 ? 1 : 0) }
+            return hits != 0
+        }
+        if bad { throw topicNameError(topic) }
+    }
+
+    /// Why `topic` is not a valid topic name (it is known not to be).
+    @usableFromInline
+    static func topicNameError(_ topic: String) -> MQTTTopicError {
+        withUTF8Bytes(topic) { b in
             guard !b.isEmpty else { return .empty }
             guard b.count <= maximumByteCount else { return .tooLong(byteCount: b.count) }
             for c in b {
                 if c == ASCII.nul { return .containsNUL }
                 if c == ASCII.plus || c == ASCII.hash { return .wildcardInTopicName }
             }
-            return nil
+            return .empty  // not reached: the caller found a bad byte
         }
-        if let result { throw result }
     }
 
     /// Validates a topic filter for subscribing: non-empty, at most 65535 bytes, no NUL, `+` only
