@@ -1,9 +1,31 @@
-// Byte-level helpers of topic parsing and building (ASCII and withUTF8Bytes come from CoatyMQTTTypes). Everything here works
+// Byte-level helpers shared by topic parsing and building. Everything here works on UTF-8 bytes without
+// Foundation, regular expressions or allocation. (CoatyMQTTTypes has its own ASCII and withUTF8Bytes: these stay in
+// this module so that the hot topic parsing inlines them.) Everything here works
 // on UTF-8 bytes without Foundation, regular expressions or allocation.
 
 import CoatyFilter
 import CoatyModel
-import CoatyMQTTTypes
+
+/// ASCII bytes used by the topic code.
+enum ASCII {
+    static let slash = UInt8(ascii: "/")
+    static let colon = UInt8(ascii: ":")
+    static let plus = UInt8(ascii: "+")
+    static let hash = UInt8(ascii: "#")
+    static let dollar = UInt8(ascii: "$")
+    static let dash = UInt8(ascii: "-")
+    static let nul: UInt8 = 0
+}
+
+/// Runs `body` over the contiguous UTF-8 bytes of `string`, copying only for bridged strings.
+@inline(__always)
+func withUTF8Bytes<S: StringProtocol, R>(_ string: S, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+    if let result = string.utf8.withContiguousStorageIfAvailable(body) {
+        return result
+    }
+    var copy = String(string)
+    return copy.withUTF8(body)
+}
 
 /// Whether `bytes` is a lowercase RFC 4122 version 4 UUID string:
 /// `xxxxxxxx-xxxx-4xxx-Vxxx-xxxxxxxxxxxx` with lowercase hex digits and variant `V` in `89ab`.
