@@ -15,6 +15,18 @@
 // the loop thread calls the Swift dispatch function between its steps (outside every libmosquitto callback and
 // lock), which takes them from there (see CMosquittoShim_Client_setDispatch).
 
+// The locks: six, one per kind of shared state. None of them is taken while another of ours is held, except
+// writeLock inside publishLock (a QoS 0 publish taking the direct path); libmosquitto's own locks are taken inside
+// ackLock and publishLock (its publish and subscribe calls), and ours inside its callbacks (loop thread). The
+// ThreadSanitizer job (Scripts/tsan-test) watches these orders.
+//   writeLock    the duplicate socket and the direct packets waiting on it: publishing threads and the loop thread
+//   queueLock    the message ring and the event list: the loop thread (producer) and Swift's dispatch (consumer)
+//   controlLock  starting, stopping and the loop's back-off sleep: Swift's calls and the loop thread
+//   ackLock      QoS 1/2 message ids in flight, and keeping publishes and subscribes out of mosquitto_connect_async
+//   publishLock  QoS 0 accounting (queued versus written), so a settle never sees a publish half done
+//   errorLock    the last line libmosquitto logged, written by its log callback, read when an event is made
+// Everything else shared is an atomic read by one side and written by the other (see each field).
+
 #ifndef CMOSQUITTOSHIM_INTERNAL_H
 #define CMOSQUITTOSHIM_INTERNAL_H
 
