@@ -81,7 +81,7 @@ public struct MQTTTopicFilter: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Byte-level matching; see ``matches(topic:filter:)``.
-    package static func matches(topic t: UnsafeBufferPointer<UInt8>, filter f: UnsafeBufferPointer<UInt8>) -> Bool {
+    static func matches(topic t: UnsafeBufferPointer<UInt8>, filter f: UnsafeBufferPointer<UInt8>) -> Bool {
         let tn = t.count
         let fn = f.count
         guard tn > 0, fn > 0 else { return false }
