@@ -169,15 +169,25 @@ public final class MosquittoBroker: Sendable {
     }
 
     /// Starts a broker with ``init(tls:passwordFile:additionalConfiguration:)`` and ``start()``.
+    ///
+    /// When another listener took the port between the pick and mosquitto's `bind`, starts again on new ports
+    /// (three tries).
     /// - Parameters:
     ///   - tls: An optional TLS listener on a second port.
     ///   - passwordFile: A `mosquitto_passwd` file; when given, anonymous clients are refused.
     /// - Returns: The running broker.
     /// - Throws: ``Error`` when mosquitto is missing or does not start.
     public static func start(tls: TLSListener? = nil, passwordFile: String? = nil) async throws -> MosquittoBroker {
-        let broker = try MosquittoBroker(tls: tls, passwordFile: passwordFile)
-        try await broker.start()
-        return broker
+        var attempt = 1
+        while true {
+            let broker = try MosquittoBroker(tls: tls, passwordFile: passwordFile)
+            do {
+                try await broker.start()
+                return broker
+            } catch let error as Error where attempt < 3 && error.message.contains("Address already in use") {
+                attempt += 1
+            }
+        }
     }
 
     deinit {
@@ -345,32 +355,56 @@ public final class MosquittoBroker: Sendable {
         #endif
     }
 
-    /// A loopback port that nothing listens on right now (bound with port 0, then released).
+    /// Ports this process has handed out: two brokers started by one test run never get the same one.
+    private static let handedOut = CoatyMutex(Set<Int>())
+
+    /// The kernel's ephemeral port range (outgoing connections take their local port from it).
+    private static func ephemeralRange() -> ClosedRange<Int> {
+        #if os(Linux)
+            if let text = try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8) {
+                let bounds = text.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" }).compactMap { Int($0) }
+                if bounds.count == 2, bounds[0] <= bounds[1] { return bounds[0]...bounds[1] }
+            }
+            return 32768...60999
+        #else
+            return 49152...65535
+        #endif
+    }
+
+    /// Whether a loopback TCP socket can bind `port` right now.
+    private static func canBind(_ port: Int) -> Bool {
+        let fd = makeSocket()
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = loopbackAddress(port: port)
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+    }
+
+    /// A loopback port that nothing listens on right now, outside the kernel's ephemeral range.
+    ///
+    /// A port the kernel hands out as port 0 lies in the ephemeral range, where any outgoing connection started
+    /// between the pick and the broker's `bind` may take it ("Address already in use"). Ports below that range are
+    /// never given to outgoing connections, so only another listener can take one; this process never hands the
+    /// same port out twice.
     /// - Parameter avoiding: A port not to return.
     /// - Returns: The port number.
-    /// - Throws: ``Error`` when no socket can be bound.
+    /// - Throws: ``Error`` when no port can be bound.
     public static func freeLoopbackPort(avoiding: Int? = nil) throws -> Int {
-        for _ in 0..<10 {
-            let fd = makeSocket()
-            guard fd >= 0 else { break }
-            defer { close(fd) }
-            var address = loopbackAddress(port: 0)
-            let bound = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-                }
-            }
-            guard bound == 0 else { continue }
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            let named = withUnsafeMutablePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-            }
-            guard named == 0 else { continue }
-            let port = Int(UInt16(bigEndian: address.sin_port))
-            if port != avoiding { return port }
+        let ephemeral = ephemeralRange()
+        let candidates = ephemeral.lowerBound > 12_000 ? 10_000...(ephemeral.lowerBound - 1) : 1_024...9_999
+        for _ in 0..<200 {
+            let port = Int.random(in: candidates)
+            guard port != avoiding else { continue }
+            let fresh = handedOut.withLock { $0.insert(port).inserted }
+            guard fresh else { continue }
+            if canBind(port) { return port }
         }
         throw Error(
-            message: "Cannot find a free loopback port (socket/bind failed: \(String(cString: strerror(errno))))"
+            message: "Cannot find a free loopback port in \(candidates) (bind failed: \(String(cString: strerror(errno))))"
         )
     }
 
