@@ -30,6 +30,8 @@ let package = Package(
         .library(name: "CoatyOperator", targets: ["CoatyOperator"]),
         // Not in the CoatyKit umbrella: it links the DNS-SD library (Avahi's on Linux), which not every agent needs.
         .library(name: "CoatyDiscovery", targets: ["CoatyDiscovery"]),
+        // Not in the umbrella either: it brings a web server (Hummingbird).
+        .library(name: "CoatyView", targets: ["CoatyView"]),
         .executable(name: "coaty", targets: ["coaty"]),
     ],
     dependencies: [
@@ -43,6 +45,9 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio", exact: "1.33.2"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        // `coaty view`'s web server; no traits: the configuration-file support is not needed.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
     ],
     targets: [
         // MARK: C cellar
@@ -229,6 +234,20 @@ let package = Package(
             linkerSettings: [.linkedLibrary("dns_sd", .when(platforms: [.linux]))]
         ),
         .target(
+            name: "CoatyView",
+            dependencies: [
+                "CoatySync", "CoatyCore", "CoatyMQTT",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            // The page's sources; EmbeddedAssets.swift carries them into the binary (Scripts/embed-view-assets).
+            exclude: ["Assets"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
             name: "CoatySensorThings",
             dependencies: ["CoatySync", "CoatyCore", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
@@ -247,6 +266,7 @@ let package = Package(
                 "CoatyDiscovery",
                 // `coaty demo` starts a throwaway mosquitto (MosquittoBroker), without the testing product.
                 "CoatyLocalBroker",
+                "CoatyView",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -504,6 +524,15 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            // The viewer's state and endpoints (unit), and `coaty view` in a real headless Chromium (integration).
+            name: "CoatyViewTests",
+            dependencies: [
+                "CoatyView", "CoatyKit", "CoatySync", "CoatyTesting", "AgentProcessTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "CoatyTestingTests",
             dependencies: ["CoatyTesting", "CoatyCore", "CoatySync"],
             swiftSettings: swiftSettings
@@ -528,11 +557,11 @@ if Context.environment["COATY_PACKAGE_SUBSET"] == "sanitizers" {
     // Only the operator endpoint uses swift-prometheus: not resolved, and no "unused dependency" warning.
     package.dependencies = package.dependencies.filter { dependency in
         guard case .sourceControl(_, let location, _) = dependency.kind else { return true }
-        return !location.hasSuffix("/swift-prometheus")
+        return !location.hasSuffix("/swift-prometheus") && !location.contains("/hummingbird")
     }
     package.products = package.products.filter { product in
         product.name != "coaty" && product.name != "CoatyPostgres" && product.name != "CoatySensorThings"
             && product.name != "CoatyOperator"
-            && product.name != "CoatyDiscovery"
+            && product.name != "CoatyDiscovery" && product.name != "CoatyView"
     }
 }

@@ -39,7 +39,7 @@ struct Coaty: AsyncParsableCommand {
             """,
         subcommands: [
             Advertise.self, Deadvertise.self, Channel.self, Observe.self, Discover.self, Query.self,
-            Update.self, Call.self, Respond.self, Raw.self, Record.self, BrokerCommand.self, Demo.self,
+            Update.self, Call.self, Respond.self, Raw.self, Record.self, View.self, BrokerCommand.self, Demo.self,
         ]
     )
 

@@ -1,0 +1,272 @@
+public import CoatyCore
+public import CoatyMQTT
+import Foundation
+import CoatySync
+import HTTPTypes
+import Hummingbird
+import HummingbirdWebSocket
+public import Logging
+import NIOCore
+public import ServiceLifecycle
+
+/// A live web view of a Coaty network: an MQTT tap on the network's `coaty/…` topics feeding a
+/// ``NetworkState``, and a web server (Hummingbird) serving the page, its WebSocket and the JSON
+/// endpoints of <doc:ViewerData>; Discover and Query asked from the page go out through the
+/// viewer's own agent.
+///
+/// ```swift
+/// let viewer = NetworkViewer(
+///     manager: manager,  // the viewer's agent, started
+///     tap: tapConfiguration,  // its own MQTT client id
+///     namespace: "-",
+///     configuration: .init(port: 8080)
+/// )
+/// try await viewer.run()  // until cancelled or a graceful shutdown
+/// ```
+public final class NetworkViewer: Service, Sendable {
+    /// Where the web server listens and how often the page is updated.
+    public struct Configuration: Sendable, Hashable {
+        /// The host or address to listen on (loopback by default: the view shows the whole network).
+        public var host: String
+        /// The TCP port; `0` picks a free one (``boundPort`` tells it).
+        public var port: Int
+        /// How often a state message goes to each page.
+        public var pushInterval: Duration
+        /// At most this many events per state message (the stream shown is sampled beyond it; counts never are).
+        public var eventsPerPush: Int
+
+        /// Creates a configuration.
+        /// - Parameters:
+        ///   - host: The listening host (default `127.0.0.1`).
+        ///   - port: The port (default 8080).
+        ///   - pushInterval: The update interval (default 500 ms).
+        ///   - eventsPerPush: Events per message at most (default 100).
+        public init(
+            host: String = "127.0.0.1",
+            port: Int = 8_080,
+            pushInterval: Duration = .milliseconds(500),
+            eventsPerPush: Int = 100
+        ) {
+            self.host = host
+            self.port = port
+            self.pushInterval = pushInterval
+            self.eventsPerPush = eventsPerPush
+        }
+    }
+
+    /// What the viewer knows about the network.
+    public let state: NetworkState
+    /// The web server's settings.
+    public let configuration: Configuration
+    private let manager: CommunicationManager
+    private let tap: MQTTClient
+    private let tapFilter: String
+    private let logger: Logger
+    private let listening = CoatyMutex<(port: Int?, waiters: [CheckedContinuation<Int, Never>])>((nil, []))
+
+    /// Creates a viewer (nothing runs before ``run()``).
+    /// - Parameters:
+    ///   - manager: The viewer's agent, started by the caller; its identity is shown as the viewer and it sends the
+    ///     page's Discover and Query.
+    ///   - tap: The MQTT configuration of the tap (the broker of `manager`, a client id of its own).
+    ///   - namespace: The namespace observed, or `nil` for every namespace.
+    ///   - configuration: The web server's settings.
+    ///   - limits: The memory bounds of the state.
+    ///   - logger: The logger.
+    public init(
+        manager: CommunicationManager,
+        tap: MQTTConfiguration,
+        namespace: String?,
+        configuration: Configuration = Configuration(),
+        limits: NetworkState.Limits = NetworkState.Limits(),
+        logger: Logger = Logger(label: "coaty.view")
+    ) {
+        self.manager = manager
+        self.configuration = configuration
+        self.logger = logger
+        var tapConfiguration = tap
+        tapConfiguration.cleanSession = true
+        self.tap = MQTTClient(configuration: tapConfiguration, logger: logger)
+        tapFilter = "coaty/\(CoatyTopic.protocolVersion)/\(namespace ?? "+")/#"
+        state = NetworkState(
+            limits: limits,
+            broker: tap.url,
+            viewer: manager.identity,
+            namespace: namespace ?? "+",
+            startedAt: Date()
+        )
+    }
+
+    /// The port the web server listens on, once it does.
+    public var boundPort: Int? { listening.withLock { $0.port } }
+
+    /// Waits until the web server listens.
+    /// - Returns: Its port.
+    public func listeningPort() async -> Int {
+        await withCheckedContinuation { continuation in
+            let port: Int? = listening.withLock { listening in
+                if listening.port == nil { listening.waiters.append(continuation) }
+                return listening.port
+            }
+            if let port { continuation.resume(returning: port) }
+        }
+    }
+
+    /// Connects the tap, asks the network for its identities, and serves the page until the task is cancelled or
+    /// a graceful shutdown (the tap disconnects then; the manager is the caller's to stop).
+    /// - Throws: When the tap cannot connect or the server cannot listen.
+    public func run() async throws {
+        let state = self.state
+        tap.setMessageHandler { batch in
+            let now = Date()
+            for message in batch { state.receive(topic: message.topic, payload: message.payload, at: now) }
+        }
+        try await tap.connect()
+        state.setConnection(.online, at: Date())
+        try await tap.subscribe(tapFilter, qos: .atMostOnce)
+        let states = tap.connectionStates()
+        let application = makeApplication()
+        do {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    for await connection in states {
+                        switch connection {
+                        case .connected: state.setConnection(.online, at: Date())
+                        case .connecting: state.setConnection(.connecting, at: Date())
+                        default: state.setConnection(.offline, at: Date())
+                        }
+                    }
+                }
+                group.addTask { [manager] in
+                    // Who is online already: every Coaty agent answers a Discover for identities; the tap sees the
+                    // Resolves. The answers themselves are not needed here.
+                    for try await _ in manager.publishDiscover(.coreTypes([.identity])).responses(timeout: .seconds(2)) {}
+                }
+                group.addTask { try await application.runService() }
+                // The server ends on cancellation or a graceful shutdown; then everything ends.
+                try await group.next()
+                try await group.next()
+                group.cancelAll()
+            }
+        } catch {
+            await tap.disconnect()
+            throw error
+        }
+        await tap.disconnect()
+    }
+
+    private func makeApplication() -> some ApplicationProtocol {
+        let router = Router(context: BasicWebSocketRequestContext.self)
+        let state = self.state
+        let manager = self.manager
+        let configuration = self.configuration
+        let logger = self.logger
+        for asset in EmbeddedAssets.all {
+            router.get(RouterPath(asset.path)) { _, _ in
+                Response(
+                    status: .ok,
+                    headers: [.contentType: asset.contentType, .cacheControl: "no-cache"],
+                    body: ResponseBody(byteBuffer: ByteBuffer(bytes: asset.bytes))
+                )
+            }
+        }
+        router.get("/api/state") { _, _ in
+            Self.json(state.state(at: Date(), events: .newest(200)).json)
+        }
+        router.get("/api/agents") { _, _ in Self.json(state.agentsJSON()) }
+        router.get("/api/types") { _, _ in Self.json(state.typesJSON()) }
+        router.get("/api/types/:objectType") { _, context in
+            let raw = context.parameters.get("objectType") ?? ""
+            let objectType = raw.removingPercentEncoding ?? raw
+            guard let json = state.objectTypeJSON(objectType) else {
+                return Self.json(.object(["error": .string("no object of type '\(objectType)' seen")]), status: .notFound)
+            }
+            return Self.json(json)
+        }
+        router.get("/api/events") { request, _ in
+            let query = request.uri.queryParameters
+            let limit = min(2_000, max(1, query.get("limit").flatMap { Int($0) } ?? 200))
+            let filter = NetworkState.EventFilter(
+                event: query.get("event").flatMap { $0.isEmpty ? nil : $0 },
+                objectType: query.get("objectType").flatMap { $0.isEmpty ? nil : $0 },
+                agent: query.get("agent").flatMap { $0.isEmpty ? nil : $0 }
+            )
+            return Self.json(state.eventsJSON(matching: filter, limit: limit))
+        }
+        router.post("/api/ask") { request, _ in
+            let body = try await request.body.collect(upTo: 1 << 20)
+            let question: NetworkQuestion
+            do throws(NetworkQuestion.Invalid) {
+                question = try NetworkQuestion(body: Array(buffer: body))
+            } catch {
+                return Self.json(.object(["error": .string(error.description)]), status: .badRequest)
+            }
+            do {
+                let names: @Sendable (String) -> String? = { id in state.agentName(id) }
+                return Self.json(try await question.ask(manager, names: names))
+            } catch {
+                logger.warning("A request asked from the page failed", metadata: ["error": "\(error)"])
+                return Self.json(.object(["error": .string("the request could not be sent: \(error)")]), status: .serviceUnavailable)
+            }
+        }
+        router.ws("/ws") { _, _ in
+            .upgrade([:])
+        } onUpgrade: { inbound, outbound, _ in
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    // Nothing is expected from the page; this notices when it goes.
+                    for try await _ in inbound {}
+                }
+                group.addTask {
+                    var cursor = max(0, state.latestSequence - configuration.eventsPerPush)
+                    while !Task.isCancelled {
+                        let (json, sequence) = state.state(
+                            at: Date(),
+                            events: .after(sequence: cursor, limit: configuration.eventsPerPush)
+                        )
+                        cursor = sequence
+                        try await outbound.write(.text(json.serializedString()))
+                        try await Task.sleep(for: configuration.pushInterval)
+                    }
+                }
+                try await group.next()
+                group.cancelAll()
+            }
+        }
+        return Application(
+            router: router,
+            server: .http1WebSocketUpgrade(webSocketRouter: router),
+            configuration: ApplicationConfiguration(
+                address: .hostname(configuration.host, port: configuration.port),
+                serverName: "coaty view"
+            ),
+            onServerRunning: { [self] channel in
+                let port = channel.localAddress?.port ?? configuration.port
+                let waiters = self.listening.withLock { listening in
+                    listening.port = port
+                    defer { listening.waiters = [] }
+                    return listening.waiters
+                }
+                for waiter in waiters { waiter.resume(returning: port) }
+            },
+            logger: logger
+        )
+    }
+
+    private static func json(_ value: JSONValue, status: HTTPResponse.Status = .ok) -> Response {
+        Response(
+            status: status,
+            headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "no-cache"],
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: value.serializedBytes()))
+        )
+    }
+}
+
+extension NetworkState {
+    /// The name of an agent seen, by identity id.
+    /// - Parameter id: The identity's objectId.
+    /// - Returns: Its name, when known.
+    public func agentName(_ id: String) -> String? {
+        model.withLock { $0.agents[id]?.name }
+    }
+}
