@@ -132,6 +132,7 @@ extension NetworkState.Model {
         totals["events"] = .int(Int64(totalEvents))
         totals["bytes"] = .int(Int64(totalBytes))
         totals["invalid"] = .int(Int64(invalid))
+        totals["twins"] = .int(Int64(twins))
         if let lastInvalid {
             totals["lastInvalid"] = .object([
                 "time": .int(lastInvalid.time),

@@ -279,6 +279,8 @@ extension NetworkState {
 
         var totalEvents = 0
         var totalBytes = 0
+        /// The core-type copies of Advertises and Updates published twice (not counted as events).
+        var twins = 0
         var invalid = 0
         var lastInvalid: (time: Int64, topic: String, reason: String)?
         var byEvent: [CommunicationEventType: Int] = [:]
@@ -321,8 +323,19 @@ extension NetworkState {
         mutating func take(_ message: Message, topic name: String, size: Int, now: Int64, micros: Int64) {
             let topic = message.topic
             let event = topic.eventType
-            totalEvents += 1
             totalBytes += size
+            // An Advertise or Update of an object whose type is not its core type's own goes out twice, on the core
+            // type's topic and on the object type's: one Coaty event, counted once (on the object type's topic).
+            if event == .advertise || event == .update, let coreType = topic.coreType,
+                let objectType = message.objects.first?["objectType"]?.stringValue, objectType != coreType.objectType
+            {
+                twins += 1
+                if event == .update, let correlationId = topic.correlationId.map(String.init) {
+                    pairRequest(event, correlationId: correlationId, micros: micros)
+                }
+                return
+            }
+            totalEvents += 1
             byEvent[event, default: 0] += 1
             countRate(event, now: now)
             let sourceId = String(topic.sourceId)

@@ -42,6 +42,7 @@ public struct HTTPTestResponse: Sendable {
 ///   - port: the port.
 ///   - path: the request target, e.g. `/metrics`.
 ///   - method: the method.
+///   - body: a JSON body to send (`Content-Type: application/json`), or `nil`.
 ///   - timeout: the longest wait for connecting and for each read, in seconds (30 by default:
 ///     the whole suite on 2 cores can keep an endpoint's tasks waiting for seconds).
 /// - Returns: the response.
@@ -50,17 +51,26 @@ public func httpRequest(
     port: Int,
     path: String,
     method: String = "GET",
+    body: String? = nil,
     timeout: Double = 30
 ) async throws -> HTTPTestResponse {
     let raw: Result<[UInt8], TestSupportError> = await withCheckedContinuation { continuation in
         Thread.detachNewThread {
-            continuation.resume(returning: exchange(port: port, path: path, method: method, timeout: timeout))
+            continuation.resume(
+                returning: exchange(port: port, path: path, method: method, body: body, timeout: timeout)
+            )
         }
     }
     return try parseHTTPResponse(raw.get(), hasBody: method != "HEAD")
 }
 
-private func exchange(port: Int, path: String, method: String, timeout: Double) -> Result<[UInt8], TestSupportError> {
+private func exchange(
+    port: Int,
+    path: String,
+    method: String,
+    body: String?,
+    timeout: Double
+) -> Result<[UInt8], TestSupportError> {
     let fd = loopbackTCPSocket()
     guard fd >= 0 else { return .failure(TestSupportError("socket() failed: errno \(errno)")) }
     defer { close(fd) }
@@ -76,7 +86,10 @@ private func exchange(port: Int, path: String, method: String, timeout: Double) 
     guard connected == 0 else {
         return .failure(TestSupportError("cannot connect to 127.0.0.1:\(port): errno \(errno)"))
     }
-    let request = Array("\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n\r\n".utf8)
+    var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
+    let content = Array((body ?? "").utf8)
+    if body != nil { head += "Content-Type: application/json\r\nContent-Length: \(content.count)\r\n" }
+    let request = Array((head + "\r\n").utf8) + content
     var sent = 0
     while sent < request.count {
         let n = request[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
@@ -90,8 +103,22 @@ private func exchange(port: Int, path: String, method: String, timeout: Double) 
         if n == 0 { break }
         guard n > 0 else { return .failure(TestSupportError("recv failed: errno \(errno)")) }
         response.append(contentsOf: buffer[0..<n])
+        // A server that keeps the connection open despite `Connection: close` (chromedriver does) has
+        // answered once the head and `Content-Length` bytes are in.
+        if let length = completeLength(response), response.count >= length { break }
     }
     return .success(response)
+}
+
+/// The length of the whole response when its head is in and gives a `Content-Length`, else `nil`.
+private func completeLength(_ bytes: [UInt8]) -> Int? {
+    let separator: [UInt8] = Array("\r\n\r\n".utf8)
+    guard let end = bytes.indices.first(where: { bytes[$0...].starts(with: separator) }) else { return nil }
+    let head = String(decoding: bytes[..<end], as: UTF8.self).lowercased().components(separatedBy: "\r\n")
+    guard let line = head.first(where: { $0.hasPrefix("content-length:") }),
+        let length = Int(line.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces))
+    else { return nil }
+    return end + separator.count + length
 }
 
 /// Parses a whole HTTP/1.1 response (status line, headers, a body of `Content-Length` bytes or up

@@ -125,6 +125,27 @@ struct NetworkStateTests {
         #expect(network.objectTypeJSON("com.example.Unknown") == nil)
     }
 
+    @Test("an Advertise published on its core type's topic and its object type's is one event and one object")
+    func twinsCountedOnce() throws {
+        let network = NetworkState()
+        let source = CoatyUUID()
+        let object = payload(["object": light("Lamp")])
+        network.receive(topic: "coaty/3/-/ADV:CoatyObject/\(source)", payload: object, at: at(0))
+        network.receive(topic: "coaty/3/-/ADV::com.example.Light/\(source)", payload: object, at: at(0))
+        // A core type's own object type goes out once.
+        let task: JSONValue = [
+            "objectType": "coaty.Task", "coreType": "Task", "objectId": .string(CoatyUUID().description), "name": "t",
+            "status": 0, "creatorId": .string(source.description), "creationTimestamp": 1,
+        ]
+        network.receive(topic: "coaty/3/-/ADV:Task/\(source)", payload: payload(["object": task]), at: at(1))
+        let document = state(network, at: at(2))
+        #expect(document["totals"]?["events"]?.intValue == 2)
+        #expect(document["totals"]?["twins"]?.intValue == 1)
+        let counts = document["types"]?.arrayValue?.map { ($0["objectType"]?.stringValue ?? "", $0["count"]?.intValue ?? 0) }
+        #expect(counts?.map(\.0) == ["coaty.Task", "com.example.Light"])
+        #expect(counts?.map(\.1) == [1, 1])
+    }
+
     @Test("objects beyond the size limit are kept as a stub; types beyond the limit are counted, not kept")
     func boundedObjects() throws {
         var limits = NetworkState.Limits()
