@@ -152,8 +152,10 @@ extension NetworkState.Model {
     }
 
     func agentsJSON() -> [JSONValue] {
+        // Online agents by name, then those that left, the latest first.
         let sorted = agents.values.sorted { lhs, rhs in
             if lhs.online != rhs.online { return lhs.online }
+            if !lhs.online, lhs.left != rhs.left { return (lhs.left ?? 0) > (rhs.left ?? 0) }
             let (left, right) = ((lhs.name ?? "~").lowercased(), (rhs.name ?? "~").lowercased())
             return left != right ? left < right : lhs.objectId < rhs.objectId
         }

@@ -238,7 +238,7 @@ extension NetworkState {
         var coreType: String
         var count = 0
         var lastSeen: Int64 = 0
-        /// Newest last.
+        /// The latest version of the most recently seen objects (distinct object ids), newest last.
         var recent: [JSONValue] = []
     }
 
@@ -425,6 +425,12 @@ extension NetworkState {
             types[objectType]!.count += 1
             types[objectType]!.lastSeen = now
             types[objectType]!.coreType = coreType
+            // The latest version of each object: one seen again moves to the end.
+            if let id = object["objectId"]?.stringValue,
+                let seen = types[objectType]!.recent.firstIndex(where: { $0["objectId"]?.stringValue == id })
+            {
+                types[objectType]!.recent.remove(at: seen)
+            }
             if types[objectType]!.recent.count >= limits.recentObjectsPerType {
                 types[objectType]!.recent.removeFirst()
             }

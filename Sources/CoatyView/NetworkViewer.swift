@@ -125,7 +125,11 @@ public final class NetworkViewer: Service, Sendable {
         state.setConnection(.online, at: Date())
         try await tap.subscribe(tapFilter, qos: .atMostOnce)
         let states = tap.connectionStates()
-        let application = makeApplication()
+        // The server in a group of its own, so that cancellation and a graceful shutdown both end it gracefully
+        // (open WebSockets closed, no "already closed" errors from a cancelled server).
+        let server = ServiceGroup(services: [makeApplication()], logger: logger)
+        let shutDown: @Sendable () -> Void = { Task { await server.triggerGracefulShutdown() } }
+        let manager = self.manager
         do {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {
@@ -137,15 +141,27 @@ public final class NetworkViewer: Service, Sendable {
                         }
                     }
                 }
-                group.addTask { [manager] in
+                group.addTask {
                     // Who is online already: every Coaty agent answers a Discover for identities; the tap sees the
-                    // Resolves. The answers themselves are not needed here.
-                    for try await _ in manager.publishDiscover(.coreTypes([.identity])).responses(timeout: .seconds(2)) {}
+                    // Resolves. The answers themselves are not needed here, and a failure only means fewer names.
+                    let answers = manager.publishDiscover(.coreTypes([.identity])).responses(timeout: .seconds(2))
+                    do {
+                        for try await _ in answers {}
+                    } catch {}
                 }
-                group.addTask { try await application.runService() }
-                // The server ends on cancellation or a graceful shutdown; then everything ends.
-                try await group.next()
-                try await group.next()
+                // The server decides: it ends on cancellation or a graceful shutdown, or fails (cannot listen). It
+                // runs in a task of its own, awaited here, so that cancelling this one shuts it down gracefully
+                // instead of cancelling it.
+                let serving = Task { try await server.run() }
+                try await withGracefulShutdownHandler {
+                    try await withTaskCancellationHandler {
+                        try await serving.value
+                    } onCancel: {
+                        shutDown()
+                    }
+                } onGracefulShutdown: {
+                    shutDown()
+                }
                 group.cancelAll()
             }
         } catch {

@@ -123,6 +123,18 @@ struct NetworkStateTests {
         let detail = try #require(network.objectTypeJSON("com.example.Light"))
         #expect(detail["objects"]?.arrayValue?.compactMap { $0["name"]?.stringValue } == ["Chan 2", "Chan 1", "Lamp 9"])
         #expect(network.objectTypeJSON("com.example.Unknown") == nil)
+        // An object seen again: its latest version, moved to the front, not listed twice.
+        var again = light("Lamp 9 again").objectValue!
+        let firstObjects = try #require(network.objectTypeJSON("com.example.Light")?["objects"]?.arrayValue)
+        again["objectId"] = try #require(firstObjects[2]["objectId"])
+        network.receive(
+            topic: "coaty/3/-/ADV::com.example.Light/\(source)",
+            payload: payload(["object": .object(again)]),
+            at: at(40)
+        )
+        let after = try #require(network.objectTypeJSON("com.example.Light"))
+        #expect(after["objects"]?.arrayValue?.compactMap { $0["name"]?.stringValue } == ["Lamp 9 again", "Chan 2", "Chan 1"])
+        #expect(after["count"]?.intValue == 13)
     }
 
     @Test("an Advertise published on its core type's topic and its object type's is one event and one object")

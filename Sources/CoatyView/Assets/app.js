@@ -234,8 +234,10 @@ function renderHeader(st) {
 
 // ---------- agents ----------
 
+// Online agents by name, then those that left, the latest first (the server's order too).
 function agentOrder(a, b) {
   if (!!a.online !== !!b.online) return a.online ? -1 : 1;
+  if (!a.online && (a.left || 0) !== (b.left || 0)) return (b.left || 0) - (a.left || 0);
   const an = a.name || "\uffff", bn = b.name || "\uffff";
   return an.localeCompare(bn) || String(a.objectId).localeCompare(String(b.objectId));
 }
