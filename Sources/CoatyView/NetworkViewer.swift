@@ -62,7 +62,12 @@ public final class NetworkViewer: Service, Sendable {
     private let tap: MQTTClient
     private let tapFilter: String
     private let logger: Logger
-    private let listening = CoatyMutex<(port: Int?, waiters: [CheckedContinuation<Int, Never>])>((nil, []))
+    private struct Listening {
+        var port: Int?
+        var ended = false
+        var waiters: [UUID: CheckedContinuation<Int?, Never>] = [:]
+    }
+    private let listening = CoatyMutex(Listening())
 
     /// Creates a viewer (nothing runs before ``run()``).
     /// - Parameters:
@@ -101,21 +106,41 @@ public final class NetworkViewer: Service, Sendable {
     public var boundPort: Int? { listening.withLock { $0.port } }
 
     /// Waits until the web server listens.
-    /// - Returns: Its port.
-    public func listeningPort() async -> Int {
-        await withCheckedContinuation { continuation in
-            let port: Int? = listening.withLock { listening in
-                if listening.port == nil { listening.waiters.append(continuation) }
-                return listening.port
+    /// - Returns: Its port, or `nil` when ``run()`` ended without listening (the port was taken, the tap could not
+    ///   connect) or the waiting task was cancelled.
+    public func listeningPort() async -> Int? {
+        let token = UUID()
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let answer: Int?? = listening.withLock { listening in
+                    if let port = listening.port { return .some(port) }
+                    if listening.ended || Task.isCancelled { return .some(nil) }
+                    listening.waiters[token] = continuation
+                    return .none
+                }
+                if case .some(let port) = answer { continuation.resume(returning: port) }
             }
-            if let port { continuation.resume(returning: port) }
+        } onCancel: {
+            let waiter = listening.withLock { $0.waiters.removeValue(forKey: token) }
+            waiter?.resume(returning: nil)
         }
+    }
+
+    /// Resolves every waiter of ``listeningPort()``: with the port once listening, with `nil` once ``run()`` ended.
+    private func resolveListening(port: Int?) {
+        let waiters = listening.withLock { listening in
+            if let port { listening.port = port } else { listening.ended = true }
+            defer { listening.waiters = [:] }
+            return Array(listening.waiters.values)
+        }
+        for waiter in waiters { waiter.resume(returning: port) }
     }
 
     /// Connects the tap, asks the network for its identities, and serves the page until the task is cancelled or
     /// a graceful shutdown (the tap disconnects then; the manager is the caller's to stop).
     /// - Throws: When the tap cannot connect or the server cannot listen.
     public func run() async throws {
+        defer { resolveListening(port: nil) }
         let state = self.state
         tap.setMessageHandler { batch in
             let now = Date()
@@ -257,13 +282,7 @@ public final class NetworkViewer: Service, Sendable {
                 serverName: "coaty view"
             ),
             onServerRunning: { [self] channel in
-                let port = channel.localAddress?.port ?? configuration.port
-                let waiters = self.listening.withLock { listening in
-                    listening.port = port
-                    defer { listening.waiters = [] }
-                    return listening.waiters
-                }
-                for waiter in waiters { waiter.resume(returning: port) }
+                resolveListening(port: channel.localAddress?.port ?? configuration.port)
             },
             logger: logger
         )

@@ -73,7 +73,7 @@ struct View: AsyncParsableCommand {
                 }
             }
             group.addTask {
-                let port = await viewer.listeningPort()
+                guard let port = await viewer.listeningPort() else { return nil }
                 let shown = host == "0.0.0.0" || host == "::" ? "127.0.0.1" : host
                 let url = "http://\(shown.contains(":") ? "[\(shown)]" : shown):\(port)/"
                 FileHandle.standardError.write(

@@ -104,6 +104,8 @@ struct ExitCodeTests {
         ["respond", "discover"],
         ["respond", "query"],
         ["respond", "query", "--objects", "[]", "--timeout", "0"],
+        ["view", "--http-port", "70000"],
+        ["view", "--http-host", ""],
     ]
 
     @Test("usage errors exit 2 and say what is wrong on stderr", arguments: usageErrors)
@@ -121,6 +123,7 @@ struct ExitCodeTests {
         ["observe", "update", "--object-type", "com.example.Light"],
         ["discover", "--core-types", "Identity"],
         ["raw", "a/b", "c"],
+        ["view", "--http-port", "0"],
     ]
 
     @Test("an unreachable broker fails with exit 1 and one line naming it", arguments: connectingCommands)
@@ -139,7 +142,7 @@ struct ExitCodeTests {
             ["observe", "update"], ["observe", "discover"], ["observe", "query"], ["observe", "call"],
             ["observe", "raw"],
             ["respond", "call"], ["respond", "discover"], ["respond", "query"],
-            ["demo"],
+            ["view"], ["demo"],
         ]
     )
     func helpHasExamples(_ command: [String]) async throws {

@@ -32,7 +32,7 @@ struct NetworkViewerTests {
                 configuration: NetworkViewer.Configuration(port: 0, pushInterval: .milliseconds(200))
             )
             let running = Task { try await viewer.run() }
-            let port = await viewer.listeningPort()
+            let port = try #require(await viewer.listeningPort())
             do {
                 try await body(broker, viewer, port)
             } catch {
@@ -174,6 +174,23 @@ struct NetworkViewerTests {
             #expect(script.headers["content-type"]?.hasPrefix("text/javascript") == true)
             #expect(script.body.contains("WebSocket"))
             #expect(try await httpRequest(port: port, path: "/nothing-here").status == 404)
+        }
+    }
+}
+
+@Suite("coaty view's failures", .enabled(if: BrokerAvailability.shouldRun, "mosquitto is not installed"))
+struct ViewCommandFailureTests {
+    @Test("a port in use fails with exit 1 and one line naming it; the agent it started is stopped")
+    func portInUse() async throws {
+        let coaty = try builtExecutable(named: "coaty")
+        try await withBroker { broker in
+            let taken = try SilentListener()
+            let viewer = try TestProcess(executable: coaty, ["view", "--broker", broker.url, "--http-port", "\(taken.port)"])
+            let result = await viewer.finish(timeout: 30)
+            #expect(result.status == 1, "stderr: \(result.stderr)")
+            #expect(result.stderrLines.count == 1, "stderr: \(result.stderr)")
+            #expect(result.stderr.hasPrefix("coaty: error: Cannot serve the view on 127.0.0.1:\(taken.port)"))
+            #expect(result.stdout.isEmpty)
         }
     }
 }
