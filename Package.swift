@@ -444,8 +444,16 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            // The example programs, and the first example of each DocC catalog compiled (CatalogExampleTests).
             name: "ExamplesTests",
-            dependencies: ["CoatyTesting", "CoatyKit", "CoatyStore", "CoatySQLite", "AgentProcessTestSupport"],
+            dependencies: [
+                "CoatyTesting", "CoatyKit", "CoatyStore", "CoatySQLite", "AgentProcessTestSupport", "CoatyRecording",
+                "CoatyOperator", "CoatyPostgres", "CoatySensorThings", "CoatyDiscovery", "CoatySync",
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,3 +1,4 @@
+import AgentProcessTestSupport
 import Foundation
 import Testing
 
@@ -25,22 +26,9 @@ for await event in lights { print(event.object.name, event.object.isOn) }   // t
 
 @Suite("README")
 struct ReadmeSnippetTests {
-    /// The lines of `text` between the line containing `begin` (from the start when `nil`) and the
-    /// one containing `end`, without the wrapper lines, trailing spaces and blank lines.
+    /// The lines of `text` between the line containing `begin` and the one containing `end` (``docSnippetLines``).
     static func lines(of text: some StringProtocol, from begin: String?, to end: String) -> [String] {
-        var inside = begin == nil
-        var lines: [String] = []
-        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
-            if !inside {
-                inside = begin.map { line.contains($0) } ?? true
-                continue
-            }
-            if line.contains(end) { break }
-            if line.hasSuffix("// wrapper") { continue }
-            let trimmed = String(line.reversed().drop { $0 == " " }.reversed())
-            if !trimmed.isEmpty { lines.append(trimmed) }
-        }
-        return lines
+        docSnippetLines(of: text, from: begin, to: end)
     }
 
     @Test("The README's Swift example is the code compiled in this file")

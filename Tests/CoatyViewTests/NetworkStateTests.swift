@@ -126,7 +126,7 @@ struct NetworkStateTests {
         // An object seen again: its latest version, moved to the front, not listed twice.
         var again = light("Lamp 9 again").objectValue!
         let firstObjects = try #require(network.objectTypeJSON("com.example.Light")?["objects"]?.arrayValue)
-        again["objectId"] = try #require(firstObjects[2]["objectId"])
+        again["objectId"] = firstObjects[2]["objectId"]
         network.receive(
             topic: "coaty/3/-/ADV::com.example.Light/\(source)",
             payload: payload(["object": .object(again)]),

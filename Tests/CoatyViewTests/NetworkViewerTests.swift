@@ -288,17 +288,8 @@ try await viewer.run()    // a swift-service-lifecycle Service: put it in a Serv
 
 @Suite("The CoatyView catalog")
 struct CoatyViewCatalogTests {
-    /// The lines between the markers (or from the start) to `end`, without wrapper and import lines, trimmed.
     static func lines(of text: some StringProtocol, from begin: String?, to end: String) -> [String] {
-        var lines = String(text).components(separatedBy: "\n")
-        if let begin, let start = lines.firstIndex(where: { $0.contains(begin) }) {
-            lines = Array(lines[(start + 1)...])
-        }
-        if let stop = lines.firstIndex(where: { $0.hasPrefix(end) || $0.contains(end) && end.hasPrefix("//") }) {
-            lines = Array(lines[..<stop])
-        }
-        return lines.map { $0.trimmingCharacters(in: .whitespaces) }
-            .filter { !$0.isEmpty && !$0.hasSuffix("// wrapper") && !$0.hasPrefix("import ") }
+        docSnippetLines(of: text, from: begin, to: end).filter { !$0.hasPrefix("import ") }
     }
 
     @Test("the catalog's first Swift example is the code compiled in NetworkViewerTests.swift")
