@@ -1,4 +1,5 @@
 // Docs as code: the lines of a README or DocC example, to compare with the same code compiled in a test file.
+import Foundation
 
 /// The lines of `text` between the line containing `begin` (from the start when `nil`) and the one containing `end`,
 /// without the lines marked `// wrapper`, trailing spaces and blank lines.
@@ -21,4 +22,27 @@ public func docSnippetLines(of text: some StringProtocol, from begin: String?, t
         if !trimmed.isEmpty { lines.append(trimmed) }
     }
     return lines
+}
+
+/// The first ```swift block of a module's DocC catalog page (`Sources/<module>/Documentation.docc/<module>.md`) and
+/// the code a test file compiles for it (between `// DocC snippet <module> begins` and `… ends`), both without import
+/// lines: what a test compares line by line.
+/// - Parameters:
+///   - module: The module whose catalog page it is.
+///   - file: The test file (`#filePath`), at `<package root>/Tests/<target>/`.
+/// - Returns: The article's lines and the compiled lines.
+/// - Throws: When the page cannot be read or has no Swift block.
+public func catalogExample(of module: String, compiledIn file: String) throws -> (article: [String], compiled: [String]) {
+    let here = URL(fileURLWithPath: file)
+    let root = here.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    let page = root.appendingPathComponent("Sources/\(module)/Documentation.docc/\(module).md")
+    let text = try String(contentsOf: page, encoding: .utf8)
+    guard let opening = text.range(of: "```swift\n") else { throw TestSupportError("\(module).md has no Swift block") }
+    let marker = "// DocC snippet \(module) "
+    let source = try String(contentsOf: here, encoding: .utf8)
+    let isCode: (String) -> Bool = { !$0.hasPrefix("import ") }
+    return (
+        docSnippetLines(of: text[opening.upperBound...], from: nil, to: "```").filter(isCode),
+        docSnippetLines(of: source, from: marker + "begins", to: marker + "ends").filter(isCode)
+    )
 }

@@ -1,3 +1,4 @@
+import AgentProcessTestSupport
 import CoatyKit
 import CoatyLocalBroker
 import CoatyRecording
@@ -45,26 +46,12 @@ print(broker.url)  // mqtt://127.0.0.1:<port>
 
 @Suite("DocC snippets")
 struct DocCSnippetTests {
-    /// The lines between `begin` and `end`, without wrapper and `import` lines, trailing spaces
-    /// and blank lines.
-    static func lines(of text: some StringProtocol, from begin: String?, to end: String) -> [String] {
-        ReadmeSnippetTests.lines(of: text, from: begin, to: end).filter { !$0.hasPrefix("import ") }
-    }
-
     @Test("Each catalog's first Swift example is the code compiled in this file", arguments: [
         "CoatyMQTTTypes", "CoatyMQTTTransport", "CoatyRecording", "CoatyLocalBroker",
     ])
     func exampleCompiles(module: String) throws {
-        let here = URL(fileURLWithPath: #filePath)
-        let root = here.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let article = root.appendingPathComponent("Sources/\(module)/Documentation.docc/\(module).md")
-        let text = try String(contentsOf: article, encoding: .utf8)
-        let opening = try #require(text.range(of: "```swift\n"), "\(module).md has no Swift block")
-        let example = Self.lines(of: text[opening.upperBound...], from: nil, to: "```")
-        let source = try String(contentsOf: here, encoding: .utf8)
-        let marker = "// DocC snippet \(module) "
-        let compiled = Self.lines(of: source, from: marker + "begins", to: marker + "ends")
-        #expect(!example.isEmpty)
-        #expect(example == compiled, "\(module).md's example differs from DocCSnippetTests.swift: update both")
+        let (article, compiled) = try catalogExample(of: module, compiledIn: #filePath)
+        #expect(!article.isEmpty)
+        #expect(article == compiled, "\(module).md's example differs from DocCSnippetTests.swift: update both")
     }
 }

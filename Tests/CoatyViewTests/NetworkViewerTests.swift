@@ -288,26 +288,10 @@ try await viewer.run()    // a swift-service-lifecycle Service: put it in a Serv
 
 @Suite("The CoatyView catalog")
 struct CoatyViewCatalogTests {
-    static func lines(of text: some StringProtocol, from begin: String?, to end: String) -> [String] {
-        docSnippetLines(of: text, from: begin, to: end).filter { !$0.hasPrefix("import ") }
-    }
-
     @Test("the catalog's first Swift example is the code compiled in NetworkViewerTests.swift")
     func exampleCompiles() throws {
-        let here = URL(fileURLWithPath: #filePath)
-        let root = here.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let text = try String(
-            contentsOf: root.appendingPathComponent("Sources/CoatyView/Documentation.docc/CoatyView.md"),
-            encoding: .utf8
-        )
-        let opening = try #require(text.range(of: "```swift\n"))
-        let example = Self.lines(of: text[opening.upperBound...], from: nil, to: "```")
-        let compiled = Self.lines(
-            of: try String(contentsOf: here, encoding: .utf8),
-            from: "// DocC snippet CoatyView begins",
-            to: "// DocC snippet CoatyView ends"
-        )
-        #expect(!example.isEmpty)
-        #expect(example == compiled, "CoatyView.md's example differs from NetworkViewerTests.swift: update both")
+        let (article, compiled) = try catalogExample(of: "CoatyView", compiledIn: #filePath)
+        #expect(!article.isEmpty)
+        #expect(article == compiled, "CoatyView.md's example differs from NetworkViewerTests.swift: update both")
     }
 }

@@ -179,19 +179,8 @@ struct CatalogExampleTests {
         ]
     )
     func exampleCompiles(module: String) throws {
-        let here = URL(fileURLWithPath: #filePath)
-        let root = here.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let article = root.appendingPathComponent("Sources/\(module)/Documentation.docc/\(module).md")
-        let text = try String(contentsOf: article, encoding: .utf8)
-        let opening = try #require(text.range(of: "```swift\n"), "\(module).md has no Swift block")
-        let example = docSnippetLines(of: text[opening.upperBound...], from: nil, to: "```").filter { !$0.hasPrefix("import ") }
-        let marker = "// DocC snippet \(module) "
-        let compiled = docSnippetLines(
-            of: try String(contentsOf: here, encoding: .utf8),
-            from: marker + "begins",
-            to: marker + "ends"
-        ).filter { !$0.hasPrefix("import ") }
-        #expect(!example.isEmpty)
-        #expect(example == compiled, "\(module).md's example differs from CatalogExampleTests.swift: update both")
+        let (article, compiled) = try catalogExample(of: module, compiledIn: #filePath)
+        #expect(!article.isEmpty)
+        #expect(article == compiled, "\(module).md's example differs from CatalogExampleTests.swift: update both")
     }
 }
