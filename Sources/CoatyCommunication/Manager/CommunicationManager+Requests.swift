@@ -122,6 +122,15 @@ extension CommunicationManager {
         let accept = sequence.accept
         let requestIndex = indexById
         let requestType = sequence.requests.first?.event.eventType
+        let span = requestType.map {
+            RequestSpan(
+                tracer: tracer,
+                event: $0,
+                correlationIds: ids,
+                agentId: identity.objectId,
+                namespace: options.namespace
+            )
+        }
         // When the requests were published, for the response-time metric of the first response.
         let published = LockedBox<ContinuousClock.Instant?>(nil)
         let sink: EventSink = { incoming in
@@ -139,6 +148,7 @@ extension CommunicationManager {
             if first, let requestType, let start = published.mutex.withLock({ $0 }) {
                 metrics.responseArrived(for: requestType, after: ContinuousClock.now - start)
             }
+            if first { span?.responded() }
             if case .dropped = continuation.yield(response) { counters.observerOverflow() }
             if finish { continuation.finish() }
         }
@@ -153,6 +163,7 @@ extension CommunicationManager {
                 return timer.token
             }
             if let token { timers.cancel(token) }
+            span?.finished(responses: delivered.mutex.withLock { $0 })
             for (id, filter) in routes { self?.releaseResponseRoute(id: id, filter: filter) }
         }
         continuation.onTermination = { _ in releaser.release() }
@@ -164,9 +175,11 @@ extension CommunicationManager {
         do throws(CommunicationError) {
             for (request, id) in zip(sequence.requests, ids) {
                 let topic = try topic(request.event, correlationId: id)
+                span?.published(on: topic.name)
                 try await send(TransportMessage(topic: topic.name, payload: request.payload))
             }
         } catch {
+            span?.failed(error)
             continuation.finish(throwing: error)
         }
         if let timeout = sequence.timeout {

@@ -4,6 +4,7 @@ import CoatySync
 public import Logging
 public import Metrics
 import ServiceLifecycle
+public import Tracing
 import Synchronization
 
 /// Whether the agent is connected to the broker (Coaty's communication state).
@@ -219,6 +220,9 @@ public final class CommunicationManager: Sendable {
     public let transport: any CoatyTransport
     /// The agent's identity, advertised on every (re)connection.
     public let identity: Identity
+    /// Where the spans of requests sent go: the tracer given to ``init(transport:identity:registry:options:logger:metricsFactory:tracer:)``,
+    /// else the one the process bootstrapped (`InstrumentationSystem`), else none (swift-distributed-tracing's no-op tracer).
+    let tracer: any Tracer
     /// The registry that decodes received objects into Swift types.
     public let registry: CoatyObjectRegistry
     /// The options.
@@ -259,6 +263,8 @@ public final class CommunicationManager: Sendable {
     ///   - options: namespace, cross-namespacing and buffer sizes.
     ///   - logger: where to log (dropped events at debug level).
     ///   - metricsFactory: the metrics factory; the global `MetricsSystem.factory` when `nil`.
+    ///   - tracer: where the spans of requests sent go; the bootstrapped `InstrumentationSystem.tracer` when `nil`
+    ///     (swift-distributed-tracing's no-op tracer unless the application bootstrapped one).
     /// - Throws: ``CommunicationError/invalidTopic(_:)`` for an invalid namespace.
     public init(
         transport: any CoatyTransport,
@@ -266,8 +272,10 @@ public final class CommunicationManager: Sendable {
         registry: CoatyObjectRegistry = CoatyObjectRegistry(),
         options: Options = Options(),
         logger: Logger = Logger(label: "coaty.communication", factory: { _ in SwiftLogNoOpLogHandler() }),
-        metricsFactory: (any MetricsFactory)? = nil
+        metricsFactory: (any MetricsFactory)? = nil,
+        tracer: (any Tracer)? = nil
     ) throws(CommunicationError) {
+        self.tracer = tracer ?? InstrumentationSystem.tracer
         self.transport = transport
         self.identity = identity
         self.registry = registry
