@@ -235,6 +235,14 @@ public final class NetworkViewer: Service, Sendable {
             return Self.json(state.eventsJSON(matching: filter, limit: limit))
         }
         router.post("/api/ask") { request, _ in
+            // JSON only: a cross-site form or `text/plain` fetch cannot send it without a CORS preflight, which this
+            // server does not grant, so another web page open in the browser cannot make the viewer ask the network.
+            guard request.headers[.contentType]?.lowercased().hasPrefix("application/json") == true else {
+                return Self.json(
+                    .object(["error": "the request must be JSON (Content-Type: application/json)"]),
+                    status: .unsupportedMediaType
+                )
+            }
             let body = try await request.body.collect(upTo: 1 << 20)
             let question: NetworkQuestion
             do throws(NetworkQuestion.Invalid) {

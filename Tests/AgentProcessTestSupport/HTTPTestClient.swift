@@ -42,7 +42,8 @@ public struct HTTPTestResponse: Sendable {
 ///   - port: the port.
 ///   - path: the request target, e.g. `/metrics`.
 ///   - method: the method.
-///   - body: a JSON body to send (`Content-Type: application/json`), or `nil`.
+///   - body: a body to send, or `nil`.
+///   - contentType: its `Content-Type` (JSON by default).
 ///   - timeout: the longest wait for connecting and for each read, in seconds (30 by default:
 ///     the whole suite on 2 cores can keep an endpoint's tasks waiting for seconds).
 /// - Returns: the response.
@@ -52,12 +53,19 @@ public func httpRequest(
     path: String,
     method: String = "GET",
     body: String? = nil,
+    contentType: String = "application/json",
     timeout: Double = 30
 ) async throws -> HTTPTestResponse {
     let raw: Result<[UInt8], TestSupportError> = await withCheckedContinuation { continuation in
         Thread.detachNewThread {
             continuation.resume(
-                returning: exchange(port: port, path: path, method: method, body: body, timeout: timeout)
+                returning: exchange(
+                    port: port,
+                    path: path,
+                    method: method,
+                    body: body.map { ($0, contentType) },
+                    timeout: timeout
+                )
             )
         }
     }
@@ -68,7 +76,7 @@ private func exchange(
     port: Int,
     path: String,
     method: String,
-    body: String?,
+    body: (text: String, contentType: String)?,
     timeout: Double
 ) -> Result<[UInt8], TestSupportError> {
     let fd = loopbackTCPSocket()
@@ -87,8 +95,8 @@ private func exchange(
         return .failure(TestSupportError("cannot connect to 127.0.0.1:\(port): errno \(errno)"))
     }
     var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
-    let content = Array((body ?? "").utf8)
-    if body != nil { head += "Content-Type: application/json\r\nContent-Length: \(content.count)\r\n" }
+    let content = Array((body?.text ?? "").utf8)
+    if let body { head += "Content-Type: \(body.contentType)\r\nContent-Length: \(content.count)\r\n" }
     let request = Array((head + "\r\n").utf8) + content
     var sent = 0
     while sent < request.count {

@@ -126,6 +126,15 @@ struct NetworkViewerTests {
             #expect(names.contains("Responder"), "\(answered)")
             #expect(responses.allSatisfy { ($0["latency"]?.doubleValue ?? -1) >= 0 })
             #expect((answered["elapsed"]?.doubleValue ?? 0) >= 500)
+            // Only JSON (a cross-site page cannot send it without a preflight the server does not grant).
+            let plain = try await httpRequest(
+                port: port,
+                path: "/api/ask",
+                method: "POST",
+                body: #"{"kind":"discover","coreTypes":["Identity"]}"#,
+                contentType: "text/plain"
+            )
+            #expect(plain.status == 415)
             let refused = try await httpRequest(port: port, path: "/api/ask", method: "POST", body: #"{"kind":"query"}"#)
             #expect(refused.status == 400)
             #expect(try json(refused)["error"]?.stringValue?.contains("objectTypes") == true)
