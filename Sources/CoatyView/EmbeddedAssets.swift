@@ -857,6 +857,7 @@ function start() {
   });
   window.addEventListener("hashchange", tabFromHash);
   $("event-filter").addEventListener("input", applyFilter);
+  $("event-filter").addEventListener("change", applyFilter);  // also a clear that fires no input event
   $("pause").addEventListener("click", togglePause);
   $("type-refresh").addEventListener("click", loadTypeDetail);
   $("ask-kind").addEventListener("change", updateAskKind);

@@ -166,6 +166,7 @@ struct ViewerBrowserTests {
                 }
                 #expect(filtered.count > filtered.filter { !$0.isEmpty }.count, "other events are hidden, not gone")
                 try await browser.type("", into: "#event-filter")
+                try await browser.waitForTexts("tr.event td.event-type") { $0.contains("Advertise") && $0.contains("Resolve") }
                 try await save(browser, "view-events")
 
                 try await browser.click("#tab-charts")
