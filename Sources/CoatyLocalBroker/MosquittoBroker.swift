@@ -347,11 +347,17 @@ public final class MosquittoBroker: Sendable {
         return address
     }
 
+    /// A TCP socket closed on `exec`: a child spawned meanwhile by another thread (a broker of another test) must not
+    /// inherit it. An inherited probe socket bound to the port just picked keeps that port bound in the child after
+    /// this process closed its copy, and the broker meant for the port fails with "Address already in use" (seen in
+    /// CI and in the sanitizer job).
     private static func makeSocket() -> Int32 {
         #if canImport(Glibc) || canImport(Musl)
-            return socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            return socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         #else
-            return socket(AF_INET, SOCK_STREAM, 0)
+            let fd = socket(AF_INET, SOCK_STREAM, 0)
+            if fd >= 0 { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+            return fd
         #endif
     }
 

@@ -9,9 +9,10 @@ import Foundation
 #endif
 
 /// A new IPv4 TCP socket (-1 on failure, with `errno`).
+/// Closed on `exec`, so that a broker another test spawns meanwhile does not inherit it.
 func loopbackTCPSocket() -> Int32 {
     #if os(Linux)
-        socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
     #else
         socket(AF_INET, SOCK_STREAM, 0)
     #endif

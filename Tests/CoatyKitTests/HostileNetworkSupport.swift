@@ -267,7 +267,7 @@ final class LoopbackSocket {
     /// Connects to 127.0.0.1:`port`, or returns `nil`.
     init?(port: Int) {
         #if canImport(Glibc) || canImport(Musl)
-            let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         #else
             let descriptor = socket(AF_INET, SOCK_STREAM, 0)
         #endif

@@ -210,7 +210,7 @@ final class TestWebSocket: Sendable {
 
     init(port: Int, path: String) throws {
         #if os(Linux)
-            fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         #else
             fd = socket(AF_INET, SOCK_STREAM, 0)
         #endif
