@@ -2,18 +2,17 @@
 
 /// The page's files, served from the binary.
 enum EmbeddedAssets {
-    /// One file: its URL path, content type and bytes.
+    /// One file: the URL paths it is served at, its content type and text.
     struct Asset: Sendable {
-        let path: String
+        let paths: [String]
         let file: String
         let contentType: String
         let text: String
-        var bytes: [UInt8] { Array(text.utf8) }
     }
 
     /// Every file; `index.html` is served at `/` too.
     static let all: [Asset] = [
-        Asset(path: "/app.css", file: "app.css", contentType: "text/css; charset=utf-8", text: ####"""
+        Asset(paths: ["/app.css"], file: "app.css", contentType: "text/css; charset=utf-8", text: ####"""
 /* coaty view — light theme, compact tables, system fonts only (works offline). */
 :root {
   --bg: #f6f7f9;
@@ -211,7 +210,7 @@ td.answer-responder { white-space: nowrap; }
   #event-filter { width: 100%; }
 }
 """####),
-        Asset(path: "/app.js", file: "app.js", contentType: "text/javascript; charset=utf-8", text: ####"""
+        Asset(paths: ["/app.js"], file: "app.js", contentType: "text/javascript; charset=utf-8", text: ####"""
 // coaty view — the page. Plain DOM, no framework. All data goes in via textContent/attributes.
 "use strict";
 
@@ -872,145 +871,7 @@ function start() {
 if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
 else start();
 """####),
-        Asset(path: "/index.html", file: "index.html", contentType: "text/html; charset=utf-8", text: ####"""
-<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Coaty view</title>
-<link rel="icon" href="data:,">
-<link rel="stylesheet" href="/app.css">
-<script src="/app.js" defer></script>
-</head>
-<body>
-<header id="header">
-  <div class="brand">
-    <h1>Coaty view</h1>
-    <span id="status" class="badge connecting" title="Connecting to the viewer…">connecting</span>
-    <span id="broker" class="mono" title="MQTT broker">–</span>
-    <span id="ws-note" class="note" hidden>viewer unreachable, retrying…</span>
-  </div>
-  <dl class="totals">
-    <div><dt>events</dt><dd id="total-events">0</dd></div>
-    <div><dt>data</dt><dd id="total-bytes">0 B</dd></div>
-    <div><dt>agents online</dt><dd id="total-agents">0</dd></div>
-    <div><dt>object types</dt><dd id="total-types">0</dd></div>
-    <div id="invalid-box"><dt>invalid payloads</dt><dd id="total-invalid">0</dd></div>
-    <div id="last-invalid-box" hidden><dt>last invalid</dt><dd id="last-invalid" class="mono"></dd></div>
-  </dl>
-</header>
-
-<nav id="tabs" role="tablist">
-  <button type="button" id="tab-agents" data-tab="agents" role="tab">Agents <span class="count" id="count-agents"></span></button>
-  <button type="button" id="tab-objects" data-tab="objects" role="tab">Objects <span class="count" id="count-types"></span></button>
-  <button type="button" id="tab-events" data-tab="events" role="tab">Events</button>
-  <button type="button" id="tab-charts" data-tab="charts" role="tab">Charts</button>
-  <button type="button" id="tab-ask" data-tab="ask" role="tab">Ask</button>
-</nav>
-
-<main>
-<section id="view-agents" class="view" hidden>
-  <table id="agents-table" class="grid">
-    <thead><tr>
-      <th>name</th><th>state</th><th>since</th><th>last seen</th><th class="num">events</th><th>id</th>
-    </tr></thead>
-    <tbody></tbody>
-  </table>
-  <p id="agents-empty" class="empty">No agents seen yet.</p>
-  <div id="agent-detail" class="detail" hidden>
-    <h2 id="agent-detail-title"></h2>
-    <pre id="agent-identity" class="json"></pre>
-  </div>
-</section>
-
-<section id="view-objects" class="view" hidden>
-  <table id="types-table" class="grid">
-    <thead><tr>
-      <th>object type</th><th>core type</th><th class="num">objects</th><th>last seen</th>
-    </tr></thead>
-    <tbody></tbody>
-  </table>
-  <p id="types-empty" class="empty">No objects seen yet.</p>
-  <div class="split" id="type-panels" hidden>
-    <div class="panel">
-      <h2>Latest <span id="type-latest-name" class="mono"></span></h2>
-      <pre id="type-latest" class="json"></pre>
-    </div>
-    <div class="panel">
-      <h2>Recent objects <button type="button" id="type-refresh" class="small">Refresh</button></h2>
-      <div id="type-detail"></div>
-    </div>
-  </div>
-</section>
-
-<section id="view-events" class="view" hidden>
-  <div class="toolbar">
-    <input id="event-filter" type="search" placeholder="Filter: event, object type, agent, topic" autocomplete="off">
-    <button type="button" id="pause">Pause</button>
-    <span id="events-paused" class="note" hidden></span>
-    <span id="events-shown" class="muted"></span>
-    <span id="events-sampled" class="muted"></span>
-  </div>
-  <table id="events-table" class="grid">
-    <thead><tr>
-      <th>time</th><th>event</th><th>agent</th><th>object type</th><th class="num">size</th><th>topic</th>
-    </tr></thead>
-    <tbody></tbody>
-  </table>
-</section>
-
-<section id="view-charts" class="view" hidden>
-  <div class="chart-box">
-    <h2>Events per second, by event type</h2>
-    <div id="rate-chart" class="chart"></div>
-  </div>
-  <div class="chart-box">
-    <h2>Request → response latency (p50 solid, p90 dashed; 10 s buckets)</h2>
-    <div id="latency-chart" class="chart"></div>
-    <table id="latency-table" class="grid narrow">
-      <thead><tr><th>request</th><th class="num">count</th><th class="num">p50 ms</th><th class="num">p90 ms</th><th class="num">p99 ms</th></tr></thead>
-      <tbody></tbody>
-    </table>
-  </div>
-</section>
-
-<section id="view-ask" class="view" hidden>
-  <form id="ask-form" class="ask-form" autocomplete="off">
-    <label>kind
-      <select id="ask-kind"><option value="discover">discover</option><option value="query">query</option></select>
-    </label>
-    <label>object types
-      <input id="ask-object-types" type="text" placeholder="com.example.Light, …">
-    </label>
-    <label>core types
-      <input id="ask-core-types" type="text" placeholder="Identity, …">
-    </label>
-    <label class="discover-only">object id
-      <input id="ask-object-id" type="text" class="mono" placeholder="uuid">
-    </label>
-    <label class="query-only wide">object filter (JSON)
-      <textarea id="ask-filter" class="mono" rows="4" placeholder='{"conditions": ["name", [6, "Lamp%"]]}  (6: Like)'></textarea>
-    </label>
-    <label>timeout (ms)
-      <input id="ask-timeout" type="number" min="100" max="30000" step="100" value="2000">
-    </label>
-    <div class="actions"><button type="submit" id="ask-send" class="primary">Ask</button></div>
-  </form>
-  <p id="ask-error" class="error" hidden></p>
-  <div id="ask-results">
-    <p id="ask-summary" class="summary"></p>
-    <table id="ask-table" class="grid" hidden>
-      <thead><tr><th>responder</th><th class="num">latency ms</th><th>object type</th><th>name</th><th>object id</th><th>object</th></tr></thead>
-      <tbody></tbody>
-    </table>
-  </div>
-</section>
-</main>
-</body>
-</html>
-"""####),
-        Asset(path: "/", file: "index.html", contentType: "text/html; charset=utf-8", text: ####"""
+        Asset(paths: ["/index.html", "/"], file: "index.html", contentType: "text/html; charset=utf-8", text: ####"""
 <!DOCTYPE html>
 <html lang="en">
 <head>

@@ -104,15 +104,15 @@ public struct NetworkQuestion: Sendable {
     /// - Returns: `{"kind", "elapsed", "responses": [{"sourceId", "sourceName"?, "latency", "objects"}]}`.
     /// - Throws: An error of the manager (not connected, …).
     public func ask(_ manager: CommunicationManager, names: @Sendable (String) -> String?) async throws -> JSONValue {
-        let clock = ContinuousClock()
-        let start = clock.now
+        let start = ContinuousClock.now
+        /// Milliseconds since `start`, to a microsecond.
+        func elapsed() -> Double { ((ContinuousClock.now - start) / .microseconds(1)).rounded() / 1_000 }
         var responses: [JSONValue] = []
         func answer(_ sourceId: CoatyUUID, _ objects: [JSONValue]) {
-            let latency = (start.duration(to: clock.now) / .microseconds(1)) / 1_000
             var json = JSONObject()
             json["sourceId"] = .string(sourceId.description)
             if let name = names(sourceId.description) { json["sourceName"] = .string(name) }
-            json["latency"] = .double((latency * 1_000).rounded() / 1_000)
+            json["latency"] = .double(elapsed())
             json["objects"] = .array(objects)
             responses.append(.object(json))
         }
@@ -131,10 +131,9 @@ public struct NetworkQuestion: Sendable {
                 answer(retrieve.sourceId, retrieve.data.json["objects"]?.arrayValue ?? [])
             }
         }
-        let elapsed = (start.duration(to: clock.now) / .microseconds(1)) / 1_000
         return .object([
             "kind": .string(kind),
-            "elapsed": .double((elapsed * 10).rounded() / 10),
+            "elapsed": .double((elapsed() * 10).rounded() / 10),
             "responses": .array(responses),
         ])
     }

@@ -91,13 +91,13 @@ extension NetworkState {
     public func eventsJSON(matching filter: EventFilter, limit: Int) -> JSONValue {
         model.withLock { model in
             var picked: [Event] = []
-            let names = model.agents.mapValues { $0.name ?? "" }
+            let (eventName, agent) = (filter.event?.lowercased(), filter.agent?.lowercased())
             for event in model.orderedEvents().reversed() where picked.count < limit {
-                if let wanted = filter.event, event.event.name.lowercased() != wanted.lowercased() { continue }
+                if let eventName, event.event.name.lowercased() != eventName { continue }
                 if let wanted = filter.objectType, event.objectType != wanted { continue }
-                if let wanted = filter.agent?.lowercased(), !wanted.isEmpty {
-                    let name = names[event.sourceId]?.lowercased() ?? ""
-                    guard event.sourceId == wanted || name.contains(wanted) else { continue }
+                if let agent, !agent.isEmpty {
+                    let name = model.agents[event.sourceId]?.name?.lowercased() ?? ""
+                    guard event.sourceId == agent || name.contains(agent) else { continue }
                 }
                 picked.append(event)
             }
@@ -186,16 +186,13 @@ extension NetworkState.Model {
             json["coreType"] = .string(type.coreType)
             json["count"] = .int(Int64(type.count))
             json["lastSeen"] = .int(type.lastSeen)
-            if var latest = type.recent.last {
-                if let largest, latest.serializedBytes().count > largest, let object = latest.objectValue {
-                    var stub = JSONObject()
-                    for key in ["objectType", "coreType", "objectId", "name"] {
-                        if let member = object[key] { stub[key] = member }
-                    }
-                    stub["truncated"] = .bool(true)
-                    latest = .object(stub)
+            if let latest = type.recent.last {
+                // Sized when it arrived: the state message is made twice a second per page, under the lock.
+                if let largest, type.latestSize > largest, let object = latest.objectValue {
+                    json["latest"] = NetworkState.stub(of: object, size: type.latestSize)
+                } else {
+                    json["latest"] = latest
                 }
-                json["latest"] = latest
             }
             return .object(json)
         }

@@ -104,13 +104,11 @@ public final class NetworkState: Sendable {
     ///   - date: When it arrived.
     public func receive(topic: String, payload: [UInt8], at date: Date) {
         let micros = Int64((date.timeIntervalSince1970 * 1_000_000).rounded())
-        let now = micros / 1_000
         let parsed = Self.parse(topic: topic, payload: payload)
         model.withLock { model in
             switch parsed {
-            case .success(let message):
-                model.take(message, topic: topic, size: payload.count, now: now, micros: micros)
-            case .failure(let invalid): model.reject(topic: topic, reason: invalid.reason, now: now)
+            case .success(let message): model.take(message, topic: topic, size: payload.count, micros: micros)
+            case .failure(let invalid): model.reject(topic: topic, reason: invalid.reason, now: micros / 1_000)
             }
         }
     }
@@ -140,6 +138,17 @@ public final class NetworkState: Sendable {
 
     /// The sequence number of the newest event (0 before the first).
     public var latestSequence: Int { model.withLock { $0.sequence } }
+
+    /// What is kept of an object too large to keep: its ids, type and name, `truncated` and its size.
+    static func stub(of object: JSONObject, size: Int) -> JSONValue {
+        var stub = JSONObject()
+        for key in ["objectType", "coreType", "objectId", "name", "externalId"] {
+            if let member = object[key] { stub[key] = member }
+        }
+        stub["truncated"] = .bool(true)
+        stub["size"] = .int(Int64(size))
+        return .object(stub)
+    }
 
     // MARK: Parsing (outside the lock)
 
@@ -240,6 +249,8 @@ extension NetworkState {
         var lastSeen: Int64 = 0
         /// The latest version of the most recently seen objects (distinct object ids), newest last.
         var recent: [JSONValue] = []
+        /// The serialized size of the newest object as it arrived (its kept copy may be a stub).
+        var latestSize = 0
     }
 
     struct Event {
@@ -320,7 +331,9 @@ extension NetworkState {
             lastInvalid = (now, String(topic.prefix(300)), reason)
         }
 
-        mutating func take(_ message: Message, topic name: String, size: Int, now: Int64, micros: Int64) {
+        /// `micros`: microseconds since 1970 (request times are kept in µs: loopback answers take a fraction of a ms).
+        mutating func take(_ message: Message, topic name: String, size: Int, micros: Int64) {
+            let now = micros / 1_000
             let topic = message.topic
             let event = topic.eventType
             totalBytes += size
@@ -376,12 +389,16 @@ extension NetworkState {
         }
 
         mutating func touchAgent(_ id: String, namespace: String, now: Int64) {
-            if agents[id] == nil {
-                makeRoomForAgent()
-                agents[id] = Agent(objectId: id, namespace: namespace, online: true, since: now, lastSeen: now)
-            }
+            ensureAgent(id, namespace: namespace, now: now)
             agents[id]!.lastSeen = now
             agents[id]!.events += 1
+        }
+
+        /// Adds an agent not seen before (online since `now`), making room for it within the limit.
+        mutating func ensureAgent(_ id: String, namespace: String, now: Int64) {
+            guard agents[id] == nil else { return }
+            makeRoomForAgent()
+            agents[id] = Agent(objectId: id, namespace: namespace, online: true, since: now, lastSeen: now)
         }
 
         mutating func makeRoomForAgent() {
@@ -398,10 +415,7 @@ extension NetworkState {
             if coreType == CoreType.identity.rawValue, let id = object["objectId"]?.stringValue,
                 event == .advertise || event == .resolve
             {
-                if agents[id] == nil {
-                    makeRoomForAgent()
-                    agents[id] = Agent(objectId: id, namespace: namespace, online: true, since: now, lastSeen: now)
-                }
+                ensureAgent(id, namespace: namespace, now: now)
                 if agents[id]!.online == false {
                     agents[id]!.online = true
                     agents[id]!.since = now
@@ -421,7 +435,8 @@ extension NetworkState {
                 }
                 types[objectType] = ObjectType(objectType: objectType, coreType: coreType)
             }
-            let kept = keptObject(object)
+            let (kept, size) = keptObject(object)
+            types[objectType]!.latestSize = size
             types[objectType]!.count += 1
             types[objectType]!.lastSeen = now
             types[objectType]!.coreType = coreType
@@ -437,18 +452,11 @@ extension NetworkState {
             types[objectType]!.recent.append(kept)
         }
 
-        /// The object, or a stub of it when it is larger than ``Limits/largestKeptObject``.
-        func keptObject(_ object: JSONObject) -> JSONValue {
+        /// The object, or a stub of it when it is larger than ``Limits/largestKeptObject``, and its serialized size.
+        func keptObject(_ object: JSONObject) -> (JSONValue, size: Int) {
             let value = JSONValue.object(object)
             let size = value.serializedBytes().count
-            guard size > limits.largestKeptObject else { return value }
-            var stub = JSONObject()
-            for key in ["objectType", "coreType", "objectId", "name", "externalId"] {
-                if let member = object[key] { stub[key] = member }
-            }
-            stub["truncated"] = .bool(true)
-            stub["size"] = .int(Int64(size))
-            return .object(stub)
+            return (size > limits.largestKeptObject ? NetworkState.stub(of: object, size: size) : value, size)
         }
 
         mutating func countRate(_ event: CommunicationEventType, now: Int64) {
@@ -462,7 +470,6 @@ extension NetworkState {
             rates[event]![slot] += 1
         }
 
-        /// `micros`: microseconds since 1970 (request times are kept in µs: loopback answers take a fraction of a ms).
         mutating func pairRequest(_ event: CommunicationEventType, correlationId: String, micros: Int64) {
             switch event {
             case .discover, .query, .update, .call:

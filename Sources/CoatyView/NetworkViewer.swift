@@ -54,6 +54,18 @@ public final class NetworkViewer: Service, Sendable {
         }
     }
 
+    /// The web server could not listen: the port is taken, the host is not an address of this machine, …
+    public struct CannotListen: Error, Sendable, CustomStringConvertible {
+        /// The host it was to listen on.
+        public let host: String
+        /// The port it was to listen on.
+        public let port: Int
+        /// Why it could not (the server's error).
+        public let reason: String
+        /// One line: where and why.
+        public var description: String { "Cannot serve the view on \(host):\(port): \(reason)" }
+    }
+
     /// What the viewer knows about the network.
     public let state: NetworkState
     /// The web server's settings.
@@ -138,7 +150,7 @@ public final class NetworkViewer: Service, Sendable {
 
     /// Connects the tap, asks the network for its identities, and serves the page until the task is cancelled or
     /// a graceful shutdown (the tap disconnects then; the manager is the caller's to stop).
-    /// - Throws: When the tap cannot connect or the server cannot listen.
+    /// - Throws: When the tap cannot connect, ``CannotListen`` when the server cannot listen.
     public func run() async throws {
         defer { resolveListening(port: nil) }
         let state = self.state
@@ -180,7 +192,11 @@ public final class NetworkViewer: Service, Sendable {
                 let serving = Task { try await server.run() }
                 try await withGracefulShutdownHandler {
                     try await withTaskCancellationHandler {
-                        try await serving.value
+                        do {
+                            try await serving.value
+                        } catch where boundPort == nil {
+                            throw CannotListen(host: configuration.host, port: configuration.port, reason: "\(error)")
+                        }
                     } onCancel: {
                         shutDown()
                     }
@@ -203,12 +219,15 @@ public final class NetworkViewer: Service, Sendable {
         let configuration = self.configuration
         let logger = self.logger
         for asset in EmbeddedAssets.all {
-            router.get(RouterPath(asset.path)) { _, _ in
-                Response(
-                    status: .ok,
-                    headers: [.contentType: asset.contentType, .cacheControl: "no-cache"],
-                    body: ResponseBody(byteBuffer: ByteBuffer(bytes: asset.bytes))
-                )
+            let body = ByteBuffer(string: asset.text)  // made once, shared by every response
+            for path in asset.paths {
+                router.get(RouterPath(path)) { _, _ in
+                    Response(
+                        status: .ok,
+                        headers: [.contentType: asset.contentType, .cacheControl: "no-cache"],
+                        body: ResponseBody(byteBuffer: body)
+                    )
+                }
             }
         }
         router.get("/api/state") { _, _ in

@@ -63,42 +63,29 @@ struct View: AsyncParsableCommand {
         )
         try await agent.start(interruptedBy: signals)
         let (host, broker) = (httpHost, agent.options.brokerForMessages)
-        let failure: (any Error)? = await withTaskGroup(of: (any Error)??.self) { group in
-            group.addTask {
-                do {
-                    try await viewer.run()
-                    return .some(nil)
-                } catch {
-                    return .some(error)
+        // Until a signal, or the viewer ends by itself (a failure); the URL is printed once it listens.
+        var failure: (any Error)?
+        do {
+            try await withThrowingTaskGroup(of: Void?.self) { group in
+                group.addTask { try await viewer.run() }
+                group.addTask {
+                    guard let port = await viewer.listeningPort() else { return nil }
+                    let shown = host == "0.0.0.0" || host == "::" ? "127.0.0.1" : host
+                    let url = "http://\(shown.contains(":") ? "[\(shown)]" : shown):\(port)/"
+                    FileHandle.standardError.write(
+                        Data("Viewing the Coaty network of \(broker) at \(url) (Ctrl-C stops)\n".utf8)
+                    )
+                    return nil
                 }
+                group.addTask { await signals.next() ? () : nil }
+                try await group.firstDecision(or: ())
             }
-            group.addTask {
-                guard let port = await viewer.listeningPort() else { return nil }
-                let shown = host == "0.0.0.0" || host == "::" ? "127.0.0.1" : host
-                let url = "http://\(shown.contains(":") ? "[\(shown)]" : shown):\(port)/"
-                FileHandle.standardError.write(
-                    Data("Viewing the Coaty network of \(broker) at \(url) (Ctrl-C stops)\n".utf8)
-                )
-                return nil
-            }
-            group.addTask { await signals.next() ? .some(nil) : nil }
-            var failure: (any Error)?
-            for await result in group {
-                if let result {
-                    failure = result
-                    break
-                }
-            }
-            group.cancelAll()
-            return failure
+        } catch {
+            failure = error
         }
         await agent.stop()
         if let failure {
-            let text = "\(failure)"
-            if text.contains("ddress already in use") || text.contains("bind") {
-                throw CLIError("Cannot serve the view on \(httpHost):\(httpPort): \(text)")
-            }
-            throw CLIError("coaty view failed: \(text)")
+            throw CLIError(failure is NetworkViewer.CannotListen ? "\(failure)" : "coaty view failed: \(failure)")
         }
     }
 }

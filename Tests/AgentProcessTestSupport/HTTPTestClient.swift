@@ -27,6 +27,33 @@ func loopbackAddress(port: Int) -> sockaddr_in {
     return address
 }
 
+/// A TCP connection to `127.0.0.1:port` whose sends and receives give up after `timeout` seconds (close-on-exec);
+/// the caller closes it. The HTTP client below and the viewer's test WebSocket use it.
+/// - Parameters:
+///   - port: The port.
+///   - timeout: The send and receive timeout, in seconds.
+/// - Returns: The socket.
+/// - Throws: ``TestSupportError`` when no socket can be made or the connection fails.
+public func connectLoopback(port: Int, timeout: Double) throws(TestSupportError) -> Int32 {
+    let fd = loopbackTCPSocket()
+    guard fd >= 0 else { throw TestSupportError("socket() failed: errno \(errno)") }
+    var time = timeval(tv_sec: Int(timeout), tv_usec: 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
+    var address = loopbackAddress(port: port)
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+        }
+    }
+    guard connected == 0 else {
+        let reason = errno
+        close(fd)
+        throw TestSupportError("cannot connect to 127.0.0.1:\(port): errno \(reason)")
+    }
+    return fd
+}
+
 /// An HTTP response as the test client read it.
 public struct HTTPTestResponse: Sendable {
     /// The status code.
@@ -80,21 +107,13 @@ private func exchange(
     body: (text: String, contentType: String)?,
     timeout: Double
 ) -> Result<[UInt8], TestSupportError> {
-    let fd = loopbackTCPSocket()
-    guard fd >= 0 else { return .failure(TestSupportError("socket() failed: errno \(errno)")) }
+    let fd: Int32
+    do {
+        fd = try connectLoopback(port: port, timeout: timeout)
+    } catch {
+        return .failure(error)
+    }
     defer { close(fd) }
-    var time = timeval(tv_sec: Int(timeout), tv_usec: 0)
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
-    var address = loopbackAddress(port: port)
-    let connected = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-        }
-    }
-    guard connected == 0 else {
-        return .failure(TestSupportError("cannot connect to 127.0.0.1:\(port): errno \(errno)"))
-    }
     var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
     let content = Array((body?.text ?? "").utf8)
     if let body { head += "Content-Type: \(body.contentType)\r\nContent-Length: \(content.count)\r\n" }

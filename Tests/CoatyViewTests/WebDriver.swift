@@ -132,7 +132,7 @@ final class WebDriver: Sendable {
         return value.arrayValue?.compactMap(\.stringValue) ?? []
     }
 
-    /// Waits until `condition` holds for the texts of `selector` (10 s by default), returning them.
+    /// Waits until `condition` holds for the texts of `selector` (15 s by default), returning them.
     @discardableResult
     func waitForTexts(
         _ selector: String,
