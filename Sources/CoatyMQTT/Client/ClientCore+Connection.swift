@@ -41,19 +41,15 @@ extension ClientCore {
     func connect() async throws {
         let handle = try requireHandle()
         try state.withLock { state throws(MQTTError) in
-            guard !state.running else {
+            var actions = MQTTSessionStateMachine.Actions()
+            guard state.session.startSession(&actions) else {
                 throw MQTTError(
                     .alreadyConnected,
                     "The client \"\(configuration.clientId)\" is already connected or connecting to \(url)."
                 )
             }
-            state.running = true
-            state.initialPhase = true
-            state.initialToken = nil
-            state.initialResult = nil
-            state.transportUp = false
-            state.reconnectAttempts = 0
-            state.setConnection(.connecting)
+            var resumptions = Resumptions()
+            _ = carryOut(actions, &state, &resumptions)
         }
         channel.withLock { $0.closed = false }
         while handle.popEvent() != nil {}  // stale events of an abandoned session
@@ -84,14 +80,16 @@ extension ClientCore {
         logger.debug("Connecting", metadata: ["mqtt.broker": .string(url)])
         do {
             try await suspend { state, token in
-                if let result = state.initialResult {
-                    state.initialResult = nil
-                    try result.get()
+                switch state.session.awaitFirstAttempt(token: token) {
+                case .succeeded:
                     return true
+                case .failed(let error):
+                    throw error
+                case .notRunning:
+                    throw self.notConnected("connect")
+                case .waiting:
+                    return false
                 }
-                guard state.running else { throw self.notConnected("connect") }
-                state.initialToken = token
-                return false
             }
         } catch {
             await stopSession()
@@ -101,7 +99,7 @@ extension ClientCore {
 
     func disconnect() async {
         closeMessages()
-        guard state.withLock({ $0.running }) else { return }
+        guard state.withLock({ $0.session.running }) else { return }
         await stopSession()
         logger.debug("Disconnected", metadata: ["mqtt.broker": .string(url)])
     }
@@ -111,7 +109,7 @@ extension ClientCore {
         guard case .success(let handle) = setup else { return }
         handle.stop()
         let deadline = ContinuousClock.now + max(.zero, configuration.disconnectFlushTimeout) + Self.stopGrace
-        while state.withLock({ $0.running }) {
+        while state.withLock({ $0.session.running }) {
             if ContinuousClock.now >= deadline {
                 logger.warning(
                     "The MQTT network thread did not stop in time; abandoning it",
@@ -133,30 +131,17 @@ extension ClientCore {
     func finishSession(reason: String) {
         var resumptions = Resumptions()
         state.withLock { state in
-            guard state.running else { return }
-            state.running = false
-            state.transportUp = false
+            guard state.session.running else { return }
             running.store(false, ordering: .releasing)
-            let error = MQTTError(
-                .notConnected,
-                "The connection to \(url) was closed (\(reason)) before the operation completed."
+            var actions = MQTTSessionStateMachine.Actions()
+            state.session.sessionEnded(
+                MQTTError(
+                    .notConnected,
+                    "The connection to \(url) was closed (\(reason)) before the operation completed."
+                ),
+                &actions
             )
-            if state.initialPhase, state.initialToken == nil, state.initialResult == nil {
-                state.initialResult = .failure(error)
-            }
-            state.initialPhase = false
-            for token in Array(state.waiters.keys) + Array(state.callbacks.keys) {
-                resumptions.resolve(token, .failure(error), in: &state)
-            }
-            state.publishMids = [:]
-            state.drainTokens = []
-            state.subscribeMids = [:]
-            state.unsubscribeMids = [:]
-            state.ackGroups = [:]
-            state.awaitingConnected = []
-            state.resubscribeMids = []
-            state.initialToken = nil
-            state.setConnection(.disconnected)
+            _ = carryOut(actions, &state, &resumptions)
         }
         resumptions.resume()
     }
@@ -226,7 +211,7 @@ extension ClientCore {
             _ = self?.state.withLock { $0.observers.removeValue(forKey: id) }
         }
         state.withLock { state in
-            continuation.yield(state.connection)
+            continuation.yield(state.session.connection)
             state.observers[id] = continuation
         }
         return MQTTConnectionStates(stream: stream)

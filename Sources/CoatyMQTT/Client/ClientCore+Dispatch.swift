@@ -68,15 +68,15 @@ extension ClientCore {
     /// Resumes the publishers waiting for the QoS 0 queue to drain; each checks the queue again.
     func resumeDrainWaiters() {
         var resumptions = Resumptions()
-        state.withLock { resolveDrainWaiters(&$0, &resumptions) }
+        state.withLock { state in
+            var actions = MQTTSessionStateMachine.Actions()
+            state.session.drained(&actions)
+            _ = carryOut(actions, &state, &resumptions)
+        }
         resumptions.resume()
     }
 
-    func resolveDrainWaiters(_ state: inout ClientState, _ resumptions: inout Resumptions) {
-        for token in state.drainTokens { resumptions.resolve(token, .success(()), in: &state) }
-        state.drainTokens = []
-    }
-
+    /// Feeds one event of the network thread to the session logic and carries out what it decided.
     func apply(_ event: ShimEvent, _ handle: MosquittoHandle) {
         if event.kind == .stopped {
             finishSession(reason: "disconnect() was called")
@@ -89,198 +89,135 @@ extension ClientCore {
             break
         }
         var resumptions = Resumptions()
-        var stopAfterInitialFailure = false
-        state.withLock { state in
-            guard state.running else { return }
+        let stop = state.withLock { state -> Bool in
+            var actions = MQTTSessionStateMachine.Actions()
             switch event.kind {
             case .connected:
-                state.transportUp = true
-                resubscribe(&state, handle, &resumptions)
+                state.session.connected(send: subscribeSender(handle), &actions)
             case .connectionRefused, .connectFailed:
                 let error =
                     event.kind == .connectionRefused
                     ? refusedError(code: event.code) : connectFailedError(code: event.code, detail: event.detail)
-                if state.initialPhase, event.broker + 1 < brokerURLs.count {
-                    // The shim tries the next broker at once; connect() fails only when every one failed.
-                    logger.info(
-                        "Connection attempt failed; trying the next broker",
-                        metadata: ["mqtt.broker": .string(url), "mqtt.reason": .string(error.message)]
-                    )
-                    return
-                }
-                let initialError =
+                let firstAttemptError =
                     brokerURLs.count > 1
                     ? MQTTError(
                         error.kind,
                         "No MQTT broker accepted the connection (tried \(brokerURLs.joined(separator: ", ")));"
                             + " the last one said: \(error.message)"
                     ) : error
-                stopAfterInitialFailure = failInitial(initialError, &state, &resumptions)
-                if !stopAfterInitialFailure { logReconnectProblem(error.message, &state) }
+                state.session.connectAttemptFailed(
+                    error,
+                    firstAttemptError: firstAttemptError,
+                    broker: event.broker,
+                    brokerCount: brokerURLs.count,
+                    &actions
+                )
             case .connectionLost:
-                connectionLost(event, &state, &resumptions)
+                state.session.connectionLost(
+                    reason: event.detail,
+                    error: connectFailedError(code: event.code, detail: event.detail),
+                    briefSessions: event.briefSessions,
+                    &actions
+                )
             case .published:
-                guard let token = state.publishMids.removeValue(forKey: event.mid) else { return }
-                if event.code >= 0x80 {
-                    let reason = MosquittoHandle.reasonString(event.code, v5: true)
-                    resumptions.resolve(
-                        token,
-                        .failure(MQTTError(.publishRefused, "The broker at \(url) refused a publication: \(reason).")),
-                        in: &state
-                    )
-                } else {
-                    resumptions.resolve(token, .success(()), in: &state)
-                }
+                let refusal =
+                    event.code >= 0x80
+                    ? MQTTError(
+                        .publishRefused,
+                        "The broker at \(url) refused a publication: \(MosquittoHandle.reasonString(event.code, v5: true))."
+                    ) : nil
+                state.session.published(mid: event.mid, refusal: refusal, &actions)
             case .subscribed:
-                subscribed(event, &state, &resumptions)
+                state.session.subscribed(
+                    mid: event.mid,
+                    refusedIndex: event.code >= 0 ? Int(event.code) : nil,
+                    refusal: { filter in
+                        MQTTError(
+                            .subscriptionRefused,
+                            "The broker at \(self.url) refused the subscription to \"\(filter)\" (check its ACL)."
+                        )
+                    },
+                    &actions
+                )
             case .unsubscribed:
-                if let token = state.unsubscribeMids.removeValue(forKey: event.mid) {
-                    resumptions.resolve(token, .success(()), in: &state)
-                }
+                state.session.unsubscribed(mid: event.mid, &actions)
             case .drained:
+                guard state.session.running else { break }
                 _ = handle.takeDrained()
-                resolveDrainWaiters(&state, &resumptions)
+                state.session.drained(&actions)
             case .stopped:
                 break
             }
+            return carryOut(actions, &state, &resumptions)
         }
         resumptions.resume()
-        if stopAfterInitialFailure { handle.stop() }
+        if stop { handle.stop() }
     }
 
-    /// Fails the pending `connect()` when the first attempt failed; returns whether it did.
-    func failInitial(_ error: MQTTError, _ state: inout ClientState, _ resumptions: inout Resumptions) -> Bool {
-        guard state.initialPhase else { return false }
-        state.initialPhase = false
-        if let token = state.initialToken {
-            state.initialToken = nil
-            resumptions.resolve(token, .failure(error), in: &state)
-        } else {
-            state.initialResult = .failure(error)
-        }
-        return true
-    }
-
-    func logReconnectProblem(_ message: String, _ state: inout ClientState) {
-        state.reconnectAttempts += 1
-        state.setConnection(.reconnecting)
-        logger.info(
-            "Reconnect attempt failed; retrying with backoff",
-            metadata: [
-                "mqtt.broker": .string(url), "mqtt.reason": .string(message),
-                "mqtt.attempt": .stringConvertible(state.reconnectAttempts),
-            ]
-        )
-    }
-
-    func resubscribe(_ state: inout ClientState, _ handle: MosquittoHandle, _ resumptions: inout Resumptions) {
-        state.resubscribeMids = []
-        let filters = state.subscriptions.map { ($0.key, $0.value) }
-        for (qos, group) in Self.groupByQoS(filters) {
-            for start in stride(from: 0, to: group.count, by: Self.resubscribeChunk) {
-                let chunk = Array(group[start..<min(start + Self.resubscribeChunk, group.count)])
-                let (rc, mid) = handle.subscribe(chunk, qos: qos)
-                if rc == MosquittoCode.success {
-                    state.resubscribeMids.insert(mid)
-                } else {
-                    logger.error(
-                        "Re-subscribing failed",
-                        metadata: [
-                            "mqtt.broker": .string(url), "mqtt.filter": .string(chunk[0]),
-                            "mqtt.reason": .string(MosquittoHandle.errorString(rc)),
-                        ]
-                    )
-                }
+    /// Carries out what the session logic decided, under the state lock: log lines, the new connection states to
+    /// the observers, the decided operations into `resumptions` (resumed once the lock is released). Returns
+    /// whether the network loop must stop.
+    func carryOut(
+        _ actions: MQTTSessionStateMachine.Actions,
+        _ state: inout ClientState,
+        _ resumptions: inout Resumptions
+    ) -> Bool {
+        for log in actions.logs { write(log) }
+        if let error = actions.failEverything {
+            for token in Array(state.waiters.keys) + Array(state.callbacks.keys) {
+                resumptions.resolve(token, .failure(error), in: &state)
             }
         }
-        if state.resubscribeMids.isEmpty { becomeConnected(&state, &resumptions) }
+        for (token, result) in actions.resolved {
+            resumptions.resolve(token, result.mapError { $0 }, in: &state)
+        }
+        for new in actions.states {
+            for observer in state.observers.values { observer.yield(new) }
+        }
+        return actions.stopNetworkLoop
     }
 
-    func becomeConnected(_ state: inout ClientState, _ resumptions: inout Resumptions) {
-        let wasReconnect = !state.initialPhase
-        state.setConnection(.connected)
-        if state.initialPhase {
-            state.initialPhase = false
-            if let token = state.initialToken {
-                state.initialToken = nil
-                resumptions.resolve(token, .success(()), in: &state)
-            } else {
-                state.initialResult = .success(())
+    /// Writes a log line the session logic asked for.
+    func write(_ log: MQTTSessionStateMachine.Log) {
+        switch log {
+        case .tryingNextBroker(let reason):
+            logger.info(
+                "Connection attempt failed; trying the next broker",
+                metadata: ["mqtt.broker": .string(url), "mqtt.reason": .string(reason)]
+            )
+        case .reconnectFailed(let reason, let attempt):
+            logger.info(
+                "Reconnect attempt failed; retrying with backoff",
+                metadata: [
+                    "mqtt.broker": .string(url), "mqtt.reason": .string(reason),
+                    "mqtt.attempt": .stringConvertible(attempt),
+                ]
+            )
+        case .connected(let reconnect, let subscriptions):
+            logger.info(
+                "\(reconnect ? "Reconnected" : "Connected") to \(url)",
+                metadata: ["mqtt.broker": .string(url), "mqtt.subscriptions": .stringConvertible(subscriptions)]
+            )
+        case .connectionLost(let reason, let brief):
+            logger.warning(
+                "Connection lost; reconnecting",
+                metadata: ["mqtt.broker": .string(url), "mqtt.reason": .string(reason)]
+            )
+            // The shim counts the sessions in a row that the broker ended soon after connecting (and backs off
+            // across them): the signature of two clients with one client id taking the session from each other.
+            if brief >= 3, brief == 3 || brief % 10 == 0 {
+                logger.error(
+                    "The broker ended the session \(brief) times in a row within \(ShimEvent.briefSessionLimit) of connecting: another client probably uses the client id \"\(configuration.clientId)\"; backing off",
+                    metadata: ["mqtt.broker": .string(url), "mqtt.brief_sessions": .stringConvertible(brief)]
+                )
             }
-        }
-        for token in state.awaitingConnected { resumptions.resolve(token, .success(()), in: &state) }
-        state.awaitingConnected = []
-        state.reconnectAttempts = 0
-        logger.info(
-            "\(wasReconnect ? "Reconnected" : "Connected") to \(url)",
-            metadata: [
-                "mqtt.broker": .string(url), "mqtt.subscriptions": .stringConvertible(state.subscriptions.count),
-            ]
-        )
-    }
-
-    func connectionLost(_ event: ShimEvent, _ state: inout ClientState, _ resumptions: inout Resumptions) {
-        state.transportUp = false
-        for (_, pending) in state.subscribeMids {
-            state.ackGroups[pending.token] = nil
-            state.awaitingConnected.insert(pending.token)
-        }
-        state.subscribeMids = [:]
-        for token in state.unsubscribeMids.values { resumptions.resolve(token, .success(()), in: &state) }
-        state.unsubscribeMids = [:]
-        state.resubscribeMids = []
-        if state.initialPhase {
-            // Lost while re-subscribing during connect(): treat like a failed first attempt.
-            _ = failInitial(connectFailedError(code: event.code, detail: event.detail), &state, &resumptions)
-        }
-        state.setConnection(.reconnecting)
-        logger.warning(
-            "Connection lost; reconnecting",
-            metadata: ["mqtt.broker": .string(url), "mqtt.reason": .string(event.detail)]
-        )
-        // The shim counts the sessions in a row that the broker ended soon after connecting (and backs off
-        // across them): the signature of two clients with one client id taking the session from each other.
-        let brief = event.briefSessions
-        if brief >= 3, brief == 3 || brief % 10 == 0 {
+        case .resubscribeFailed(let filter, let reason):
             logger.error(
-                "The broker ended the session \(brief) times in a row within \(ShimEvent.briefSessionLimit) of connecting: another client probably uses the client id \"\(configuration.clientId)\"; backing off",
-                metadata: ["mqtt.broker": .string(url), "mqtt.brief_sessions": .stringConvertible(brief)]
+                "Re-subscribing failed",
+                metadata: ["mqtt.broker": .string(url), "mqtt.filter": .string(filter), "mqtt.reason": .string(reason)]
             )
-        }
-    }
-
-    func subscribed(_ event: ShimEvent, _ state: inout ClientState, _ resumptions: inout Resumptions) {
-        if state.resubscribeMids.remove(event.mid) != nil {
-            if event.code >= 0 {
-                logger.warning("The broker refused a re-subscription", metadata: ["mqtt.broker": .string(url)])
-            }
-            if state.resubscribeMids.isEmpty, state.transportUp { becomeConnected(&state, &resumptions) }
-            return
-        }
-        guard let pending = state.subscribeMids.removeValue(forKey: event.mid) else { return }
-        if event.code >= 0 {
-            let index = Int(event.code)
-            let filter = index < pending.filters.count ? pending.filters[index] : pending.filters[0]
-            state.subscriptions[filter] = nil
-            state.ackGroups[pending.token] = nil
-            resumptions.resolve(
-                pending.token,
-                .failure(
-                    MQTTError(
-                        .subscriptionRefused,
-                        "The broker at \(url) refused the subscription to \"\(filter)\" (check its ACL)."
-                    )
-                ),
-                in: &state
-            )
-            return
-        }
-        guard let remaining = state.ackGroups[pending.token] else { return }
-        if remaining <= 1 {
-            state.ackGroups[pending.token] = nil
-            resumptions.resolve(pending.token, .success(()), in: &state)
-        } else {
-            state.ackGroups[pending.token] = remaining - 1
+        case .resubscriptionRefused:
+            logger.warning("The broker refused a re-subscription", metadata: ["mqtt.broker": .string(url)])
         }
     }
 
@@ -340,19 +277,15 @@ extension ClientCore {
         // reconnect). Subscriptions are re-established by the reconnect itself.
         var resumptions = Resumptions()
         state.withLock { state in
-            for token in state.publishMids.values {
-                resumptions.resolve(
-                    token,
-                    .failure(
-                        MQTTError(
-                            .protocolError,
-                            "The acknowledgement of a publication to \(url) may have been lost (no memory on the network thread): it may or may not have been delivered."
-                        )
-                    ),
-                    in: &state
-                )
-            }
-            state.publishMids = [:]
+            var actions = MQTTSessionStateMachine.Actions()
+            state.session.acknowledgementsMayBeLost(
+                MQTTError(
+                    .protocolError,
+                    "The acknowledgement of a publication to \(url) may have been lost (no memory on the network thread): it may or may not have been delivered."
+                ),
+                &actions
+            )
+            _ = carryOut(actions, &state, &resumptions)
         }
         resumptions.resume()
     }

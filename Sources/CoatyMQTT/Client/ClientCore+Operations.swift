@@ -13,50 +13,34 @@ extension ClientCore {
         guard !filters.isEmpty else { return }
         for (filter, _) in filters { try MQTTError.checkFilter(filter) }
         try await suspend { state, token in
-            guard state.running else {
+            switch state.session.subscribe(token: token, filters: filters, send: subscribeSender(handle)) {
+            case .notRunning:
                 throw notConnected("subscribe to \"\(filters[0].0)\"\(filters.count > 1 ? " and more" : "")")
-            }
-            var added: [String] = []
-            for (filter, qos) in filters where state.subscriptions.updateValue(qos, forKey: filter) == nil {
-                added.append(filter)
-            }
-            guard state.transportUp else {
-                // The resubscribe after the next CONNACK includes these filters.
-                state.awaitingConnected.insert(token)
+            case .waiting:
                 return false
+            case .failed(let firstFilter, let reason):
+                throw MQTTError(.protocolError, "Cannot subscribe to \"\(firstFilter)\" on \(url): \(reason).")
             }
-            var mids: [Int32] = []
-            for (qos, group) in Self.groupByQoS(filters) {
-                for start in stride(from: 0, to: group.count, by: Self.resubscribeChunk) {
-                    let chunk = Array(group[start..<min(start + Self.resubscribeChunk, group.count)])
-                    let (rc, mid) = handle.subscribe(chunk, qos: qos)
-                    if rc == MosquittoCode.noConnection {
-                        for mid in mids { state.subscribeMids[mid] = nil }
-                        state.awaitingConnected.insert(token)
-                        return false
-                    }
-                    guard rc == MosquittoCode.success else {
-                        for mid in mids { state.subscribeMids[mid] = nil }
-                        for filter in added { state.subscriptions[filter] = nil }
-                        throw MQTTError(
-                            .protocolError,
-                            "Cannot subscribe to \"\(chunk[0])\" on \(url): \(MosquittoHandle.errorString(rc))."
-                        )
-                    }
-                    mids.append(mid)
-                    state.subscribeMids[mid] = (token, chunk)
-                }
-            }
-            state.ackGroups[token] = mids.count
-            return false
         }
     }
 
-    static func groupByQoS(_ filters: [(String, MQTTQoS)]) -> [(MQTTQoS, [String])] {
-        var groups: [MQTTQoS: [String]] = [:]
-        var seen = Set<String>()
-        for (filter, qos) in filters where seen.insert(filter).inserted { groups[qos, default: []].append(filter) }
-        return MQTTQoS.allCases.compactMap { qos in groups[qos].map { (qos, $0) } }
+    /// Queues SUBSCRIBE packets on `handle` for the session logic.
+    func subscribeSender(_ handle: MosquittoHandle) -> (MQTTSessionStateMachine.SubscribeChunk)
+        -> MQTTSessionStateMachine.SendOutcome
+    {
+        { chunk in
+            let (rc, mid) = handle.subscribe(chunk.filters, qos: chunk.qos)
+            return Self.sendOutcome(rc, mid)
+        }
+    }
+
+    /// What a libmosquitto return code means to the session logic.
+    static func sendOutcome(_ rc: Int32, _ mid: Int32) -> MQTTSessionStateMachine.SendOutcome {
+        switch rc {
+        case MosquittoCode.success: return .sent(mid: mid)
+        case MosquittoCode.noConnection: return .noConnection
+        default: return .failed(MosquittoHandle.errorString(rc))
+        }
     }
 
     func unsubscribe(_ filter: String) async throws {
@@ -73,18 +57,16 @@ extension ClientCore {
         _ handle: MosquittoHandle,
         _ state: inout ClientState
     ) throws(MQTTError) -> Bool {
-        state.subscriptions[filter] = nil
-        guard state.running, state.transportUp else { return false }
-        let (rc, mid) = handle.unsubscribe(filter)
-        if rc == MosquittoCode.noConnection { return false }
-        guard rc == MosquittoCode.success else {
-            throw MQTTError(
-                .protocolError,
-                "Cannot unsubscribe from \"\(filter)\" on \(url): \(MosquittoHandle.errorString(rc))."
-            )
+        let outcome = state.session.unsubscribe(token: token, filter: filter) {
+            let (rc, mid) = handle.unsubscribe(filter)
+            return Self.sendOutcome(rc, mid)
         }
-        state.unsubscribeMids[mid] = token
-        return true
+        switch outcome {
+        case .done: return false
+        case .waiting: return true
+        case .failed(let reason):
+            throw MQTTError(.protocolError, "Cannot unsubscribe from \"\(filter)\" on \(url): \(reason).")
+        }
     }
 
     /// Queues a SUBSCRIBE on the live connection without waiting; see `MQTTClient.subscribeNow`.
@@ -95,13 +77,9 @@ extension ClientCore {
     ) -> Bool {
         guard case .success(let handle) = setup, (try? MQTTError.checkFilter(filter)) != nil else { return false }
         return state.withLock { state in
-            guard state.running, state.transportUp else { return false }
-            let (rc, mid) = handle.subscribe([filter], qos: qos)
-            guard rc == MosquittoCode.success else { return false }
             let token = state.makeToken()
-            state.subscriptions[filter] = qos
-            state.subscribeMids[mid] = (token, [filter])
-            state.ackGroups[token] = 1
+            guard state.session.subscribeNow(token: token, filter: filter, qos: qos, send: subscribeSender(handle))
+            else { return false }
             state.callbacks[token] = acknowledged
             return true
         }
@@ -145,10 +123,10 @@ extension ClientCore {
         }
         let bytes = Array(payload)
         try await suspend { state, token in
-            guard state.running else { throw notConnected("publish on \"\(topic)\"") }
+            guard state.session.running else { throw notConnected("publish on \"\(topic)\"") }
             let (rc, mid) = bytes.withUnsafeBytes { publishNow(handle, topic, $0, qos, retain) }
             guard rc == MosquittoCode.success else { throw publishError(rc, topic: topic, size: bytes.count) }
-            state.publishMids[mid] = token
+            state.session.publicationQueued(mid: mid, token: token)
             return false
         }
     }
@@ -159,8 +137,8 @@ extension ClientCore {
     func waitForWrites(_ handle: MosquittoHandle, downTo target: UInt64) async {
         while handle.outstandingPublishes > target, running.load(ordering: .acquiring), !Task.isCancelled {
             try? await suspend { state, token in
-                guard state.running, !handle.armDrain(target) else { return true }
-                state.drainTokens.insert(token)
+                guard state.session.running, !handle.armDrain(target) else { return true }
+                state.session.awaitDrain(token: token)
                 return false
             }
         }

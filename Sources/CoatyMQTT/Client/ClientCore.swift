@@ -10,43 +10,16 @@ import Synchronization
 
 // MARK: - Core
 
-/// The mutable state of a client, guarded by `ClientCore.state`.
+/// The mutable state of a client, guarded by `ClientCore.state`: the session logic (a value, see
+/// `MQTTSessionStateMachine`) and what its tokens stand for.
 struct ClientState: ~Copyable {
-    var connection: MQTTConnectionState = .disconnected
-    /// A network loop runs (between `connect()` and the loop's Stopped event).
-    var running = false
-    /// The first connection attempt of `connect()` is not decided yet.
-    var initialPhase = false
-    var initialToken: UInt64?
-    var initialResult: Result<Void, MQTTError>?
-    /// A CONNACK was received and the connection is not known to be lost.
-    var transportUp = false
-    var nextToken: UInt64 = 0
+    var session = MQTTSessionStateMachine()
     var waiters: [UInt64: CheckedContinuation<Void, any Error>] = [:]
     /// Completion callbacks of operations that nobody awaits (`subscribeNow`, `unsubscribeNow`).
     var callbacks: [UInt64: @Sendable ((any Error)?) -> Void] = [:]
-    var publishMids: [Int32: UInt64] = [:]
-    /// Publishers waiting for the QoS 0 queue to drain (back-pressure), resumed by the shim's `drained` event.
-    var drainTokens: Set<UInt64> = []
-    var subscribeMids: [Int32: (token: UInt64, filters: [String])] = [:]
-    var ackGroups: [UInt64: Int] = [:]
-    var unsubscribeMids: [Int32: UInt64] = [:]
-    var awaitingConnected: Set<UInt64> = []
-    var resubscribeMids: Set<Int32> = []
-    var subscriptions: [String: MQTTQoS] = [:]
     var observers: [UInt64: AsyncStream<MQTTConnectionState>.Continuation] = [:]
-    var reconnectAttempts = 0
 
-    mutating func makeToken() -> UInt64 {
-        nextToken += 1
-        return nextToken
-    }
-
-    mutating func setConnection(_ new: MQTTConnectionState) {
-        guard new != connection else { return }
-        connection = new
-        for observer in observers.values { observer.yield(new) }
-    }
+    mutating func makeToken() -> UInt64 { session.makeToken() }
 }
 
 /// Continuations to resume after the state lock is released.
@@ -166,7 +139,6 @@ final class ClientCore: Sendable {
     /// How long after the flush timeout `disconnect()` abandons a network thread that did not stop.
     static let stopGrace: Duration = .seconds(3)
     static let dropLogInterval: Duration = .seconds(5)
-    static let resubscribeChunk = 200
 
     init(configuration: MQTTConfiguration, logger: Logger, metricsFactory: (any MetricsFactory)?) {
         self.configuration = configuration

@@ -186,7 +186,7 @@ public final class MQTTClient: Sendable {
     public func connectionStates() -> MQTTConnectionStates { core.connectionStates() }
 
     /// The current connection state.
-    public var connectionState: MQTTConnectionState { core.state.withLock { $0.connection } }
+    public var connectionState: MQTTConnectionState { core.state.withLock { $0.session.connection } }
 
     /// How many received messages were dropped (since the client was created): only when no memory was left for
     /// one. A consumer that lags does not lose messages: once ``MQTTConfiguration/messageBufferCapacity`` messages
@@ -277,5 +277,5 @@ public final class MQTTClient: Sendable {
     }
 
     /// The topic filters that are remembered and re-subscribed after a reconnect.
-    public var subscriptions: [String: MQTTQoS] { core.state.withLock { $0.subscriptions } }
+    public var subscriptions: [String: MQTTQoS] { core.state.withLock { $0.session.subscriptions } }
 }
