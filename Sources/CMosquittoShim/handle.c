@@ -8,44 +8,33 @@ void CMosquittoShim_Message_free(CMosquittoShim_Message *message) { free(message
 
 void CMosquittoShim_Event_free(CMosquittoShim_Event *event) { free(event); }
 
-/// Frees the direct packets waiting to be written (writeLock held, or the client no longer shared).
-SHIM_HIDDEN void dropOurs(CMosquittoShim_Client *c) {
-    while (c->oursHead) {
-        struct OutPacket *next = c->oursHead->next;
-        free(c->oursHead);
-        c->oursHead = next;
-    }
-    c->oursTail = NULL;
-    atomic_store(&c->oursNonEmpty, false);
-}
-
 static void destroyClient(CMosquittoShim_Client *c) {
     if (c->mosq) mosquitto_destroy(c->mosq);
     CMosquittoShim_Client_discardMessages(c);
-    CMosquittoShim_Event *event = c->eventHead;
+    CMosquittoShim_Event *event = c->queue.eventHead;
     while (event) {
         CMosquittoShim_Event *next = event->next;
         free(event);
         event = next;
     }
-    pthread_mutex_destroy(&c->queueLock);
-    pthread_mutex_destroy(&c->controlLock);
-    pthread_cond_destroy(&c->controlCond);
-    pthread_cond_destroy(&c->consumerCond);
-    pthread_mutex_destroy(&c->ackLock);
-    pthread_mutex_destroy(&c->errorLock);
-    pthread_mutex_destroy(&c->publishLock);
-    pthread_mutex_destroy(&c->writeLock);
-    if (c->directFd >= 0) close(c->directFd);
+    pthread_mutex_destroy(&c->queue.queueLock);
+    pthread_mutex_destroy(&c->control.controlLock);
+    pthread_cond_destroy(&c->control.controlCond);
+    pthread_cond_destroy(&c->queue.consumerCond);
+    pthread_mutex_destroy(&c->acks.ackLock);
+    pthread_mutex_destroy(&c->error.errorLock);
+    pthread_mutex_destroy(&c->qos0.publishLock);
+    pthread_mutex_destroy(&c->direct.writeLock);
+    if (c->direct.directFd >= 0) close(c->direct.directFd);
     dropOurs(c);
-    if (c->wakeWriteFd >= 0 && c->wakeWriteFd != c->wakeFd) close(c->wakeWriteFd);
-    if (c->wakeFd >= 0) close(c->wakeFd);
-    free(c->ring);
-    if (c->hosts) {
-        for (int i = 0; i < c->brokerCount; i++) free(c->hosts[i]);
-        free(c->hosts);
+    if (c->wake.wakeWriteFd >= 0 && c->wake.wakeWriteFd != c->wake.wakeFd) close(c->wake.wakeWriteFd);
+    if (c->wake.wakeFd >= 0) close(c->wake.wakeFd);
+    free(c->queue.ring);
+    if (c->settings.hosts) {
+        for (int i = 0; i < c->settings.brokerCount; i++) free(c->settings.hosts[i]);
+        free(c->settings.hosts);
     }
-    free(c->ports);
+    free(c->settings.ports);
     free(c);
 }
 
@@ -67,81 +56,81 @@ CMosquittoShim_Client *CMosquittoShim_Client_create(const CMosquittoShim_Options
         return NULL;
     }
     atomic_init(&c->refCount, 1);
-    atomic_init(&c->dropped, 0);
-    atomic_init(&c->stopRequested, false);
-    pthread_mutex_init(&c->queueLock, NULL);
+    atomic_init(&c->queue.dropped, 0);
+    atomic_init(&c->control.stopRequested, false);
+    pthread_mutex_init(&c->queue.queueLock, NULL);
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&c->controlCond, &attr);
-    pthread_cond_init(&c->consumerCond, &attr);
+    pthread_cond_init(&c->control.controlCond, &attr);
+    pthread_cond_init(&c->queue.consumerCond, &attr);
     pthread_condattr_destroy(&attr);
-    pthread_mutex_init(&c->controlLock, NULL);
-    pthread_mutex_init(&c->ackLock, NULL);
-    pthread_mutex_init(&c->errorLock, NULL);
-    pthread_mutex_init(&c->publishLock, NULL);
-    pthread_mutex_init(&c->writeLock, NULL);
-    c->directFd = -1;
-    atomic_init(&c->directReady, false);
-    atomic_init(&c->oursNonEmpty, false);
-    atomic_init(&c->flushedThrough, 0);
-    atomic_init(&c->maxPacketSize, 0);
-    atomic_init(&c->directPublishes, 0);
-    atomic_init(&c->qos0Queued, 0);
-    atomic_init(&c->qos0Written, 0);
-    atomic_init(&c->drainTargetPlusOne, 0);
-    atomic_init(&c->drained, false);
-    atomic_init(&c->unsent, 0);
-    atomic_init(&c->eventsLost, 0);
-    atomic_init(&c->resyncNeeded, false);
-    atomic_init(&c->failEventAllocations, 0);
-    atomic_init(&c->packetsQueued, 0);
-    atomic_init(&c->loopPolling, false);
-    atomic_init(&c->wakePending, false);
+    pthread_mutex_init(&c->control.controlLock, NULL);
+    pthread_mutex_init(&c->acks.ackLock, NULL);
+    pthread_mutex_init(&c->error.errorLock, NULL);
+    pthread_mutex_init(&c->qos0.publishLock, NULL);
+    pthread_mutex_init(&c->direct.writeLock, NULL);
+    c->direct.directFd = -1;
+    atomic_init(&c->direct.directReady, false);
+    atomic_init(&c->direct.oursNonEmpty, false);
+    atomic_init(&c->direct.flushedThrough, 0);
+    atomic_init(&c->direct.maxPacketSize, 0);
+    atomic_init(&c->direct.directPublishes, 0);
+    atomic_init(&c->qos0.qos0Queued, 0);
+    atomic_init(&c->qos0.qos0Written, 0);
+    atomic_init(&c->qos0.drainTargetPlusOne, 0);
+    atomic_init(&c->qos0.drained, false);
+    atomic_init(&c->qos0.unsent, 0);
+    atomic_init(&c->queue.eventsLost, 0);
+    atomic_init(&c->queue.resyncNeeded, false);
+    atomic_init(&c->queue.failEventAllocations, 0);
+    atomic_init(&c->wake.packetsQueued, 0);
+    atomic_init(&c->wake.loopPolling, false);
+    atomic_init(&c->wake.wakePending, false);
     openWakeChannel(c);
-    c->capacity = o->messageCapacity > 0 ? (size_t)o->messageCapacity : 1;
-    c->allocated = c->capacity;
-    c->ring = calloc(c->allocated, sizeof(CMosquittoShim_Message *));
-    atomic_init(&c->queuedMirror, 0);
-    atomic_init(&c->readPaused, false);
-    atomic_init(&c->heldBehindWhole, false);
-    atomic_init(&c->intakeClosed, false);
-    atomic_init(&c->stepsBegun, 0);
-    atomic_init(&c->stepsEnded, 0);
-    atomic_init(&c->readingHeld, false);
+    c->settings.capacity = o->messageCapacity > 0 ? (size_t)o->messageCapacity : 1;
+    c->queue.allocated = c->settings.capacity;
+    c->queue.ring = calloc(c->queue.allocated, sizeof(CMosquittoShim_Message *));
+    atomic_init(&c->queue.queuedMirror, 0);
+    atomic_init(&c->queue.readPaused, false);
+    atomic_init(&c->intake.heldBehindWhole, false);
+    atomic_init(&c->intake.intakeClosed, false);
+    atomic_init(&c->intake.stepsBegun, 0);
+    atomic_init(&c->intake.stepsEnded, 0);
+    atomic_init(&c->intake.readingHeld, false);
     int fallbackCount = o->fallbackCount > 0 && o->fallbackHosts && o->fallbackPorts ? o->fallbackCount : 0;
-    c->hosts = calloc((size_t)fallbackCount + 1, sizeof(char *));
-    c->ports = calloc((size_t)fallbackCount + 1, sizeof(int));
-    bool hostsCopied = c->hosts && c->ports;
+    c->settings.hosts = calloc((size_t)fallbackCount + 1, sizeof(char *));
+    c->settings.ports = calloc((size_t)fallbackCount + 1, sizeof(int));
+    bool hostsCopied = c->settings.hosts && c->settings.ports;
     if (hostsCopied) {
-        c->brokerCount = fallbackCount + 1;
-        c->hosts[0] = copyString(o->host);
-        c->ports[0] = o->port;
+        c->settings.brokerCount = fallbackCount + 1;
+        c->settings.hosts[0] = copyString(o->host);
+        c->settings.ports[0] = o->port;
         for (int i = 0; i < fallbackCount; i++) {
-            c->hosts[i + 1] = copyString(o->fallbackHosts[i]);
-            c->ports[i + 1] = o->fallbackPorts[i];
+            c->settings.hosts[i + 1] = copyString(o->fallbackHosts[i]);
+            c->settings.ports[i + 1] = o->fallbackPorts[i];
         }
-        for (int i = 0; i < c->brokerCount; i++) hostsCopied = hostsCopied && c->hosts[i];
+        for (int i = 0; i < c->settings.brokerCount; i++) hostsCopied = hostsCopied && c->settings.hosts[i];
     }
-    atomic_init(&c->currentBroker, 0);
-    c->keepAlive = o->keepAliveSeconds;
-    c->connectTimeoutMs = o->connectTimeoutMilliseconds > 0 ? o->connectTimeoutMilliseconds : 5000;
-    c->reconnectDelayMs = o->reconnectDelayMilliseconds > 0 ? o->reconnectDelayMilliseconds : 1000;
-    c->maxReconnectDelayMs = o->maxReconnectDelayMilliseconds >= c->reconnectDelayMs ? o->maxReconnectDelayMilliseconds
-                                                                                      : c->reconnectDelayMs;
-    c->stopFlushMs = o->stopFlushMilliseconds >= 0 ? o->stopFlushMilliseconds : 0;
-    c->quickAck = o->tcpNoDelay && !shimTrickDisabled(CMosquittoShim_TrickQuickAck);
-    c->holdAcks = o->holdAcknowledgements;
-    atomic_init(&c->lastAnsweredMessage, 0);
-    atomic_init(&c->acknowledgedThrough, 0);
-    c->protocolV5 = o->protocolV5;
-    c->plainTCP = !o->useTLS;
-    c->directPublish = c->plainTCP && !shimTrickDisabled(CMosquittoShim_TrickDirect);
-    if (!c->ring || !hostsCopied) {
+    atomic_init(&c->loop.currentBroker, 0);
+    c->settings.keepAlive = o->keepAliveSeconds;
+    c->settings.connectTimeoutMs = o->connectTimeoutMilliseconds > 0 ? o->connectTimeoutMilliseconds : 5000;
+    c->settings.reconnectDelayMs = o->reconnectDelayMilliseconds > 0 ? o->reconnectDelayMilliseconds : 1000;
+    c->settings.maxReconnectDelayMs = o->maxReconnectDelayMilliseconds >= c->settings.reconnectDelayMs ? o->maxReconnectDelayMilliseconds
+                                                                                      : c->settings.reconnectDelayMs;
+    c->settings.stopFlushMs = o->stopFlushMilliseconds >= 0 ? o->stopFlushMilliseconds : 0;
+    c->settings.quickAck = o->tcpNoDelay && !shimTrickDisabled(CMosquittoShim_TrickQuickAck);
+    c->settings.holdAcks = o->holdAcknowledgements;
+    atomic_init(&c->intake.lastAnsweredMessage, 0);
+    atomic_init(&c->intake.acknowledgedThrough, 0);
+    c->settings.protocolV5 = o->protocolV5;
+    c->settings.plainTCP = !o->useTLS;
+    c->settings.directPublish = c->settings.plainTCP && !shimTrickDisabled(CMosquittoShim_TrickDirect);
+    if (!c->queue.ring || !hostsCopied) {
         failCreate(c, MOSQ_ERR_NOMEM, "allocating the client", errorCode, errorText, errorTextSize);
         return NULL;
     }
-    if (c->wakeFd < 0) {
+    if (c->wake.wakeFd < 0) {
         failCreate(c, MOSQ_ERR_ERRNO, "creating the loop's wake-up channel", errorCode, errorText, errorTextSize);
         return NULL;
     }

@@ -4,48 +4,17 @@
 
 #include "shim_internal.h"
 
-/// Opens the loop's wake-up channel, a non-blocking pipe (see wakeFd); both descriptors stay -1 when that fails.
-/// (An eventfd saved nothing measurable: publisher CPU 1.05 / 1.25 µs per message with / without it, 3.05 / 3.20 with
-/// every publish queued in libmosquitto; see shim_internal.h.)
-SHIM_HIDDEN void openWakeChannel(CMosquittoShim_Client *c) {
-    int ends[2];
-    c->wakeFd = -1;
-    c->wakeWriteFd = -1;
-    if (pipe(ends) != 0) return;
-    for (int i = 0; i < 2; i++) {
-        (void)fcntl(ends[i], F_SETFL, fcntl(ends[i], F_GETFL) | O_NONBLOCK);
-        (void)fcntl(ends[i], F_SETFD, FD_CLOEXEC);
-    }
-    c->wakeFd = ends[0];
-    c->wakeWriteFd = ends[1];
-}
-
 
 // MARK: - Network loop
 
-static bool stopRequested(CMosquittoShim_Client *c) { return atomic_load(&c->stopRequested); }
+static bool stopRequested(CMosquittoShim_Client *c) { return atomic_load(&c->control.stopRequested); }
 
 /// One dispatch round on the loop thread, between loop steps: the dispatch function takes what the callbacks queued
 /// and runs the work other threads queued for it. Clearing `dispatchWanted` first means a request made during the
 /// round is seen by the next loop step (which then does not wait, see loopOnce).
 static void runDispatch(CMosquittoShim_Client *c, CMosquittoShim_DispatchFunction dispatch, void *context) {
-    atomic_store(&c->dispatchWanted, false);
+    atomic_store(&c->wake.dispatchWanted, false);
     if (dispatch) dispatch(context, false);
-}
-
-/// Asks the loop thread for a dispatch round soon (any thread): a loop step that is waiting ends (its poll through the
-/// wake-up pipe, a backoff sleep through controlCond), and the next one does not wait. `dispatchWanted` is set before
-/// `loopPolling` and `backingOff` are read, and the loop sets those before it reads `dispatchWanted` (all
-/// sequentially consistent), so either the loop sees the request or this call wakes it. While the loop connects
-/// (libmosquitto's own loop, SHIM_CONNECTING_STEP_MS steps) the round comes after the current step.
-SHIM_HIDDEN void wantDispatch(CMosquittoShim_Client *c) {
-    atomic_store(&c->dispatchWanted, true);
-    wakeLoopIfPolling(c);
-    if (atomic_load(&c->backingOff)) {
-        pthread_mutex_lock(&c->controlLock);
-        pthread_cond_broadcast(&c->controlCond);
-        pthread_mutex_unlock(&c->controlLock);
-    }
 }
 
 /// Sleeps up to `ms`, returning early when a stop is requested; dispatch rounds asked for meanwhile run at once.
@@ -59,40 +28,40 @@ static void backoffSleep(CMosquittoShim_Client *c, int ms, CMosquittoShim_Dispat
         deadline.tv_nsec -= 1000000000L;
     }
     for (;;) {
-        atomic_store(&c->backingOff, true);
+        atomic_store(&c->wake.backingOff, true);
         bool timedOut = false;
-        pthread_mutex_lock(&c->controlLock);
-        while (!stopRequested(c) && !atomic_load(&c->dispatchWanted)) {
-            if (pthread_cond_timedwait(&c->controlCond, &c->controlLock, &deadline) == ETIMEDOUT) {
+        pthread_mutex_lock(&c->control.controlLock);
+        while (!stopRequested(c) && !atomic_load(&c->wake.dispatchWanted)) {
+            if (pthread_cond_timedwait(&c->control.controlCond, &c->control.controlLock, &deadline) == ETIMEDOUT) {
                 timedOut = true;
                 break;
             }
         }
-        pthread_mutex_unlock(&c->controlLock);
-        atomic_store(&c->backingOff, false);
-        if (stopRequested(c) || timedOut || !atomic_load(&c->dispatchWanted)) return;
+        pthread_mutex_unlock(&c->control.controlLock);
+        atomic_store(&c->wake.backingOff, false);
+        if (stopRequested(c) || timedOut || !atomic_load(&c->wake.dispatchWanted)) return;
         runDispatch(c, dispatch, context);
     }
 }
 
 /// Whether QoS 0 publishes are taken (see `accepting`).
 static void setAccepting(CMosquittoShim_Client *c, bool accepting) {
-    pthread_mutex_lock(&c->publishLock);
-    c->accepting = accepting;
-    pthread_mutex_unlock(&c->publishLock);
+    pthread_mutex_lock(&c->qos0.publishLock);
+    c->qos0.accepting = accepting;
+    pthread_mutex_unlock(&c->qos0.publishLock);
 }
 
 /// Counts the QoS 0 publishes queued but never written as unsent (loop thread; the socket is closed or about to be,
 /// so what is still queued will be discarded by libmosquitto's next connect).
 static void settleUnsent(CMosquittoShim_Client *c) {
-    pthread_mutex_lock(&c->publishLock);
-    c->accepting = false;
+    pthread_mutex_lock(&c->qos0.publishLock);
+    c->qos0.accepting = false;
     uint64_t lost = unwrittenQos0(c);
     if (lost > 0) {
-        atomic_fetch_add(&c->unsent, lost);
-        atomic_fetch_add(&c->qos0Written, lost);
+        atomic_fetch_add(&c->qos0.unsent, lost);
+        atomic_fetch_add(&c->qos0.qos0Written, lost);
     }
-    pthread_mutex_unlock(&c->publishLock);
+    pthread_mutex_unlock(&c->qos0.publishLock);
     checkDrain(c);
 }
 
@@ -105,12 +74,12 @@ static void settleUnsent(CMosquittoShim_Client *c) {
 
 /// Updates `streaming` once per millisecond or more from the messages received since the last update (loop thread).
 static void updateRate(CMosquittoShim_Client *c, int64_t now) {
-    int64_t window = now - c->rateWindowStartNs;
+    int64_t window = now - c->loop.rateWindowStartNs;
     if (window < 1000000) return;
-    int64_t messages = (int64_t)(c->received - c->rateWindowReceived);
-    c->streaming = messages * 1000000 >= SHIM_STREAM_MESSAGES_PER_MS * window;
-    c->rateWindowStartNs = now;
-    c->rateWindowReceived = c->received;
+    int64_t messages = (int64_t)(c->loop.received - c->loop.rateWindowReceived);
+    c->loop.streaming = messages * 1000000 >= SHIM_STREAM_MESSAGES_PER_MS * window;
+    c->loop.rateWindowStartNs = now;
+    c->loop.rateWindowReceived = c->loop.received;
 }
 
 /// Asks the kernel to acknowledge received data at once instead of delaying the ACK (Linux; the flag is not sticky).
@@ -126,21 +95,21 @@ static void updateRate(CMosquittoShim_Client *c, int64_t now) {
 /// them, with fewer wake-ups on both sides. Returns the longest the next wait may block, in ms.
 static int renewQuickAck(CMosquittoShim_Client *c, int64_t now, int timeoutMs) {
 #ifdef TCP_QUICKACK
-    if (!c->quickAck) return timeoutMs;
+    if (!c->settings.quickAck) return timeoutMs;
     int sock = mosquitto_socket(c->mosq);
     if (sock < 0) return timeoutMs;
     // Packets written by publishing threads count too (qos0Queued): a client that writes is never paced.
-    uint64_t queued = atomic_load(&c->packetsQueued) + atomic_load(&c->qos0Queued);
-    if (queued != c->quickAckPacketsSeen || c->answerDue) {
-        c->wroteSeenNs = now;
-        c->quickAckPacketsSeen = queued;
-        c->answerDue = false;
+    uint64_t queued = atomic_load(&c->wake.packetsQueued) + atomic_load(&c->qos0.qos0Queued);
+    if (queued != c->loop.quickAckPacketsSeen || c->loop.answerDue) {
+        c->loop.wroteSeenNs = now;
+        c->loop.quickAckPacketsSeen = queued;
+        c->loop.answerDue = false;
     }
-    if (c->streaming && now - c->wroteSeenNs >= SHIM_WRITE_QUIET_NS &&
-        now - c->quickAckRenewedNs < SHIM_QUICKACK_STREAM_INTERVAL_NS) {
+    if (c->loop.streaming && now - c->loop.wroteSeenNs >= SHIM_WRITE_QUIET_NS &&
+        now - c->loop.quickAckRenewedNs < SHIM_QUICKACK_STREAM_INTERVAL_NS) {
         return 1;
     }
-    c->quickAckRenewedNs = now;
+    c->loop.quickAckRenewedNs = now;
     int one = 1;
     (void)setsockopt(sock, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof(one));
 #else
@@ -150,46 +119,19 @@ static int renewQuickAck(CMosquittoShim_Client *c, int64_t now, int timeoutMs) {
     return timeoutMs;
 }
 
-/// Ends the network loop's current (or next) poll.
-static void signalLoop(CMosquittoShim_Client *c) {
-    char one = 1;
-    (void)!write(c->wakeWriteFd, &one, 1);
-}
-
-/// Empties the wake-up channel after a poll saw it readable.
-static void drainWakeChannel(CMosquittoShim_Client *c) {
-    char bytes[64];
-    (void)!read(c->wakeFd, bytes, sizeof(bytes));  // more than one byte waiting only wakes the next poll early
-}
-
-/// Ends the loop thread's poll if it is in one (at most one pipe write per wait). Callers first publish what the
-/// loop must see (a counter, a flag it reads before polling), sequentially consistent, so either the loop sees it or
-/// this call wakes it.
-SHIM_HIDDEN void wakeLoopIfPolling(CMosquittoShim_Client *c) {
-    if (atomic_load(&c->loopPolling) && !atomic_exchange(&c->wakePending, true)) signalLoop(c);
-}
-
-/// Called by any thread after it queued a packet in libmosquitto: counts it and wakes the loop thread if it polls.
-/// `packetsQueued` is incremented before `loopPolling` is read, and loopOnce sets `loopPolling` before it reads
-/// `packetsQueued` (both sequentially consistent), so either the loop sees the packet or this call wakes it.
-SHIM_HIDDEN void wakeLoop(CMosquittoShim_Client *c) {
-    atomic_fetch_add(&c->packetsQueued, 1);
-    wakeLoopIfPolling(c);
-}
-
 
 static bool acknowledgementsHeld(CMosquittoShim_Client *c) { return CMosquittoShim_Client_acknowledgementDue(c) != 0; }
 
 /// Whether back-pressure lets the loop read: the ring is below its capacity and Swift did not pause reading.
-SHIM_HIDDEN bool backPressureAllowsReading(CMosquittoShim_Client *c) {
-    return !atomic_load(&c->readPaused) && atomic_load(&c->queuedMirror) < c->capacity;
+static bool backPressureAllowsReading(CMosquittoShim_Client *c) {
+    return !atomic_load(&c->queue.readPaused) && atomic_load(&c->queue.queuedMirror) < c->settings.capacity;
 }
 
 /// Whether the loop may read from the socket: not while the ring holds its capacity (its consumer is behind) or Swift
 /// paused reading (an observer is full). Holding the reads is the back-pressure: the kernel's socket buffer fills, TCP
 /// flow control stops the broker, which keeps the rest under its own limits.
 static bool readAllowed(CMosquittoShim_Client *c) {
-    return backPressureAllowsReading(c) && !acknowledgementsHeld(c) && !atomic_load(&c->intakeClosed);
+    return backPressureAllowsReading(c) && !acknowledgementsHeld(c) && !atomic_load(&c->intake.intakeClosed);
 }
 
 /// Keeps the session alive while reads are held (loop thread); true when it did, so libmosquitto's keep-alive check
@@ -199,18 +141,18 @@ static bool readAllowed(CMosquittoShim_Client *c) {
 /// no direct path: libmosquitto's own check runs, and a hold longer than the keep-alive ends the session, which is
 /// reported as a connection loss and reconnects by itself.
 static bool keepAliveWhileHeld(CMosquittoShim_Client *c, bool behindUnstarted) {
-    if (!atomic_load(&c->directReady) || c->keepAlive <= 0) return false;
+    if (!atomic_load(&c->direct.directReady) || c->settings.keepAlive <= 0) return false;
     int64_t now = nowNs();
-    if (now - c->pausedPingNs < (int64_t)c->keepAlive * 500000000LL) return true;
-    pthread_mutex_lock(&c->writeLock);
+    if (now - c->loop.pausedPingNs < (int64_t)c->settings.keepAlive * 500000000LL) return true;
+    pthread_mutex_lock(&c->direct.writeLock);
     // Only between whole packets: nothing of ours or of libmosquitto's is waiting (else retry at the next step). With
     // `behindUnstarted` (durable delivery holding answers), libmosquitto's queue holds only packets not started: the
     // loop read only with that queue empty and has not written since.
-    if (c->directFd >= 0 && !c->oursHead && (behindUnstarted || !mosquitto_want_write(c->mosq))) {
+    if (c->direct.directFd >= 0 && !c->direct.oursHead && (behindUnstarted || !mosquitto_want_write(c->mosq))) {
         static const uint8_t pingreq[2] = {0xC0, 0x00};
         ssize_t n;
         do {
-            n = send(c->directFd, pingreq, sizeof(pingreq), MSG_NOSIGNAL | MSG_DONTWAIT);
+            n = send(c->direct.directFd, pingreq, sizeof(pingreq), MSG_NOSIGNAL | MSG_DONTWAIT);
         } while (n < 0 && errno == EINTR);
         if (n == 1) {
             // Half a packet on the wire: the other byte goes first when the socket is writable again.
@@ -221,15 +163,15 @@ static bool keepAliveWhileHeld(CMosquittoShim_Client *c, bool behindUnstarted) {
                 rest->length = 1;
                 rest->offset = 0;
                 rest->bytes[0] = pingreq[1];
-                c->oursHead = c->oursTail = rest;
-                atomic_store(&c->oursNonEmpty, true);
+                c->direct.oursHead = c->direct.oursTail = rest;
+                atomic_store(&c->direct.oursNonEmpty, true);
             } else {
-                shutdown(c->directFd, SHUT_RDWR);  // the stream cannot go on; the client reconnects
+                shutdown(c->direct.directFd, SHUT_RDWR);  // the stream cannot go on; the client reconnects
             }
         }
-        if (n > 0) c->pausedPingNs = now;
+        if (n > 0) c->loop.pausedPingNs = now;
     }
-    pthread_mutex_unlock(&c->writeLock);
+    pthread_mutex_unlock(&c->direct.writeLock);
     return true;
 }
 
@@ -244,32 +186,32 @@ static int loopStep(CMosquittoShim_Client *c, int timeoutMs) {
     if (sock < 0) return MOSQ_ERR_NO_CONN;
     // Durable delivery reads only with libmosquitto's queue written out: the answers a read queues then sit in front
     // of nothing partly written, so holding them (and writing our own PINGREQs meanwhile) keeps the stream whole.
-    bool reading = readAllowed(c) && !(c->holdAcks && mosquitto_want_write(c->mosq));
-    if (reading == atomic_load(&c->readingHeld)) {
-        atomic_store(&c->readingHeld, !reading);
-        c->pausedPingNs = nowNs();  // a pause starts: its first keep-alive PINGREQ is due half a keep-alive later
+    bool reading = readAllowed(c) && !(c->settings.holdAcks && mosquitto_want_write(c->mosq));
+    if (reading == atomic_load(&c->intake.readingHeld)) {
+        atomic_store(&c->intake.readingHeld, !reading);
+        c->loop.pausedPingNs = nowNs();  // a pause starts: its first keep-alive PINGREQ is due half a keep-alive later
     }
-    atomic_store(&c->loopPolling, true);
-    uint64_t queued = atomic_load(&c->packetsQueued);
-    bool others = queued != c->packetsSeen;  // packets queued by other threads since the last write
-    c->packetsSeen = queued;
-    bool dispatchDue = atomic_load(&c->dispatchWanted);  // see wantDispatch
+    atomic_store(&c->wake.loopPolling, true);
+    uint64_t queued = atomic_load(&c->wake.packetsQueued);
+    bool others = queued != c->loop.packetsSeen;  // packets queued by other threads since the last write
+    c->loop.packetsSeen = queued;
+    bool dispatchDue = atomic_load(&c->wake.dispatchWanted);  // see wantDispatch
     // While acknowledgements are held only our own packets (whole, queued ahead of libmosquitto's) may be written.
-    bool wantWrite = acknowledgementsHeld(c) ? atomic_load(&c->oursNonEmpty)
-                                             : others || mosquitto_want_write(c->mosq) || atomic_load(&c->oursNonEmpty);
+    bool wantWrite = acknowledgementsHeld(c) ? atomic_load(&c->direct.oursNonEmpty)
+                                             : others || mosquitto_want_write(c->mosq) || atomic_load(&c->direct.oursNonEmpty);
     struct pollfd fds[2] = {
         {.fd = sock, .events = (short)((reading ? POLLIN : 0) | (wantWrite ? POLLOUT : 0)), .revents = 0},
-        {.fd = c->wakeFd, .events = POLLIN, .revents = 0},
+        {.fd = c->wake.wakeFd, .events = POLLIN, .revents = 0},
     };
     int count = poll(fds, 2, others || dispatchDue ? 0 : timeoutMs);
-    atomic_store(&c->loopPolling, false);
+    atomic_store(&c->wake.loopPolling, false);
     if (count < 0) return errno == EINTR ? MOSQ_ERR_SUCCESS : MOSQ_ERR_ERRNO;
     bool woken = false;
     if (fds[1].revents & POLLIN) {
         // Read first, then clear: a waker that sets wakePending after the clear writes after this read, so its
         // write is seen by the next poll (clearing first could consume that write and leave wakePending set).
         drainWakeChannel(c);
-        atomic_store(&c->wakePending, false);
+        atomic_store(&c->wake.wakePending, false);
         woken = true;
     }
     // A held read still reads a closed or failed socket (POLLHUP, POLLERR come without asking), so the loss is seen.
@@ -278,14 +220,14 @@ static int loopStep(CMosquittoShim_Client *c, int timeoutMs) {
         // one is read at once instead of after another poll: a stream costs one poll per burst, not per message
         // (and one read that finds nothing at its end). Bounded, so writes and keepalive are not held up, and it
         // stops as soon as back-pressure holds the reads.
-        if (c->holdAcks && reading) atomic_store(&c->heldBehindWhole, true);  // read with libmosquitto's queue written out
+        if (c->settings.holdAcks && reading) atomic_store(&c->intake.heldBehindWhole, true);  // read with libmosquitto's queue written out
         for (int i = 0; i < SHIM_READ_BURST; i++) {
-            uint64_t before = c->received;
+            uint64_t before = c->loop.received;
             int rc = mosquitto_loop_read(c->mosq, 1);
             if (rc || mosquitto_socket(c->mosq) < 0) return rc;
             // Nothing complete, not a PUBLISH, or held by back-pressure. (Held acknowledgements do not end the burst:
             // the answers it queues are all unstarted, and are released together.)
-            if (c->received == before || !backPressureAllowsReading(c)) break;
+            if (c->loop.received == before || !backPressureAllowsReading(c)) break;
         }
     }
     // As mosquitto_loop: write when the socket is writable, or when another thread queued a packet (libmosquitto
@@ -295,22 +237,22 @@ static int loopStep(CMosquittoShim_Client *c, int timeoutMs) {
         int rc = loopWrite(c);
         if (rc || mosquitto_socket(c->mosq) < 0) return rc;
     } else if (held && (fds[0].revents & POLLOUT)) {
-        pthread_mutex_lock(&c->writeLock);
+        pthread_mutex_lock(&c->direct.writeLock);
         (void)flushOursLocked(c);
-        pthread_mutex_unlock(&c->writeLock);
+        pthread_mutex_unlock(&c->direct.writeLock);
     }
     // A PINGREQ may go behind libmosquitto's held packets only when they are all unstarted: the hold began with a read
     // this session made with libmosquitto's queue written out (not, e.g., one left by the connect phase).
-    if (held) return keepAliveWhileHeld(c, atomic_load(&c->heldBehindWhole)) ? MOSQ_ERR_SUCCESS : mosquitto_loop_misc(c->mosq);
-    if (atomic_load(&c->readingHeld) && keepAliveWhileHeld(c, false)) return MOSQ_ERR_SUCCESS;
+    if (held) return keepAliveWhileHeld(c, atomic_load(&c->intake.heldBehindWhole)) ? MOSQ_ERR_SUCCESS : mosquitto_loop_misc(c->mosq);
+    if (atomic_load(&c->intake.readingHeld) && keepAliveWhileHeld(c, false)) return MOSQ_ERR_SUCCESS;
     return mosquitto_loop_misc(c->mosq);
 }
 
 /// A loop step counted (see CMosquittoShim_Client_intakeSettled): begun before it decides whether to read.
 static int loopOnce(CMosquittoShim_Client *c, int timeoutMs) {
-    uint64_t step = atomic_fetch_add(&c->stepsBegun, 1) + 1;
+    uint64_t step = atomic_fetch_add(&c->intake.stepsBegun, 1) + 1;
     int rc = loopStep(c, timeoutMs);
-    atomic_store(&c->stepsEnded, step);
+    atomic_store(&c->intake.stepsEnded, step);
     return rc;
 }
 
@@ -329,19 +271,19 @@ static int loopOnce(CMosquittoShim_Client *c, int timeoutMs) {
 /// `whole`, with a QoS 0 publication still in libmosquitto's queue (it may be the identity's Deadvertise), or when the
 /// DISCONNECT cannot be written, the connection is closed without it: the broker publishes the will instead.
 static void endSession(CMosquittoShim_Client *c, bool whole, int waitMs) {
-    pthread_mutex_lock(&c->writeLock);
-    bool clean = whole && c->directFd >= 0 && flushOursLocked(c) && unwrittenQos0(c) == 0;
+    pthread_mutex_lock(&c->direct.writeLock);
+    bool clean = whole && c->direct.directFd >= 0 && flushOursLocked(c) && unwrittenQos0(c) == 0;
     if (clean) {
         static const uint8_t disconnect[2] = {0xE0, 0x00};  // MQTT 3.1.1 DISCONNECT; in MQTT 5: reason 0, normal
         ssize_t n;
         do {
-            n = send(c->directFd, disconnect, sizeof(disconnect), MSG_NOSIGNAL | MSG_DONTWAIT);
+            n = send(c->direct.directFd, disconnect, sizeof(disconnect), MSG_NOSIGNAL | MSG_DONTWAIT);
         } while (n < 0 && errno == EINTR);
         clean = n == (ssize_t)sizeof(disconnect);
     }
     int sock = mosquitto_socket(c->mosq);
     if (sock >= 0) shutdown(sock, clean ? SHUT_WR : SHUT_RDWR);
-    pthread_mutex_unlock(&c->writeLock);
+    pthread_mutex_unlock(&c->direct.writeLock);
     if (!clean || sock < 0) return;
     int64_t until = nowMs() + waitMs;
     char discarded[16384];
@@ -360,28 +302,28 @@ static void endSession(CMosquittoShim_Client *c, bool whole, int waitMs) {
 
 static void *loopMain(void *arg) {
     CMosquittoShim_Client *c = arg;
-    int delay = c->reconnectDelayMs;
-    c->briefSessions = 0;
+    int delay = c->settings.reconnectDelayMs;
+    c->loop.briefSessions = 0;
     // Each round of attempts starts at the primary (first start) or at the broker a session was lost on, and goes
     // through the brokers in order; only a round that ended without a session backs off.
-    atomic_store(&c->currentBroker, 0);
+    atomic_store(&c->loop.currentBroker, 0);
     int roundStart = 0;
     char detail[256];
     // This session's dispatch function: a later start (after this loop set loopRunning to false, below) may set
     // another one while this thread still makes its last calls.
     // Taken, not copied: each setDispatch is used by one loop at most.
-    pthread_mutex_lock(&c->controlLock);
-    CMosquittoShim_DispatchFunction dispatch = c->dispatch;
-    void *context = c->dispatchContext;
-    c->dispatch = NULL;
-    c->dispatchContext = NULL;
-    pthread_mutex_unlock(&c->controlLock);
+    pthread_mutex_lock(&c->control.controlLock);
+    CMosquittoShim_DispatchFunction dispatch = c->wake.dispatch;
+    void *context = c->wake.dispatchContext;
+    c->wake.dispatch = NULL;
+    c->wake.dispatchContext = NULL;
+    pthread_mutex_unlock(&c->control.controlLock);
     loopClientOfThisThread = c;
     runDispatch(c, dispatch, context);  // what was queued for the dispatcher before the loop started
     while (!stopRequested(c)) {
-        c->sessionUp = false;
-        atomic_store(&c->heldBehindWhole, false);
-        c->refusedThisAttempt = false;
+        c->loop.sessionUp = false;
+        atomic_store(&c->intake.heldBehindWhole, false);
+        c->loop.refusedThisAttempt = false;
         int savedErrno = 0;
         errno = 0;
         // The log callback captures the cause of a failing attempt (e.g. "certificate verify failed"). It is removed
@@ -393,10 +335,10 @@ static void *loopMain(void *arg) {
         // libmosquitto sets the new socket before it queues CONNECT, and a packet queued in between would go out
         // first (the broker closes such a connection: "protocol error"). A packet queued before this call is
         // discarded by it (a QoS 1/2 message stays in libmosquitto's store and is sent after the CONNACK).
-        int broker = atomic_load(&c->currentBroker);
-        pthread_mutex_lock(&c->ackLock);
-        int rc = mosquitto_connect_async(c->mosq, c->hosts[broker], c->ports[broker], c->keepAlive);
-        pthread_mutex_unlock(&c->ackLock);
+        int broker = atomic_load(&c->loop.currentBroker);
+        pthread_mutex_lock(&c->acks.ackLock);
+        int rc = mosquitto_connect_async(c->mosq, c->settings.hosts[broker], c->settings.ports[broker], c->settings.keepAlive);
+        pthread_mutex_unlock(&c->acks.ackLock);
         if (rc == MOSQ_ERR_ERRNO) savedErrno = errno;
         setAccepting(c, rc == MOSQ_ERR_SUCCESS);
         if (rc == MOSQ_ERR_SUCCESS) {
@@ -410,25 +352,25 @@ static void *loopMain(void *arg) {
                 // handshake (which needs a read step when the socket turns writable); ours afterwards. (The first
                 // mosquitto_loop calls after a reconnect may each consume one leftover socket-pair byte without
                 // waiting: a few hundred cheap iterations at most.)
-                if (c->sessionUp && atomic_exchange(&c->resyncNeeded, false)) {
+                if (c->loop.sessionUp && atomic_exchange(&c->queue.resyncNeeded, false)) {
                     rc = MOSQ_ERR_NOMEM;  // an event was lost (see pushEvent): start a new session
                     break;
                 }
-                rc = c->sessionUp ? loopOnce(c, timeoutMs) : mosquitto_loop(c->mosq, SHIM_CONNECTING_STEP_MS, 1);
+                rc = c->loop.sessionUp ? loopOnce(c, timeoutMs) : mosquitto_loop(c->mosq, SHIM_CONNECTING_STEP_MS, 1);
                 if (rc != MOSQ_ERR_SUCCESS) {
                     if (rc == MOSQ_ERR_ERRNO) savedErrno = errno;
                     break;
                 }
                 runDispatch(c, dispatch, context);
                 if (stopRequested(c)) break;
-                if (logging && c->sessionUp) {
+                if (logging && c->loop.sessionUp) {
                     openDirect(c);
                     mosquitto_log_callback_set(c->mosq, NULL);
                     logging = false;
                     char stale[8];
                     takeLastError(c, stale, sizeof(stale));  // a later loss reports its own cause
                 }
-                if (!c->sessionUp && !c->refusedThisAttempt && nowMs() - start > c->connectTimeoutMs) {
+                if (!c->loop.sessionUp && !c->loop.refusedThisAttempt && nowMs() - start > c->settings.connectTimeoutMs) {
                     rc = SHIM_TIMEOUT_CODE;
                     break;
                 }
@@ -446,29 +388,29 @@ static void *loopMain(void *arg) {
                 snprintf(detail, sizeof(detail), "%s", CMosquittoShim_errorString(rc));
             }
         }
-        if (c->sessionUp) {
-            bool brief = nowMs() - c->sessionStartMs < SHIM_BRIEF_SESSION_MS;
-            c->briefSessions = brief ? c->briefSessions + 1 : 0;
-            pushConnectionLost(c, rc, c->briefSessions, detail);  // the Swift side names the likely cause
+        if (c->loop.sessionUp) {
+            bool brief = nowMs() - c->loop.sessionStartMs < SHIM_BRIEF_SESSION_MS;
+            c->loop.briefSessions = brief ? c->loop.briefSessions + 1 : 0;
+            pushConnectionLost(c, rc, c->loop.briefSessions, detail);  // the Swift side names the likely cause
             // After a long session reconnect at once; after brief ones keep backing off (doubling below), so two
             // clients with one client id do not take the session from each other as fast as they can connect.
-            if (c->briefSessions < 2) delay = c->reconnectDelayMs;
-        } else if (!c->refusedThisAttempt) {
+            if (c->loop.briefSessions < 2) delay = c->settings.reconnectDelayMs;
+        } else if (!c->loop.refusedThisAttempt) {
             pushEvent(c, CMosquittoShim_EventConnectFailed, rc, 0, detail);
         }
         // Close a half-open attempt (e.g. after a CONNACK timeout) before waiting.
         mosquitto_disconnect(c->mosq);
         runDispatch(c, dispatch, context);
-        if (c->sessionUp) {
+        if (c->loop.sessionUp) {
             // Retry the broker the session was lost on first (after the usual wait), then the others.
             roundStart = broker;
         } else {
-            broker = (broker + 1) % c->brokerCount;
-            atomic_store(&c->currentBroker, broker);
+            broker = (broker + 1) % c->settings.brokerCount;
+            atomic_store(&c->loop.currentBroker, broker);
             if (broker != roundStart) continue;  // the next broker at once; the round is not over
         }
         backoffSleep(c, delay, dispatch, context);
-        delay = delay * 2 > c->maxReconnectDelayMs ? c->maxReconnectDelayMs : delay * 2;
+        delay = delay * 2 > c->settings.maxReconnectDelayMs ? c->settings.maxReconnectDelayMs : delay * 2;
     }
 
     // Graceful stop: nothing more is read (what the broker sends from now on stays with it); every queued packet
@@ -478,20 +420,20 @@ static void *loopMain(void *arg) {
     // ends the loop). Held answers (durable delivery) are written only once the application acknowledged their
     // messages; it has SHIM_STOP_HOLD_GRACE_MS for that, then the session ends without them: the broker keeps those
     // messages for the next session.
-    atomic_store(&c->intakeClosed, true);
+    atomic_store(&c->intake.intakeClosed, true);
     setAccepting(c, false);
-    if (c->sessionUp) {
-        int64_t deadline = nowMs() + c->stopFlushMs;
-        int grace = c->stopFlushMs < SHIM_STOP_HOLD_GRACE_MS ? c->stopFlushMs : SHIM_STOP_HOLD_GRACE_MS;
+    if (c->loop.sessionUp) {
+        int64_t deadline = nowMs() + c->settings.stopFlushMs;
+        int grace = c->settings.stopFlushMs < SHIM_STOP_HOLD_GRACE_MS ? c->settings.stopFlushMs : SHIM_STOP_HOLD_GRACE_MS;
         int64_t holdDeadline = nowMs() + grace;
         bool disconnecting = false;
         while (nowMs() < deadline) {
             int waitMs = (int)(deadline - nowMs()) < SHIM_STOP_CLOSE_WAIT_MS ? (int)(deadline - nowMs())
                                                                              : SHIM_STOP_CLOSE_WAIT_MS;
             bool held = acknowledgementsHeld(c);
-            if (!held && atomic_load(&c->directReady)) {
+            if (!held && atomic_load(&c->direct.directReady)) {
                 // Everything is written once libmosquitto's queue and ours are empty: then the DISCONNECT.
-                if (!mosquitto_want_write(c->mosq) && !atomic_load(&c->oursNonEmpty)) {
+                if (!mosquitto_want_write(c->mosq) && !atomic_load(&c->direct.oursNonEmpty)) {
                     endSession(c, true, waitMs);
                     break;
                 }
@@ -499,7 +441,7 @@ static void *loopMain(void *arg) {
                 if (mosquitto_disconnect(c->mosq) != MOSQ_ERR_SUCCESS) break;
                 disconnecting = true;
             } else if (held && nowMs() >= holdDeadline) {
-                endSession(c, atomic_load(&c->heldBehindWhole), waitMs);
+                endSession(c, atomic_load(&c->intake.heldBehindWhole), waitMs);
                 break;
             }
             if (loopOnce(c, disconnecting ? 50 : 5) != MOSQ_ERR_SUCCESS) break;
@@ -508,13 +450,13 @@ static void *loopMain(void *arg) {
     } else {
         mosquitto_disconnect(c->mosq);
     }
-    c->sessionUp = false;
+    c->loop.sessionUp = false;
     closeDirect(c);
     settleUnsent(c);
 
-    pthread_mutex_lock(&c->controlLock);
-    c->loopRunning = false;
-    pthread_mutex_unlock(&c->controlLock);
+    pthread_mutex_lock(&c->control.controlLock);
+    c->control.loopRunning = false;
+    pthread_mutex_unlock(&c->control.controlLock);
     pushEvent(c, CMosquittoShim_EventStopped, 0, 0, NULL);
     runDispatch(c, dispatch, context);
     if (dispatch) dispatch(context, true);  // the last call: the context may be released
@@ -525,21 +467,21 @@ static void *loopMain(void *arg) {
 
 void CMosquittoShim_Client_setDispatch(CMosquittoShim_Client *c, CMosquittoShim_DispatchFunction function,
                                        void *context) {
-    pthread_mutex_lock(&c->controlLock);
-    c->dispatch = function;
-    c->dispatchContext = context;
-    pthread_mutex_unlock(&c->controlLock);
+    pthread_mutex_lock(&c->control.controlLock);
+    c->wake.dispatch = function;
+    c->wake.dispatchContext = context;
+    pthread_mutex_unlock(&c->control.controlLock);
 }
 
 int CMosquittoShim_Client_start(CMosquittoShim_Client *c) {
-    pthread_mutex_lock(&c->controlLock);
-    if (c->loopRunning) {
-        pthread_mutex_unlock(&c->controlLock);
+    pthread_mutex_lock(&c->control.controlLock);
+    if (c->control.loopRunning) {
+        pthread_mutex_unlock(&c->control.controlLock);
         return MOSQ_ERR_INVAL;
     }
-    atomic_store(&c->stopRequested, false);
-    atomic_store(&c->intakeClosed, false);
-    c->loopRunning = true;
+    atomic_store(&c->control.stopRequested, false);
+    atomic_store(&c->intake.intakeClosed, false);
+    c->control.loopRunning = true;
     atomic_fetch_add(&c->refCount, 1);
     pthread_t thread;
     pthread_attr_t attr;
@@ -548,21 +490,21 @@ int CMosquittoShim_Client_start(CMosquittoShim_Client *c) {
     int err = pthread_create(&thread, &attr, loopMain, c);
     pthread_attr_destroy(&attr);
     if (err != 0) {
-        c->loopRunning = false;
-        pthread_mutex_unlock(&c->controlLock);
+        c->control.loopRunning = false;
+        pthread_mutex_unlock(&c->control.controlLock);
         atomic_fetch_sub(&c->refCount, 1);
         errno = err;
         return MOSQ_ERR_ERRNO;
     }
     pthread_setname_np(thread, "coaty-mqtt-net");
-    pthread_mutex_unlock(&c->controlLock);
+    pthread_mutex_unlock(&c->control.controlLock);
     return MOSQ_ERR_SUCCESS;
 }
 
 void CMosquittoShim_Client_stop(CMosquittoShim_Client *c) {
-    pthread_mutex_lock(&c->controlLock);
-    atomic_store(&c->stopRequested, true);
-    pthread_cond_broadcast(&c->controlCond);
-    pthread_mutex_unlock(&c->controlLock);
+    pthread_mutex_lock(&c->control.controlLock);
+    atomic_store(&c->control.stopRequested, true);
+    pthread_cond_broadcast(&c->control.controlCond);
+    pthread_mutex_unlock(&c->control.controlLock);
     signalLoop(c);  // end the loop's wait now
 }

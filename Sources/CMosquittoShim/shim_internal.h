@@ -2,7 +2,8 @@
 // the functions one file of the shim calls in another. The shim, by file:
 //   library.c  process-wide libmosquitto setup and error texts (any thread)
 //   handle.c   creating and destroying a client: the libmosquitto handle, options, TLS (Swift, any thread)
-//   loop.c     the network loop (the client's own thread) and waking it (any thread)
+//   wake.c     waking the network loop and asking it for a dispatch round (any thread)
+//   loop.c     the network loop (the client's own thread)
 //   events.c   libmosquitto's callbacks filling the message ring and event list (loop thread), and the dispatcher
 //              side taking them out (Swift's dispatch function on the loop thread; counters from any thread)
 //   publish.c  the direct QoS 0 publish path and the operations (publishing threads, any thread)
@@ -93,30 +94,50 @@ struct OutPacket {
     uint8_t bytes[];
 };
 
-struct CMosquittoShim_Client {
-    struct mosquitto *mosq;
-    atomic_int refCount;
-
-    // Settings (immutable after create). Broker 0 is the primary, the others its fallbacks, tried in order.
+/// Settings, written by CMosquittoShim_Client_create and read-only after (any thread). Broker 0 is the primary,
+/// the others its fallbacks, tried in order.
+struct ShimSettings {
     char **hosts;
     int *ports;
     int brokerCount;
-    // The broker of the current (or next) attempt: written by the loop thread only, read by pushEvent on any thread.
-    atomic_int currentBroker;
     int keepAlive;
     int connectTimeoutMs;
     int reconnectDelayMs;
     int maxReconnectDelayMs;
-    // Loop thread only: when the current session's CONNACK came, and how many sessions in a row were brief.
-    int64_t sessionStartMs;
-    int briefSessions;
     int stopFlushMs;
     bool quickAck;
     bool protocolV5;
     bool plainTCP;       // no TLS: the session's socket is duplicated for direct writes (see openDirect)
     bool directPublish;  // plain TCP and not switched off: QoS 0 PUBLISH packets may be written directly
+    size_t capacity;     // of the message ring: the soft limit, reading pauses at it (see readAllowed)
+    bool holdAcks;       // durable delivery: QoS > 0 answers wait for CMosquittoShim_Client_acknowledgeThrough
+};
 
-    // Direct QoS 0 writes (see publishDirect), guarded by writeLock, which the loop thread also holds while it writes.
+/// The loop thread's own state (loop.c, and the callbacks in events.c, which run on that thread); only
+/// `currentBroker` is read elsewhere (pushEvent, any thread).
+struct ShimLoopState {
+    atomic_int currentBroker;  // the broker of the current (or next) attempt
+    // When the current session's CONNACK came, and how many sessions in a row were brief.
+    int64_t sessionStartMs;
+    int briefSessions;
+    // TCP_QUICKACK pacing (see renewQuickAck).
+    int64_t quickAckRenewedNs;
+    int64_t rateWindowStartNs;
+    uint64_t received;        // PUBLISH packets received
+    uint64_t rateWindowReceived;
+    bool streaming;           // the last rate window saw at least SHIM_STREAM_MESSAGES_PER_MS messages
+    int64_t wroteSeenNs;      // when the loop last saw this client write (a packet queued, or a QoS > 0 answer due)
+    uint64_t quickAckPacketsSeen;  // `packetsQueued` when wroteSeenNs was last updated
+    bool answerDue;           // a QoS > 0 message arrived, which libmosquitto answers (PUBACK / PUBREC)
+    uint64_t packetsSeen;     // `packetsQueued` when the loop last looked
+    int64_t pausedPingNs;     // when the last keep-alive PINGREQ of a pause was written
+    bool sessionUp;           // a CONNACK accepted the current session
+    bool refusedThisAttempt;  // the broker refused the current attempt (its CONNACK said so)
+};
+
+/// The direct QoS 0 writes (publish.c, see publishDirect): guarded by writeLock, which the loop thread also
+/// holds while it writes.
+struct ShimDirect {
     pthread_mutex_t writeLock;
     int directFd;                        // a duplicate of the session's socket; -1 outside a session
     struct OutPacket *oursHead;          // direct packets not (fully) written yet, oldest first
@@ -126,59 +147,34 @@ struct CMosquittoShim_Client {
     atomic_uint_fast64_t flushedThrough; // every packet counted in packetsQueued up to this was written
     atomic_uint_fast32_t maxPacketSize;  // the broker's Maximum Packet Size (MQTT 5 CONNACK); 0: none
     atomic_uint_fast64_t directPublishes; // QoS 0 publishes that took the direct path (for tests)
-    // TCP_QUICKACK pacing (loop thread only; see renewQuickAck).
-    int64_t quickAckRenewedNs;
-    int64_t rateWindowStartNs;
-    uint64_t received;        // PUBLISH packets received
-    uint64_t rateWindowReceived;
-    bool streaming;           // the last rate window saw at least SHIM_STREAM_MESSAGES_PER_MS messages
-    int64_t wroteSeenNs;      // when the loop last saw this client write (a packet queued, or a QoS > 0 answer due)
-    uint64_t quickAckPacketsSeen;  // `packetsQueued` when wroteSeenNs was last updated
-    bool answerDue;           // a QoS > 0 message arrived, which libmosquitto answers (PUBACK / PUBREC)
+};
 
-    // The network loop's own wait (see loopOnce): other threads that queue a packet count it in `packetsQueued` and,
-    // while the loop thread polls, wake it through `wakeFd` (at most one write per wait): the read end of a pipe whose
-    // write end is `wakeWriteFd`.
+/// Waking the loop (wake.c): other threads that queue a packet count it in `packetsQueued` and, while the
+/// loop thread polls, wake it through `wakeFd` (at most one write per wait): the read end of a pipe whose write
+/// end is `wakeWriteFd`. The dispatch function the loop calls between its steps (set before start, under
+/// controlLock; the loop copies it when it starts), and whether another thread asked for a round (wantDispatch).
+struct ShimWake {
     int wakeFd;
     int wakeWriteFd;
     atomic_uint_fast64_t packetsQueued;
-    uint64_t packetsSeen;     // loop thread only
     atomic_bool loopPolling;
     atomic_bool wakePending;
-
-    // The dispatch function the loop thread calls between its steps (set before start, under controlLock; the loop
-    // copies it when it starts), and whether another thread asked for a dispatch round (see wantDispatch).
     CMosquittoShim_DispatchFunction dispatch;
     void *dispatchContext;
     atomic_bool dispatchWanted;
     atomic_bool backingOff;  // the loop thread sleeps in backoffSleep (wantDispatch then signals controlCond)
+};
 
-    // Queue state, guarded by queueLock.
+/// What the callbacks hand to Swift (events.c): the message ring and the event list, guarded by queueLock;
+/// the loop thread produces, Swift's dispatch consumes.
+struct ShimQueue {
     pthread_mutex_t queueLock;
     CMosquittoShim_Message **ring;
-    size_t capacity;       // the soft limit: reading pauses at it (see readAllowed)
     size_t allocated;      // slots in `ring` (>= capacity; grows for a read step's overshoot)
     size_t head;
     size_t count;
     atomic_size_t queuedMirror;  // `count`, for the loop's read decision without queueLock
     atomic_bool readPaused;      // Swift asked the loop to stop reading (CMosquittoShim_Client_setReadPaused)
-    // Durable delivery (see CMosquittoShim_Client_acknowledgeThrough): the ring number of the last QoS > 0 message
-    // (written by onMessage on the loop thread), and the number through which the application handled every message.
-    bool holdAcks;
-    atomic_uint_fast64_t lastAnsweredMessage;
-    atomic_uint_fast64_t acknowledgedThrough;
-    // This session's held answers followed a read with nothing else queued (written by the loop thread; read by
-    // publishDirect under writeLock: while answers are held, a QoS 0 publish may then go ahead of them).
-    atomic_bool heldBehindWhole;
-    // The application closed the intake (CMosquittoShim_Client_closeIntake) or the client is stopping: the loop reads
-    // nothing more, so what the broker sends from then on stays with it (and with a persistent session).
-    atomic_bool intakeClosed;
-    // Loop steps (loopOnce) begun and ended: a step begun after the intake closed reads nothing (see
-    // CMosquittoShim_Client_intakeSettled).
-    atomic_uint_fast64_t stepsBegun;
-    atomic_uint_fast64_t stepsEnded;
-    int64_t pausedPingNs;        // loop thread: when the last keep-alive PINGREQ of a pause was written
-    atomic_bool readingHeld;     // the loop's last step did not read because of back-pressure (written by the loop)
     bool armed;          // a consumer waits for the next message
     bool consumerBlocked; // a consumer thread waits on consumerCond (briefly, see takeMessagesWaiting)
     pthread_cond_t consumerCond;
@@ -194,27 +190,49 @@ struct CMosquittoShim_Client {
     atomic_bool resyncNeeded;
     // Tests only (CMosquittoShim_Client_failEventAllocations): event allocations to fail on purpose.
     atomic_int failEventAllocations;
+};
 
-    // Loop control, guarded by controlLock.
+/// Durable delivery and the intake (see CMosquittoShim_Client_acknowledgeThrough, closeIntake): atomics
+/// written by one side and read by the other.
+struct ShimIntake {
+    // The ring number of the last QoS > 0 message (written by onMessage on the loop thread), and the number through
+    // which the application handled every message.
+    atomic_uint_fast64_t lastAnsweredMessage;
+    atomic_uint_fast64_t acknowledgedThrough;
+    // This session's held answers followed a read with nothing else queued (written by the loop thread; read by
+    // publishDirect under writeLock: while answers are held, a QoS 0 publish may then go ahead of them).
+    atomic_bool heldBehindWhole;
+    // The application closed the intake (CMosquittoShim_Client_closeIntake) or the client is stopping: the loop reads
+    // nothing more, so what the broker sends from then on stays with it (and with a persistent session).
+    atomic_bool intakeClosed;
+    // Loop steps (loopOnce) begun and ended: a step begun after the intake closed reads nothing (see
+    // CMosquittoShim_Client_intakeSettled).
+    atomic_uint_fast64_t stepsBegun;
+    atomic_uint_fast64_t stepsEnded;
+    atomic_bool readingHeld;     // the loop's last step did not read because of back-pressure (written by the loop)
+};
+
+/// Starting and stopping the loop, guarded by controlLock: Swift's calls and the loop thread.
+struct ShimControl {
     pthread_mutex_t controlLock;
     pthread_cond_t controlCond;
     bool loopRunning;
     atomic_bool stopRequested;
+};
 
-    // Loop-thread-only state (written in callbacks, which run on the loop thread).
-    bool sessionUp;
-    bool refusedThisAttempt;
-
-    // Tracked QoS 1/2 publish message ids, guarded by ackLock. ackLock also keeps QoS 1/2 publishes, subscribes and
-    // unsubscribes out of mosquitto_connect_async (see loopMain).
+/// QoS 1/2 publish message ids in flight, guarded by ackLock. ackLock also keeps QoS 1/2 publishes, subscribes
+/// and unsubscribes out of mosquitto_connect_async (see loopMain).
+struct ShimTracked {
     pthread_mutex_t ackLock;
     uint8_t tracked[65536 / 8];
+};
 
-    // QoS 0 accounting: publishes queued in libmosquitto (guarded by publishLock, so a settle never sees a publish
-    // half done) versus PUBLISH packets written to the socket (on_publish, loop thread). What is queued but never
-    // written when a connection ends (or the graceful stop's flush deadline passes) is counted in `unsent`.
-    // `qos0Queued` changes only under publishLock; it is atomic so the loop thread can read it without the lock.
+/// QoS 0 accounting: publishes queued in libmosquitto (guarded by publishLock, so a settle never sees a publish
+/// half done) versus PUBLISH packets written to the socket (on_publish, loop thread). What is queued but never
+/// written when a connection ends (or the graceful stop's flush deadline passes) is counted in `unsent`.
+struct ShimQos0 {
     pthread_mutex_t publishLock;
+    // `qos0Queued` changes only under publishLock; it is atomic so the loop thread can read it without the lock.
     atomic_uint_fast64_t qos0Queued;
     // QoS 0 publishes are taken from a connect until the settle that ends it (guarded by publishLock). Defensive:
     // a publish taken in between would be discarded by libmosquitto's next connect without ever being counted
@@ -225,10 +243,30 @@ struct CMosquittoShim_Client {
     // A back-pressure waiter's target plus one (0: none); see CMosquittoShim_Client_armDrain and checkDrain.
     atomic_uint_fast64_t drainTargetPlusOne;
     atomic_bool drained;  // set with each drain event, taken by the dispatcher
+};
 
-    // The last error/warning line libmosquitto logged, guarded by errorLock.
+/// The last error/warning line libmosquitto logged, guarded by errorLock (its log callback writes, an event
+/// reads).
+struct ShimError {
     pthread_mutex_t errorLock;
     char lastError[256];
+};
+
+/// A client: its libmosquitto handle, a reference count (Swift's and the loop thread's), and its state in parts,
+/// each named for the file or thread that owns it and the lock (if any) that guards it.
+struct CMosquittoShim_Client {
+    struct mosquitto *mosq;
+    atomic_int refCount;
+    struct ShimSettings settings;
+    struct ShimLoopState loop;
+    struct ShimDirect direct;
+    struct ShimWake wake;
+    struct ShimQueue queue;
+    struct ShimIntake intake;
+    struct ShimControl control;
+    struct ShimTracked acks;
+    struct ShimQos0 qos0;
+    struct ShimError error;
 };
 
 // MARK: - Helpers (every file)
@@ -251,29 +289,37 @@ static inline char *copyString(const char *s) { return s ? strdup(s) : NULL; }
 
 // The client whose loop runs on this thread, or NULL (set by loop.c, read by events.c).
 extern SHIM_HIDDEN _Thread_local CMosquittoShim_Client *loopClientOfThisThread;
-SHIM_HIDDEN void onConnect(struct mosquitto *mosq, void *obj, int rc, int flags, const mosquitto_property *props);  // events.c
-SHIM_HIDDEN void onMessage(struct mosquitto *mosq, void *obj, const struct mosquitto_message *msg, const mosquitto_property *props);  // events.c
-SHIM_HIDDEN void onPublish(struct mosquitto *mosq, void *obj, int mid, int reasonCode, const mosquitto_property *props);  // events.c
-SHIM_HIDDEN void onSubscribe(struct mosquitto *mosq, void *obj, int mid, int count, const int *granted, const mosquitto_property *props);  // events.c
-SHIM_HIDDEN void onUnsubscribe(struct mosquitto *mosq, void *obj, int mid, const mosquitto_property *props);  // events.c
-SHIM_HIDDEN void onLog(struct mosquitto *mosq, void *obj, int level, const char *line);  // events.c
-SHIM_HIDDEN void checkDrain(CMosquittoShim_Client *c);  // events.c
-SHIM_HIDDEN void pushEvent(CMosquittoShim_Client *c, int kind, int code, int mid, const char *detail);  // events.c
+// The files in the order of their calls: each calls only files to its left (none calls back to the right).
+//   library.c  <- wake.c <- events.c <- publish.c <- handle.c <- loop.c
+
+// wake.c
+SHIM_HIDDEN void openWakeChannel(CMosquittoShim_Client *c);
+SHIM_HIDDEN void signalLoop(CMosquittoShim_Client *c);
+SHIM_HIDDEN void drainWakeChannel(CMosquittoShim_Client *c);
+SHIM_HIDDEN void wakeLoop(CMosquittoShim_Client *c);
+SHIM_HIDDEN void wakeLoopIfPolling(CMosquittoShim_Client *c);
+SHIM_HIDDEN void wantDispatch(CMosquittoShim_Client *c);
+// events.c
+SHIM_HIDDEN void onConnect(struct mosquitto *mosq, void *obj, int rc, int flags, const mosquitto_property *props);
+SHIM_HIDDEN void onMessage(struct mosquitto *mosq, void *obj, const struct mosquitto_message *msg, const mosquitto_property *props);
+SHIM_HIDDEN void onPublish(struct mosquitto *mosq, void *obj, int mid, int reasonCode, const mosquitto_property *props);
+SHIM_HIDDEN void onSubscribe(struct mosquitto *mosq, void *obj, int mid, int count, const int *granted, const mosquitto_property *props);
+SHIM_HIDDEN void onUnsubscribe(struct mosquitto *mosq, void *obj, int mid, const mosquitto_property *props);
+SHIM_HIDDEN void onLog(struct mosquitto *mosq, void *obj, int level, const char *line);
+SHIM_HIDDEN void checkDrain(CMosquittoShim_Client *c);
+SHIM_HIDDEN void pushEvent(CMosquittoShim_Client *c, int kind, int code, int mid, const char *detail);
 /// pushEvent for a ConnectionLost, with the brief sessions in a row (loop thread).
-SHIM_HIDDEN void pushConnectionLost(CMosquittoShim_Client *c, int code, int briefSessions, const char *detail);  // events.c
-SHIM_HIDDEN void setMidBit(uint8_t *bits, int mid, bool on);  // events.c
-SHIM_HIDDEN void takeLastError(CMosquittoShim_Client *c, char *out, size_t size);  // events.c
-SHIM_HIDDEN uint64_t unwrittenQos0(CMosquittoShim_Client *c);  // events.c
-SHIM_HIDDEN bool shimTrickDisabled(int trick);  // library.c (a CMosquittoShim_Trick* bit)
-SHIM_HIDDEN void dropOurs(CMosquittoShim_Client *c);  // handle.c
-SHIM_HIDDEN void openWakeChannel(CMosquittoShim_Client *c);  // loop.c
-SHIM_HIDDEN void wakeLoop(CMosquittoShim_Client *c);  // loop.c
-SHIM_HIDDEN void wakeLoopIfPolling(CMosquittoShim_Client *c);  // loop.c
-SHIM_HIDDEN void wantDispatch(CMosquittoShim_Client *c);  // loop.c
-SHIM_HIDDEN void closeDirect(CMosquittoShim_Client *c);  // publish.c
-SHIM_HIDDEN bool flushOursLocked(CMosquittoShim_Client *c);  // publish.c
-SHIM_HIDDEN int loopWrite(CMosquittoShim_Client *c);  // publish.c
-SHIM_HIDDEN void openDirect(CMosquittoShim_Client *c);  // publish.c
-SHIM_HIDDEN bool backPressureAllowsReading(CMosquittoShim_Client *c);  // loop.c
+SHIM_HIDDEN void pushConnectionLost(CMosquittoShim_Client *c, int code, int briefSessions, const char *detail);
+SHIM_HIDDEN void setMidBit(uint8_t *bits, int mid, bool on);
+SHIM_HIDDEN void takeLastError(CMosquittoShim_Client *c, char *out, size_t size);
+SHIM_HIDDEN uint64_t unwrittenQos0(CMosquittoShim_Client *c);
+// library.c
+SHIM_HIDDEN bool shimTrickDisabled(int trick);  // a CMosquittoShim_Trick* bit
+// publish.c
+SHIM_HIDDEN void dropOurs(CMosquittoShim_Client *c);
+SHIM_HIDDEN void closeDirect(CMosquittoShim_Client *c);
+SHIM_HIDDEN bool flushOursLocked(CMosquittoShim_Client *c);
+SHIM_HIDDEN int loopWrite(CMosquittoShim_Client *c);
+SHIM_HIDDEN void openDirect(CMosquittoShim_Client *c);
 
 #endif
