@@ -123,7 +123,7 @@ let package = Package(
         .target(
             name: "CoatyRuntime",
             dependencies: [
-                "CoatySync", "CoatyModel", "CoatyFilter", "CoatyCommunication",
+                "CoatySync", "CoatyModel", "CoatyFilter", "CoatyCommunication", "CoatyStore",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -132,7 +132,7 @@ let package = Package(
         ),
         .target(
             name: "CoatyCore",
-            dependencies: ["CoatyModel", "CoatyFilter", "CoatyCommunication", "CoatyRuntime"],
+            dependencies: ["CoatyModel", "CoatyFilter", "CoatyCommunication", "CoatyRuntime", "CoatyStore"],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -179,10 +179,7 @@ let package = Package(
         .target(
             name: "CoatySQLite",
             dependencies: [
-                "CoatySync",
-                "CoatyStore",
-                // DatabaseOptions (CoatyRuntime) for init(options:), the configuration bridge.
-                "CoatyCore",
+                "CoatySync", "CoatyModel", "CoatyFilter", "CoatyStore",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ],
@@ -191,9 +188,7 @@ let package = Package(
         .target(
             name: "CoatyPostgres",
             dependencies: [
-                "CoatySync",
-                "CoatyStore",
-                "CoatyCore",
+                "CoatySync", "CoatyModel", "CoatyFilter", "CoatyStore",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

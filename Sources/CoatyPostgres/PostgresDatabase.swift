@@ -1,4 +1,5 @@
-public import CoatyCore
+import CoatyFilter
+import CoatyModel
 public import CoatyStore
 import CoatySync
 import Foundation
@@ -92,7 +93,7 @@ public final class PostgresDatabase: DatabaseType, Service, JSONPropertyIndexing
     ///   - options: the options, e.g. ``CoatyRuntime/AgentConfiguration/database(named:)``.
     ///   - path: their field path for errors.
     ///   - logger: where the client and the transactions log; nothing is logged when `nil`.
-    /// - Throws: ``CoatyRuntime/AgentConfigurationError`` naming `adapter` (another backend) or
+    /// - Throws: ``CoatyModel/AgentConfigurationError`` naming `adapter` (another backend) or
     ///   `connectionString` (not a `postgres://` URL); ``CoatyPostgresError`` when the URL is
     ///   incomplete.
     public convenience init(options: DatabaseOptions, at path: String = "", logger: Logger? = nil) throws {

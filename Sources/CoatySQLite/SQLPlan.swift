@@ -1,4 +1,5 @@
-import CoatyCore
+import CoatyFilter
+import CoatyModel
 import CoatyStore
 import GRDB
 

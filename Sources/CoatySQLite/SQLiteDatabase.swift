@@ -1,4 +1,5 @@
-public import CoatyCore
+import CoatyFilter
+import CoatyModel
 public import CoatyStore
 import CoatySync
 import GRDB
@@ -66,7 +67,7 @@ public final class SQLiteDatabase: DatabaseType, JSONPropertyIndexing {
     /// - Parameters:
     ///   - options: the options, e.g. ``CoatyRuntime/AgentConfiguration/database(named:)``.
     ///   - path: their field path for errors.
-    /// - Throws: ``CoatyRuntime/AgentConfigurationError`` naming `adapter` (another backend) or
+    /// - Throws: ``CoatyModel/AgentConfigurationError`` naming `adapter` (another backend) or
     ///   `connectionString` (no path); ``CoatySQLiteError`` when the file cannot be opened.
     public convenience init(options: DatabaseOptions, at path: String = "") throws {
         try self.init(path: options.sqlitePath(at: path))

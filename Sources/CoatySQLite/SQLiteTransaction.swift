@@ -1,4 +1,5 @@
-public import CoatyCore
+import CoatyFilter
+public import CoatyModel
 public import CoatyStore
 import CoatySync
 import GRDB

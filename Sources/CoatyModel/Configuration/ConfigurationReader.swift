@@ -1,27 +1,25 @@
-import CoatyCommunication
-import CoatyFilter
-import CoatyModel
 import Foundation
 
-/// Typed reads of configuration members with errors that name the field.
-enum ConfigurationReader {
-    static func path(_ parent: String, _ key: String) -> String { parent.isEmpty ? key : parent + "." + key }
+/// Typed reads of configuration members with errors that name the field (for the modules of this package that
+/// read a configuration: CoatyRuntime, CoatyStore's database options).
+package enum ConfigurationReader {
+    package static func path(_ parent: String, _ key: String) -> String { parent.isEmpty ? key : parent + "." + key }
 
-    static func object(_ value: JSONValue, at path: String) throws(AgentConfigurationError) -> JSONObject {
+    package static func object(_ value: JSONValue, at path: String) throws(AgentConfigurationError) -> JSONObject {
         guard let object = value.objectValue else {
             throw AgentConfigurationError(field: path.isEmpty ? nil : path, reason: "must be a JSON object")
         }
         return object
     }
 
-    static func object(_ parent: JSONObject, _ key: String, at path: String) throws(AgentConfigurationError)
+    package static func object(_ parent: JSONObject, _ key: String, at path: String) throws(AgentConfigurationError)
         -> JSONObject?
     {
         guard let value = parent[key], !value.isNull else { return nil }
         return try object(value, at: Self.path(path, key))
     }
 
-    static func string(_ parent: JSONObject, _ key: String, at path: String) throws(AgentConfigurationError)
+    package static func string(_ parent: JSONObject, _ key: String, at path: String) throws(AgentConfigurationError)
         -> String?
     {
         guard let value = parent[key], !value.isNull else { return nil }
@@ -31,7 +29,7 @@ enum ConfigurationReader {
         return string
     }
 
-    static func bool(_ parent: JSONObject, _ key: String, at path: String) throws(AgentConfigurationError) -> Bool? {
+    package static func bool(_ parent: JSONObject, _ key: String, at path: String) throws(AgentConfigurationError) -> Bool? {
         guard let value = parent[key], !value.isNull else { return nil }
         guard let bool = value.boolValue else {
             throw AgentConfigurationError(field: Self.path(path, key), reason: "must be true or false, not \(value)")
@@ -39,7 +37,7 @@ enum ConfigurationReader {
         return bool
     }
 
-    static func count(_ parent: JSONObject, _ key: String, at path: String) throws(AgentConfigurationError) -> Int? {
+    package static func count(_ parent: JSONObject, _ key: String, at path: String) throws(AgentConfigurationError) -> Int? {
         guard let value = parent[key], !value.isNull else { return nil }
         guard let count = value.intValue, count >= 0 else {
             throw AgentConfigurationError(
@@ -51,7 +49,7 @@ enum ConfigurationReader {
     }
 
     /// A boolean environment variable: `1`/`true`/`yes`/`on` or `0`/`false`/`no`/`off`/empty.
-    static func flag(_ text: String, variable: String) throws(AgentConfigurationError) -> Bool {
+    package static func flag(_ text: String, variable: String) throws(AgentConfigurationError) -> Bool {
         switch text.lowercased() {
         case "1", "true", "yes", "on": return true
         case "0", "false", "no", "off", "": return false
@@ -64,7 +62,7 @@ enum ConfigurationReader {
     }
 
     /// A whole number of at least 0 from an environment variable.
-    static func count(_ text: String, variable: String) throws(AgentConfigurationError) -> Int {
+    package static func count(_ text: String, variable: String) throws(AgentConfigurationError) -> Int {
         guard let count = Int(text), count >= 0 else {
             throw AgentConfigurationError(field: variable, reason: "'\(text)' is not a whole number of at least 0")
         }
@@ -72,7 +70,7 @@ enum ConfigurationReader {
     }
 
     /// The path of a readable PEM file (not PEM text: the MQTT client reads certificates from files).
-    static func pemFile(_ path: String, field: String) throws(AgentConfigurationError) -> String {
+    package static func pemFile(_ path: String, field: String) throws(AgentConfigurationError) -> String {
         guard !path.contains("-----BEGIN") else {
             throw AgentConfigurationError(
                 field: field,
