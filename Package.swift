@@ -173,6 +173,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -480,7 +481,10 @@ let package = Package(
         ),
         .testTarget(
             name: "CoatyStoreTests",
-            dependencies: ["CoatyStore", "CoatyRecording", "CoatySQLite", "CoatyStoreTestSupport", "CoatyTesting"],
+            dependencies: [
+                "CoatyStore", "CoatyRecording", "CoatySQLite", "CoatyStoreTestSupport", "CoatyTesting",
+                "CommunicationTestSupport", .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+            ],
             exclude: ["Fixtures"],  // read by path (#filePath), not bundled
             swiftSettings: swiftSettings
         ),
@@ -503,7 +507,9 @@ let package = Package(
         // in-process broker itself (CoatyTesting).
         .target(
             name: "CommunicationTestSupport",
-            dependencies: ["CoatyCore", "CoatyTesting"],
+            dependencies: [
+                "CoatyCore", "CoatyTesting", .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+            ],
             path: "Tests/CommunicationTestSupport",
             swiftSettings: swiftSettings
         ),

@@ -1,4 +1,5 @@
 import CoatyCore
+import CommunicationTestSupport
 import CoatyTesting
 import InMemoryTracing
 import Testing
@@ -23,15 +24,6 @@ struct RequestTracingTests {
         return (broker, requester, responder)
     }
 
-    func string(_ span: FinishedInMemorySpan, _ key: String) -> String? {
-        guard case .string(let value) = span.attributes[key]?.toSpanAttribute() else { return nil }
-        return value
-    }
-
-    func int(_ span: FinishedInMemorySpan, _ key: String) -> Int64? {
-        guard case .int64(let value) = span.attributes[key]?.toSpanAttribute() else { return nil }
-        return value
-    }
 
     @Test("a Discover answered: one producer span, a child of the caller's, ended at the first response, with the messaging and Coaty attributes")
     func answeredRequest() async throws {
@@ -49,18 +41,18 @@ struct RequestTracingTests {
         #expect(request.kind == .producer)
         #expect(request.traceID == parent.traceID)
         #expect(request.parentSpanID == parent.spanID)
-        #expect(string(request, RequestSpan.Key.system) == "mqtt")
-        #expect(string(request, RequestSpan.Key.operationType) == "send")
-        #expect(string(request, RequestSpan.Key.operationName) == "Discover")
-        #expect(string(request, RequestSpan.Key.eventType) == "Discover")
-        #expect(string(request, RequestSpan.Key.agentId) == requester.identity.objectId.description)
-        #expect(string(request, RequestSpan.Key.namespace) == "-")
-        #expect(string(request, RequestSpan.Key.outcome) == "response")
-        #expect(int(request, RequestSpan.Key.responses) == 1)
-        let topic = try #require(string(request, RequestSpan.Key.destination))
-        let correlationId = try #require(string(request, RequestSpan.Key.correlationId))
+        #expect(request.string(RequestSpan.Key.system) == "mqtt")
+        #expect(request.string(RequestSpan.Key.operationType) == "send")
+        #expect(request.string(RequestSpan.Key.operationName) == "Discover")
+        #expect(request.string(RequestSpan.Key.eventType) == "Discover")
+        #expect(request.string(RequestSpan.Key.agentId) == requester.identity.objectId.description)
+        #expect(request.string(RequestSpan.Key.namespace) == "-")
+        #expect(request.string(RequestSpan.Key.outcome) == "response")
+        #expect(request.int(RequestSpan.Key.responses) == 1)
+        let topic = try #require(request.string(RequestSpan.Key.destination))
+        let correlationId = try #require(request.string(RequestSpan.Key.correlationId))
         #expect(topic == "coaty/3/-/DSC/\(requester.identity.objectId)/\(correlationId)")
-        #expect(string(request, RequestSpan.Key.conversation) == correlationId)
+        #expect(request.string(RequestSpan.Key.conversation) == correlationId)
         #expect(request.status == nil)
         await requester.stop()
         await responder.stop()
@@ -78,8 +70,8 @@ struct RequestTracingTests {
         #expect(answers.isEmpty)
         #expect(clock.now - start >= .milliseconds(200))
         let request = try #require(tracer.finishedSpans.first { $0.operationName == "Query send" })
-        #expect(string(request, RequestSpan.Key.outcome) == "no response")
-        #expect(int(request, RequestSpan.Key.responses) == 0)
+        #expect(request.string(RequestSpan.Key.outcome) == "no response")
+        #expect(request.int(RequestSpan.Key.responses) == 0)
         #expect(request.parentSpanID == nil)
         #expect(tracer.activeSpans.isEmpty)
         await requester.stop()
@@ -99,7 +91,7 @@ struct RequestTracingTests {
             _ = try await requester.publishDiscover(.coreTypes([.identity])).responses(timeout: .seconds(1)).collect()
         }
         let request = try #require(tracer.finishedSpans.first { $0.operationName == "Discover send" })
-        #expect(string(request, RequestSpan.Key.outcome) == "failed")
+        #expect(request.string(RequestSpan.Key.outcome) == "failed")
         #expect(request.status?.code == .error)
         #expect(request.errors.count == 1)
         await requester.stop()
@@ -121,14 +113,16 @@ struct RequestTracingTests {
     }
 }
 
-/// An in-process transport whose publications of requests fail with a transport error (not "not connected", which
-/// defers them).
+
+/// An in-process transport whose publications on topics containing `refused` (requests: `/DSC/`, responses:
+/// `/RSV/`) fail with a transport error (not "not connected", which defers them).
 struct RefusingRequests: CoatyTransport {
     struct Refused: Error {}
     let base: InProcessTransport
+    var refused = "/DSC/"
 
     func publish(_ message: TransportMessage) async throws {
-        if message.topic.contains("/DSC/") { throw Refused() }
+        if message.topic.contains(refused) { throw Refused() }
         try await base.publish(message)
     }
 

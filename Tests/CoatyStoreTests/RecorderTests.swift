@@ -4,6 +4,7 @@ import CoatyTesting
 import Foundation
 import GRDB
 import Testing
+import Tracing
 
 @testable import CoatyStore
 @testable import CoatyRecording
@@ -83,7 +84,8 @@ struct RecorderHarness {
         _ backend: RecorderBackend,
         configuration: CoatyRecorder.Configuration = .init(),
         wrap: (any RecorderStorage) -> any RecorderStorage = { $0 },
-        observerBufferLimit: Int = 10_000
+        observerBufferLimit: Int = 10_000,
+        tracer: (any Tracer)? = nil
     ) async throws -> RecorderHarness {
         let broker = InProcessBroker()
         let (storage, rows, indexing) = try backend.makeStorage()
@@ -91,7 +93,8 @@ struct RecorderHarness {
         let agent = try CommunicationManager(
             transport: broker.makeTransport(clientId: "recorder"),
             identity: agentIdentity,
-            options: .init(observerBufferLimit: observerBufferLimit)
+            options: .init(observerBufferLimit: observerBufferLimit),
+            tracer: tracer
         )
         let client = try CommunicationManager(
             transport: broker.makeTransport(clientId: "client"),

@@ -2,6 +2,8 @@
 
 import CoatyFilter
 public import CoatyModel
+import ServiceContextModule
+import Tracing
 
 /// A received Advertise.
 public struct AdvertiseEvent<Object: CoatyObject>: Sendable {
@@ -47,10 +49,23 @@ public struct RawEvent: Sendable, Hashable {
     public let retain: Bool
 }
 
-/// What a responder needs to answer a request: the manager and the request's correlation id.
+/// What a responder needs to answer a request: the manager, the request's correlation id, and the span of its
+/// handling when the manager's tracer records one.
 struct ResponseRoute: Sendable {
     let manager: CommunicationManager
     let correlationId: CoatyUUID
+    let span: HandledRequestSpan?
+
+    /// Publishes the response and ends the span at the first one.
+    func respond(_ event: CoatyTopic.Event, payload: JSONObject) async throws(CommunicationError) {
+        try await manager.publishResponse(event, correlationId: correlationId, payload: payload, span: span)
+    }
+
+    /// Runs `body` with the handling's span as the current span context (nothing changes when not traced).
+    func withTraceContext<Result>(_ body: () async throws -> Result) async rethrows -> Result {
+        guard let span else { return try await body() }
+        return try await ServiceContext.withValue(span.context) { try await body() }
+    }
 }
 
 /// A received Discover; answer it with ``resolve(object:relatedObjects:privateData:)``.
@@ -62,6 +77,15 @@ public struct DiscoverEvent: Sendable {
     /// The payload.
     public let data: DiscoverEventData
     let route: ResponseRoute
+
+    /// Runs `body` with the span of this request's handling as the current span context, so that the spans and
+    /// the requests started inside it (a Query made to answer this one, say) are its children and join its trace.
+    /// Without a tracer (the default) it just runs `body`.
+    /// - Parameter body: the handling.
+    /// - Returns: what `body` returns.
+    public func withTraceContext<Result>(_ body: () async throws -> Result) async rethrows -> Result {
+        try await route.withTraceContext(body)
+    }
 
     /// Publishes a Resolve to this Discover, in the responder's own namespace.
     ///
@@ -94,7 +118,7 @@ public struct DiscoverEvent: Sendable {
         } catch {
             throw .invalidEventData(error)
         }
-        try await route.manager.publishResponse(.resolve, correlationId: route.correlationId, payload: payload.json)
+        try await route.respond(.resolve, payload: payload.json)
     }
 }
 
@@ -108,6 +132,15 @@ public struct QueryEvent: Sendable {
     public let data: QueryEventData
     let route: ResponseRoute
 
+    /// Runs `body` with the span of this request's handling as the current span context, so that the spans and
+    /// the requests started inside it (a Query made to answer this one, say) are its children and join its trace.
+    /// Without a tracer (the default) it just runs `body`.
+    /// - Parameter body: the handling.
+    /// - Returns: what `body` returns.
+    public func withTraceContext<Result>(_ body: () async throws -> Result) async rethrows -> Result {
+        try await route.withTraceContext(body)
+    }
+
     /// Publishes a Retrieve to this Query, in the responder's own namespace.
     ///
     /// - Parameters:
@@ -119,7 +152,7 @@ public struct QueryEvent: Sendable {
         wrapped.reserveCapacity(objects.count)
         for object in objects { wrapped.append(try AnyCoatyObject.wrapping(object)) }
         let payload = RetrieveEventData(objects: wrapped, privateData: privateData)
-        try await route.manager.publishResponse(.retrieve, correlationId: route.correlationId, payload: payload.json)
+        try await route.respond(.retrieve, payload: payload.json)
     }
 }
 
@@ -133,6 +166,15 @@ public struct UpdateEvent<Object: CoatyObject>: Sendable {
     public let object: Object
     let route: ResponseRoute
 
+    /// Runs `body` with the span of this request's handling as the current span context, so that the spans and
+    /// the requests started inside it (a Query made to answer this one, say) are its children and join its trace.
+    /// Without a tracer (the default) it just runs `body`.
+    /// - Parameter body: the handling.
+    /// - Returns: what `body` returns.
+    public func withTraceContext<Result>(_ body: () async throws -> Result) async rethrows -> Result {
+        try await route.withTraceContext(body)
+    }
+
     /// Publishes a Complete to this Update, in the responder's own namespace.
     ///
     /// - Parameters:
@@ -142,7 +184,7 @@ public struct UpdateEvent<Object: CoatyObject>: Sendable {
     /// - Throws: ``CommunicationError`` when publishing fails permanently.
     public func complete(object: some CoatyObject, privateData: JSONObject? = nil) async throws(CommunicationError) {
         let payload = CompleteEventData(object: try AnyCoatyObject.wrapping(object), privateData: privateData)
-        try await route.manager.publishResponse(.complete, correlationId: route.correlationId, payload: payload.json)
+        try await route.respond(.complete, payload: payload.json)
     }
 }
 
@@ -159,6 +201,15 @@ public struct CallEvent: Sendable {
     public let data: CallEventData
     let route: ResponseRoute
 
+    /// Runs `body` with the span of this request's handling as the current span context, so that the spans and
+    /// the requests started inside it (a Query made to answer this one, say) are its children and join its trace.
+    /// Without a tracer (the default) it just runs `body`.
+    /// - Parameter body: the handling.
+    /// - Returns: what `body` returns.
+    public func withTraceContext<Result>(_ body: () async throws -> Result) async rethrows -> Result {
+        try await route.withTraceContext(body)
+    }
+
     /// Publishes a successful Return to this Call.
     ///
     /// - Parameters:
@@ -167,7 +218,7 @@ public struct CallEvent: Sendable {
     /// - Throws: ``CommunicationError`` when publishing fails permanently.
     public func returnResult(_ result: JSONValue, executionInfo: JSONValue? = nil) async throws(CommunicationError) {
         let payload = ReturnEventData(result: result, executionInfo: executionInfo)
-        try await route.manager.publishResponse(.return, correlationId: route.correlationId, payload: payload.json)
+        try await route.respond(.return, payload: payload.json)
     }
 
     /// Publishes a failed Return to this Call.
@@ -191,7 +242,7 @@ public struct CallEvent: Sendable {
     /// - Throws: ``CommunicationError`` when publishing fails permanently.
     public func returnError(_ error: ReturnError, executionInfo: JSONValue? = nil) async throws(CommunicationError) {
         let payload = ReturnEventData(error: error, executionInfo: executionInfo)
-        try await route.manager.publishResponse(.return, correlationId: route.correlationId, payload: payload.json)
+        try await route.respond(.return, payload: payload.json)
     }
 }
 

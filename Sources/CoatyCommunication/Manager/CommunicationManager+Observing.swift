@@ -247,8 +247,26 @@ extension CommunicationManager {
             sourceId: incoming.topic.sourceUUID,
             topic: incoming.topic,
             object: object,
-            route: ResponseRoute(manager: self, correlationId: correlationId)
+            route: responseRoute(.update, incoming, correlationId)
         )
+    }
+
+    /// How a request received by an observer is answered, with the span of its handling when the tracer records.
+    private func responseRoute(
+        _ event: CommunicationEventType,
+        _ incoming: IncomingEvent,
+        _ correlationId: CoatyUUID
+    ) -> ResponseRoute {
+        let span =
+            isTracing
+            ? HandledRequestSpan(
+                tracer: tracer,
+                event: event,
+                topic: incoming.topic,
+                correlationId: correlationId,
+                agentId: identity.objectId
+            ) : nil
+        return ResponseRoute(manager: self, correlationId: correlationId, span: span)
     }
 
     /// Observes Discover requests; answer with ``DiscoverEvent/resolve(object:relatedObjects:privateData:)``.
@@ -264,7 +282,7 @@ extension CommunicationManager {
                 sourceId: incoming.topic.sourceUUID,
                 topic: incoming.topic,
                 data: data,
-                route: ResponseRoute(manager: self, correlationId: correlationId)
+                route: responseRoute(.discover, incoming, correlationId)
             )
         }
     }
@@ -282,7 +300,7 @@ extension CommunicationManager {
                 sourceId: incoming.topic.sourceUUID,
                 topic: incoming.topic,
                 data: data,
-                route: ResponseRoute(manager: self, correlationId: correlationId)
+                route: responseRoute(.query, incoming, correlationId)
             )
         }
     }
@@ -312,7 +330,7 @@ extension CommunicationManager {
                 topic: incoming.topic,
                 operation: operation,
                 data: data,
-                route: ResponseRoute(manager: self, correlationId: correlationId)
+                route: responseRoute(.call, incoming, correlationId)
             )
         }
     }

@@ -132,9 +132,17 @@ extension CommunicationManager {
     func publishResponse(
         _ event: CoatyTopic.Event,
         correlationId: CoatyUUID,
-        payload: JSONObject
+        payload: JSONObject,
+        span: HandledRequestSpan? = nil
     ) async throws(CommunicationError) {
-        let topic = try topic(event, correlationId: correlationId)
-        try await send(TransportMessage(topic: topic.name, payload: payload.serializedBytes()))
+        let topic: CoatyTopic
+        do throws(CommunicationError) {
+            topic = try self.topic(event, correlationId: correlationId)
+            try await send(TransportMessage(topic: topic.name, payload: payload.serializedBytes()))
+        } catch {
+            span?.failed(error)
+            throw error
+        }
+        span?.responded(on: topic.name)
     }
 }

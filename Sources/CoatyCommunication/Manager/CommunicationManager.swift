@@ -220,9 +220,12 @@ public final class CommunicationManager: Sendable {
     public let transport: any CoatyTransport
     /// The agent's identity, advertised on every (re)connection.
     public let identity: Identity
-    /// Where the spans of requests sent go: the tracer given to ``init(transport:identity:registry:options:logger:metricsFactory:tracer:)``,
+    /// Where the spans of requests sent and handled go: the tracer given to ``init(transport:identity:registry:options:logger:metricsFactory:tracer:)``,
     /// else the one the process bootstrapped (`InstrumentationSystem`), else none (swift-distributed-tracing's no-op tracer).
-    let tracer: any Tracer
+    public let tracer: any Tracer
+    /// Whether ``tracer`` is a real one (not swift-distributed-tracing's no-op tracer): only then are the requests
+    /// handled given spans (and an answering agent such as the recorder adds spans of its steps).
+    public let isTracing: Bool
     /// The registry that decodes received objects into Swift types.
     public let registry: CoatyObjectRegistry
     /// The options.
@@ -276,6 +279,7 @@ public final class CommunicationManager: Sendable {
         tracer: (any Tracer)? = nil
     ) throws(CommunicationError) {
         self.tracer = tracer ?? InstrumentationSystem.tracer
+        isTracing = !(self.tracer is NoOpTracer)
         self.transport = transport
         self.identity = identity
         self.registry = registry

@@ -5,6 +5,7 @@ import Logging
 import Metrics
 import ServiceLifecycle
 import Synchronization
+import Tracing
 
 extension CoatyRecorder {
     // MARK: Answering
@@ -77,9 +78,26 @@ extension CoatyRecorder {
         await answerConcurrently(queries) { query in await self.answer(query) }
     }
 
+    /// Runs one step of answering a request in a span of its own, a child of the request's handling span (in the
+    /// request's ``QueryEvent/withTraceContext(_:)``), when the manager traces; else just runs it.
+    func step<Result>(
+        _ name: String,
+        _ body: (any Span) async throws -> Result
+    ) async rethrows -> Result {
+        guard manager.isTracing else { return try await body(NoOpTracer.NoOpSpan(context: .topLevel)) }
+        return try await manager.tracer.withSpan("coaty.record " + name, ofKind: .internal) { span in
+            try await body(span)
+        }
+    }
+
     func answer(_ query: QueryEvent) async {
+        await query.withTraceContext { await answerInContext(query) }
+    }
+
+    /// Answers a Query: its spans (settle, SQL, decode) are children of the request's.
+    private func answerInContext(_ query: QueryEvent) async {
         let start = ContinuousClock.now
-        await settleAndFlush()
+        await step("settle") { _ in await settleAndFlush() }
         let scope: StoreScope
         if let objectTypes = query.data.objectTypes {
             scope = .collections(objectTypes)
@@ -88,12 +106,16 @@ extension CoatyRecorder {
         }
         await indexIfUseful(query.data)
         do {
-            let json = try await storage.objects(
-                in: scope,
-                filter: query.data.objectFilter,
-                joins: query.data.objectJoinConditions?.conditions ?? []
-            )
-            let objects = decode(json)
+            let json = try await step("store query") { span in
+                let json = try await storage.objects(
+                    in: scope,
+                    filter: query.data.objectFilter,
+                    joins: query.data.objectJoinConditions?.conditions ?? []
+                )
+                span.attributes["coaty.store.rows"] = json.count
+                return json
+            }
+            let objects = await step("decode") { _ in decode(json) }
             try await query.retrieve(objects: objects)
             metrics.answered(.query, since: start)
             stats.withLock { $0.answeredQueries += 1 }
@@ -183,6 +205,11 @@ extension CoatyRecorder {
     }
 
     func answer(_ discover: DiscoverEvent) async {
+        await discover.withTraceContext { await answerInContext(discover) }
+    }
+
+    /// Answers a Discover by id: its spans (settle, lookup, decode) are children of the request's.
+    private func answerInContext(_ discover: DiscoverEvent) async {
         let start = ContinuousClock.now
         let data = discover.data
         let lookup: (property: String, value: String)
@@ -193,9 +220,14 @@ extension CoatyRecorder {
         } else {
             return  // by types only: not answered from the store
         }
-        await settleAndFlush()
+        await step("settle") { _ in await settleAndFlush() }
         do {
-            let candidates = decode(try await storage.objects(where: lookup.property, equals: lookup.value))
+            let rows = try await step("store lookup") { span in
+                let rows = try await storage.objects(where: lookup.property, equals: lookup.value)
+                span.attributes["coaty.store.rows"] = rows.count
+                return rows
+            }
+            let candidates = await step("decode") { _ in decode(rows) }
             guard let object = candidates.first(where: data.matches) else { return }
             try await discover.resolve(object: object)
             metrics.answered(.discover, since: start)
