@@ -92,8 +92,22 @@ struct CLIAgent: Sendable {
                         return true
                     }
                     group.addTask {
-                        // A safety net over the transport's own connect timeout.
+                        // A safety net over the transport's own connect timeout. It judges the connection only: a
+                        // resumed persistent session (a durable recorder restarting after an outage) gets its
+                        // backlog before the broker acknowledges the subscriptions, so the manager is online only
+                        // once that backlog is read, which takes as long as it takes to store it. Connected (the
+                        // CONNACK) in time is enough; the start goes on while the connection stays up.
                         try await Task.sleep(for: .milliseconds(Int64(seconds * 1000) + 2000))
+                        var reported = false
+                        while manager.transport.connectionState == .connected {
+                            if !reported {
+                                manager.logger.info(
+                                    "Connected; receiving what the broker kept for this session before the subscriptions are acknowledged"
+                                )
+                                reported = true
+                            }
+                            try await Task.sleep(for: .milliseconds(100))
+                        }
                         return false
                     }
                     let started = try await group.next() ?? false

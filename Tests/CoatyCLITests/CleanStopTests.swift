@@ -151,9 +151,11 @@ struct CleanStopTests {
                     )
                     _ = try await flooding.value
 
-                    // Restarted: the rest of the flood (kept by the broker) is stored, each object once.
+                    // Restarted: the rest of the flood (kept by the broker) is stored, each object once. With a
+                    // connect timeout shorter than storing that backlog takes: the subscriptions are acknowledged
+                    // behind it, and the start waits for them as long as the connection is up.
                     let again = try await Self.start(
-                        arguments + ["--broker", broker.url],
+                        arguments + ["--broker", broker.url, "--connect-timeout", "1"],
                         name: "durable recorder",
                         observer: agent
                     )
