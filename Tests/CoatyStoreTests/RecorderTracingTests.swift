@@ -23,6 +23,11 @@ struct RecorderTracingTests {
         let objects = try RecorderFixtures.objects(3)
         for object in objects { try await harness.client.publishAdvertise(object) }
         await RecorderHarness.awaitStored(objects.count, in: events)
+        // Ingest: each committed batch a root span with its size and what it stored.
+        let batches = tracer.finishedSpans.filter { $0.operationName == "coaty.record ingest batch" }
+        #expect(!batches.isEmpty)
+        #expect(batches.allSatisfy { $0.parentSpanID == nil && ($0.int("coaty.batch.size") ?? 0) >= 1 })
+        #expect(batches.compactMap { $0.int("coaty.batch.stored") }.reduce(0, +) >= Int64(objects.count))
 
         let resolve = try await harness.client.publishDiscover(.objectId(objects[1].objectId))
             .first(timeout: .seconds(10))

@@ -5,6 +5,7 @@ import Logging
 import Metrics
 import ServiceLifecycle
 import Synchronization
+import Tracing
 
 extension CoatyRecorder {
     // MARK: Ingest
@@ -241,6 +242,8 @@ extension CoatyRecorder {
             let current = Task { [queue, sequence] in
                 defer { took.settle(.success(false)) }
                 let taken = CoatyMutex(IngestQueue.Batch.empty)
+                let began = CoatyMutex<DefaultTracerClock.Timestamp?>(nil)
+                let tracing = self.manager.isTracing
                 let result: Result<[RecorderMutationOutcome], any Error>
                 do {
                     result = .success(
@@ -248,6 +251,7 @@ extension CoatyRecorder {
                             taking: {
                                 let batch = holding.isHeld ? .empty : queue.take(maxCount: maxCount)
                                 taken.withLock { $0 = batch }
+                                if tracing { began.withLock { $0 = DefaultTracerClock.now } }
                                 took.settle(.success(true))
                                 return batch.mutations
                             },
@@ -263,7 +267,13 @@ extension CoatyRecorder {
                     defer { taken = .empty }
                     return taken
                 }
-                await self.finish(&batch, result: result, holding: holding, sequence: sequence)
+                await self.finish(
+                    &batch,
+                    result: result,
+                    holding: holding,
+                    sequence: sequence,
+                    began: began.withLock { $0 }
+                )
             }
             // Once it took its batch (the transaction before it has ended), what is queued from
             // now on goes to the next transaction.
@@ -286,11 +296,16 @@ extension CoatyRecorder {
         _ batch: inout IngestQueue.Batch,
         result: Result<[RecorderMutationOutcome], any Error>,
         holding: WriteHold,
-        sequence: UInt64
+        sequence: UInt64,
+        began: DefaultTracerClock.Timestamp?
     ) async {
         switch result {
         case .success(let outcomes):
-            if !batch.mutations.isEmpty { committed(batch.mutations, outcomes: outcomes, batches: 1) }
+            if !batch.mutations.isEmpty {
+                // Traced first: committing tells the waiters (and the events' observers) it is stored.
+                if let began { traceBatch(batch.mutations.count, outcomes: outcomes, began: began) }
+                committed(batch.mutations, outcomes: outcomes, batches: 1)
+            }
         case .failure(let error):
             if !batch.mutations.isEmpty { await writeOneByOne(batch.mutations, after: error) }
             holding.release(by: sequence)
@@ -331,8 +346,10 @@ extension CoatyRecorder {
     /// Commits a batch in one transaction; when that fails, commits each mutation on its own so
     /// one bad mutation costs only itself (it is counted and logged).
     func write(_ batch: [RecorderMutation]) async {
+        let began = manager.isTracing ? DefaultTracerClock.now : nil
         do {
             let outcomes = try await storage.apply(batch)
+            if let began { traceBatch(batch.count, outcomes: outcomes, began: began) }
             committed(batch, outcomes: outcomes, batches: 1)
         } catch {
             await writeOneByOne(batch, after: error)
@@ -362,9 +379,26 @@ extension CoatyRecorder {
         }
     }
 
-    func committed(_ batch: [RecorderMutation], outcomes: [RecorderMutationOutcome], batches: Int) {
-        storeFailing.withLock { $0 = false }
-        metrics.committed(batch, outcomes: outcomes)
+    /// The span of one ingest batch committed in one transaction (only when the manager traces): from the
+    /// transaction taking the batch to its commit, with its size and what it stored and removed. A root span:
+    /// a batch gathers events of many publishers.
+    func traceBatch(_ count: Int, outcomes: [RecorderMutationOutcome], began: DefaultTracerClock.Timestamp) {
+        let span = manager.tracer.startSpan(
+            "coaty.record ingest batch",
+            context: .topLevel,
+            ofKind: .internal,
+            at: began
+        )
+        guard span.isRecording else { return span.end() }
+        let (stored, removed) = Self.counts(of: outcomes)
+        span.attributes["coaty.batch.size"] = count
+        span.attributes["coaty.batch.stored"] = stored
+        span.attributes["coaty.batch.removed"] = removed
+        span.end()
+    }
+
+    /// How many objects a batch's outcomes stored and removed.
+    static func counts(of outcomes: [RecorderMutationOutcome]) -> (stored: Int, removed: Int) {
         var stored = 0
         var removed = 0
         for outcome in outcomes {
@@ -373,6 +407,13 @@ extension CoatyRecorder {
             case .removed(let ids): removed += ids.count
             }
         }
+        return (stored, removed)
+    }
+
+    func committed(_ batch: [RecorderMutation], outcomes: [RecorderMutationOutcome], batches: Int) {
+        storeFailing.withLock { $0 = false }
+        metrics.committed(batch, outcomes: outcomes)
+        let (stored, removed) = Self.counts(of: outcomes)
         stats.withLock { stats in
             stats.stored += stored
             stats.removed += removed
