@@ -93,7 +93,7 @@ struct HandledRequestTracingTests {
             correlationId: correlationId
         )
         do {
-            let span = HandledRequestSpan(
+            let span = HandledRequestSpan.start(
                 tracer: tracer,
                 event: .call,
                 topic: topic,
@@ -148,7 +148,7 @@ struct HandledRequestTracingTests {
             sourceId: CoatyUUID(),
             correlationId: CoatyUUID()
         )
-        let span = HandledRequestSpan(
+        let span = HandledRequestSpan.start(
             tracer: NoOpTracer(),
             event: .discover,
             topic: topic,

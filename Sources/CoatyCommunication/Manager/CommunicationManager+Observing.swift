@@ -259,7 +259,7 @@ extension CommunicationManager {
     ) -> ResponseRoute {
         let span =
             isTracing
-            ? HandledRequestSpan(
+            ? HandledRequestSpan.start(
                 tracer: tracer,
                 event: event,
                 topic: incoming.topic,

@@ -135,14 +135,19 @@ extension CommunicationManager {
         payload: JSONObject,
         span: HandledRequestSpan? = nil
     ) async throws(CommunicationError) {
-        let topic: CoatyTopic
-        do throws(CommunicationError) {
-            topic = try self.topic(event, correlationId: correlationId)
+        guard let span else {
+            let topic = try topic(event, correlationId: correlationId)
             try await send(TransportMessage(topic: topic.name, payload: payload.serializedBytes()))
+            return
+        }
+        let name: String
+        do throws(CommunicationError) {
+            name = try topic(event, correlationId: correlationId).name
+            try await send(TransportMessage(topic: name, payload: payload.serializedBytes()))
         } catch {
-            span?.failed(error)
+            span.failed(error)
             throw error
         }
-        span?.responded(on: topic.name)
+        span.responded(on: name)
     }
 }

@@ -24,13 +24,13 @@ final class HandledRequestSpan: Sendable {
     private let ended = CoatyMutex(false)
 
     /// Starts the span of a request received on `topic`, or returns `nil` when `tracer` does not record it.
-    init?(
+    static func start(
         tracer: any Tracer,
         event: CommunicationEventType,
         topic: CoatyTopic,
         correlationId: CoatyUUID,
         agentId: CoatyUUID
-    ) {
+    ) -> HandledRequestSpan? {
         let span = tracer.startSpan(
             "\(event.name) process",
             context: .topLevel,
@@ -41,7 +41,6 @@ final class HandledRequestSpan: Sendable {
             span.end()
             return nil
         }
-        self.span = span
         span.attributes[RequestSpan.Key.system] = "mqtt"
         span.attributes[RequestSpan.Key.operationType] = "process"
         span.attributes[RequestSpan.Key.operationName] = event.name
@@ -52,6 +51,11 @@ final class HandledRequestSpan: Sendable {
         span.attributes[RequestSpan.Key.agentId] = agentId.description
         span.attributes[RequestSpan.Key.namespace] = String(topic.namespace)
         span.attributes[Key.sourceId] = topic.sourceUUID.description
+        return HandledRequestSpan(span)
+    }
+
+    private init(_ span: any Span) {
+        self.span = span
     }
 
     deinit {
