@@ -29,8 +29,9 @@ struct RecorderTracingTests {
         #expect(batches.allSatisfy { $0.parentSpanID == nil && ($0.int("coaty.batch.size") ?? 0) >= 1 })
         #expect(batches.compactMap { $0.int("coaty.batch.stored") }.reduce(0, +) >= Int64(objects.count))
 
+        // Generous bounds: under the whole suite on 2 cores the in-process answer came more than 10 s late.
         let resolve = try await harness.client.publishDiscover(.objectId(objects[1].objectId))
-            .first(timeout: .seconds(10))
+            .first(timeout: .seconds(120))
         #expect(resolve?.data.object?.objectId == objects[1].objectId)
         let discover = try #require(await tracer.finishedSpan(named: "Discover process"))
         #expect(discover.string(RequestSpan.Key.outcome) == "response")
@@ -43,7 +44,7 @@ struct RecorderTracingTests {
         #expect(lookup.int("coaty.store.rows") == 1)
 
         let retrieve = try await harness.client.publishQuery(QueryEventData(objectTypes: [RecorderFixtures.objectType]))
-            .first(timeout: .seconds(10))
+            .first(timeout: .seconds(120))
         #expect(retrieve?.data.objects.count == 3)
         let query = try #require(await tracer.finishedSpan(named: "Query process"))
         #expect(query.string(RequestSpan.Key.outcome) == "response")
