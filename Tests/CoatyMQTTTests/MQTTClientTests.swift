@@ -855,15 +855,35 @@ struct MQTTClientTests {
         let publisher = MQTTClient(configuration: configuration)
         try await withTimeout(15, "connect") { try await publisher.connect() }
         let payload = [UInt8](repeating: 0x42, count: 300)
+        // Back-pressure is forced, not hoped for: a stopped broker stops reading, the socket buffers fill
+        // (100 000 × 300 bytes is far more than loopback buffers hold) and the queue must reach its limit, where
+        // `publish` waits. A watcher resumes the broker once it saw the queue at the limit.
+        let pid = try #require(broker.processIdentifier)
+        #expect(Glibc.kill(pid, SIGSTOP) == 0)
+        defer { _ = Glibc.kill(pid, SIGCONT) }
+        let watcher = Task {
+            var highest = 0
+            let deadline = ContinuousClock.now + .seconds(120)
+            while ContinuousClock.now < deadline {
+                highest = max(highest, publisher.outstandingPublishCount)
+                if highest >= limit { break }
+                try? await Task.sleep(for: .milliseconds(5))
+            }
+            _ = Glibc.kill(pid, SIGCONT)
+            return highest
+        }
         var peak = 0
         for _ in 0..<sent {
             try await publisher.publish("bp/data", payload: payload)
             peak = max(peak, publisher.outstandingPublishCount)
         }
         try await publisher.publish("bp/end", payload: [1])
+        let watched = await watcher.value
         // After each publish returns, at most `limit` wait in the queue (writes only lower it).
         #expect(peak <= limit)
-        #expect(peak > 0, "the publisher outpaced the network at least once")
+        // With the broker stopped the queue filled to its limit; the publication that goes over it (one) is where
+        // `publish` waits.
+        #expect(watched >= limit && watched <= limit + 1, "the queue was seen at \(watched)")
         await publisher.disconnect()
         let received = try await withTimeout(60, "the messages to arrive") { await counting.value }
         #expect(received == sent)
