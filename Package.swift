@@ -458,6 +458,7 @@ let package = Package(
             name: "CoatyKitTests",
             dependencies: [
                 "CoatyKit", "CoatySync", "CoatyTesting", "CoatyStore", "CoatyRecording", "CoatySQLite", "AgentProcessTestSupport",
+                "CommunicationTestSupport", .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -499,7 +500,10 @@ let package = Package(
         .testTarget(
             // Against the real Coaty JS 2.4.1 (../shared/coaty-js, or COATY_JS_AGENT) and mosquitto.
             name: "CoatyJSInteropTests",
-            dependencies: ["CoatyKit", "CoatySync", "CoatyTesting", "AgentProcessTestSupport"],
+            dependencies: [
+                "CoatyKit", "CoatySync", "CoatyTesting", "AgentProcessTestSupport", "CommunicationTestSupport",
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+            ],
             swiftSettings: swiftSettings
         ),
         // Unit tests by the module they test, on the in-process broker: the manager, IO routing and the transport

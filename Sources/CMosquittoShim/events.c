@@ -113,16 +113,53 @@ static bool growRingLocked(CMosquittoShim_Client *c) {
     return true;
 }
 
+/// The bytes the MQTT 5 user properties of `props` take in a message (see CMosquittoShim_Message); 0 without any.
+/// libmosquitto keeps a received property's strings with their lengths (MQTT caps each at 65535 bytes).
+static size_t userPropertiesSize(const mosquitto_property *props) {
+    size_t size = 0;
+    for (const mosquitto_property *p = props; p; p = mosquitto_property_next(p)) {
+        if (mosquitto_property_identifier(p) != MQTT_PROP_USER_PROPERTY) continue;
+        char *name = NULL, *value = NULL;
+        if (mosquitto_property_read_string_pair(p, MQTT_PROP_USER_PROPERTY, &name, &value, false)) {
+            size += 4 + strlen(name) + strlen(value);
+        }
+        free(name);
+        free(value);
+    }
+    return size;
+}
+
+/// Writes the user properties of `props` as CMosquittoShim_Message describes (the size userPropertiesSize gave).
+static void copyUserProperties(const mosquitto_property *props, uint8_t *out) {
+    for (const mosquitto_property *p = props; p; p = mosquitto_property_next(p)) {
+        if (mosquitto_property_identifier(p) != MQTT_PROP_USER_PROPERTY) continue;
+        char *name = NULL, *value = NULL;
+        if (mosquitto_property_read_string_pair(p, MQTT_PROP_USER_PROPERTY, &name, &value, false)) {
+            uint16_t lengths[2] = {(uint16_t)strlen(name), (uint16_t)strlen(value)};
+            memcpy(out, &lengths[0], 2);
+            memcpy(out + 2, name, lengths[0]);
+            out += 2 + lengths[0];
+            memcpy(out, &lengths[1], 2);
+            memcpy(out + 2, value, lengths[1]);
+            out += 2 + lengths[1];
+        }
+        free(name);
+        free(value);
+    }
+}
+
 /// Puts a received message into the ring (loop thread, from libmosquitto's on_message).
 static void pushMessage(CMosquittoShim_Client *c, const char *topic, size_t topicLength, const void *payload,
-                        size_t payloadLength, int qos, bool retain) {
+                        size_t payloadLength, int qos, bool retain, const mosquitto_property *props) {
     c->loop.received++;
     if (qos > 0) c->loop.answerDue = true;
     // Durable delivery: the message's number in the ring (pushedMessages changes only on this thread), stored before
     // the allocation that can fail, so a message lost here (no memory) is not acknowledged either: holding through its
     // number holds its answer until the application acknowledges what came before.
     if (qos > 0) atomic_store(&c->intake.lastAnsweredMessage, c->queue.pushedMessages + 1);
-    CMosquittoShim_Message *m = malloc(sizeof(CMosquittoShim_Message) + topicLength + 1 + payloadLength);
+    size_t propertiesLength = props ? userPropertiesSize(props) : 0;
+    CMosquittoShim_Message *m =
+        malloc(sizeof(CMosquittoShim_Message) + topicLength + 1 + payloadLength + propertiesLength);
     if (!m) {
         atomic_fetch_add(&c->queue.dropped, 1);
         return;
@@ -131,10 +168,12 @@ static void pushMessage(CMosquittoShim_Client *c, const char *topic, size_t topi
     m->payloadLength = (uint32_t)payloadLength;
     m->qos = qos;
     m->retain = retain ? 1 : 0;
+    m->userPropertiesLength = (uint32_t)propertiesLength;
     uint8_t *bytes = (uint8_t *)(m + 1);
     if (topicLength) memcpy(bytes, topic, topicLength);
     bytes[topicLength] = 0;
     if (payloadLength) memcpy(bytes + topicLength + 1, payload, payloadLength);
+    if (propertiesLength) copyUserProperties(props, bytes + topicLength + 1 + payloadLength);
 
     pthread_mutex_lock(&c->queue.queueLock);
     if (c->queue.count == c->queue.allocated && !growRingLocked(c)) {
@@ -161,10 +200,10 @@ static void pushMessage(CMosquittoShim_Client *c, const char *topic, size_t topi
 
 SHIM_HIDDEN void onMessage(struct mosquitto *mosq, void *obj, const struct mosquitto_message *msg,
                       const mosquitto_property *props) {
-    (void)mosq; (void)props;
+    (void)mosq;
     size_t topicLength = msg->topic ? strlen(msg->topic) : 0;
     size_t payloadLength = msg->payloadlen > 0 ? (size_t)msg->payloadlen : 0;
-    pushMessage(obj, msg->topic, topicLength, msg->payload, payloadLength, msg->qos, msg->retain);
+    pushMessage(obj, msg->topic, topicLength, msg->payload, payloadLength, msg->qos, msg->retain, props);
 }
 
 /// QoS 0 publishes queued but not written yet. Without publishLock the count can be low by the publishes in flight at

@@ -247,15 +247,16 @@ static int publishDirect(CMosquittoShim_Client *c, const char *topic, const void
 /// libmosquitto. Then the loop neither writes (the answers would go out) nor reads (their answers would join them).
 // MARK: - Operations (any thread)
 
-int CMosquittoShim_Client_publish(CMosquittoShim_Client *c, int *mid, const char *topic, const void *payload,
-                                  int payloadLength, int qos, bool retain) {
+/// A publication through libmosquitto (or, for a plain QoS 0 one without properties, the direct path).
+static int publishMessage(CMosquittoShim_Client *c, int *mid, const char *topic, const void *payload,
+                          int payloadLength, int qos, bool retain, const mosquitto_property *props) {
     if (qos == 0) {
         pthread_mutex_lock(&c->qos0.publishLock);
         if (!c->qos0.accepting) {
             pthread_mutex_unlock(&c->qos0.publishLock);
             return MOSQ_ERR_NO_CONN;
         }
-        if (!retain) {
+        if (!retain && !props) {
             int rc = publishDirect(c, topic, payload, payloadLength);
             if (rc >= 0) {
                 pthread_mutex_unlock(&c->qos0.publishLock);
@@ -263,7 +264,7 @@ int CMosquittoShim_Client_publish(CMosquittoShim_Client *c, int *mid, const char
                 return rc;
             }
         }
-        int rc = mosquitto_publish_v5(c->mosq, mid, topic, payloadLength, payload, 0, retain, NULL);
+        int rc = mosquitto_publish_v5(c->mosq, mid, topic, payloadLength, payload, 0, retain, props);
         if (rc == MOSQ_ERR_SUCCESS) atomic_fetch_add(&c->qos0.qos0Queued, 1);
         pthread_mutex_unlock(&c->qos0.publishLock);
         if (rc == MOSQ_ERR_SUCCESS) wakeLoop(c);
@@ -272,11 +273,33 @@ int CMosquittoShim_Client_publish(CMosquittoShim_Client *c, int *mid, const char
     int localMid = 0;
     // Holding ackLock while publishing means the acknowledgement callback cannot run before the mid is tracked.
     pthread_mutex_lock(&c->acks.ackLock);
-    int rc = mosquitto_publish_v5(c->mosq, &localMid, topic, payloadLength, payload, qos, retain, NULL);
+    int rc = mosquitto_publish_v5(c->mosq, &localMid, topic, payloadLength, payload, qos, retain, props);
     if (rc == MOSQ_ERR_SUCCESS) setMidBit(c->acks.tracked, localMid, true);
     pthread_mutex_unlock(&c->acks.ackLock);
     if (rc == MOSQ_ERR_SUCCESS) wakeLoop(c);
     if (mid) *mid = localMid;
+    return rc;
+}
+
+int CMosquittoShim_Client_publish(CMosquittoShim_Client *c, int *mid, const char *topic, const void *payload,
+                                  int payloadLength, int qos, bool retain) {
+    return publishMessage(c, mid, topic, payload, payloadLength, qos, retain, NULL);
+}
+
+int CMosquittoShim_Client_publishWithUserProperties(CMosquittoShim_Client *c, int *mid, const char *topic,
+                                                   const void *payload, int payloadLength, int qos, bool retain,
+                                                   const char *const *names, const char *const *values, int count) {
+    if (!c->settings.protocolV5) return MOSQ_ERR_NOT_SUPPORTED;
+    mosquitto_property *props = NULL;
+    for (int i = 0; i < count; i++) {
+        int rc = mosquitto_property_add_string_pair(&props, MQTT_PROP_USER_PROPERTY, names[i], values[i]);
+        if (rc != MOSQ_ERR_SUCCESS) {
+            mosquitto_property_free_all(&props);
+            return rc;
+        }
+    }
+    int rc = publishMessage(c, mid, topic, payload, payloadLength, qos, retain, props);
+    mosquitto_property_free_all(&props);
     return rc;
 }
 

@@ -49,7 +49,7 @@ extension MQTTConfiguration {
     /// The MQTT client configuration of an agent: the Coaty defaults of
     /// ``coaty(urls:identityId:)`` with the configuration's broker URL and its failover brokers
     /// (`fallbackBrokerURLs`, as `fallbackBrokers`), user name and password (over any given in the
-    /// URL), keep-alive (`nil`: 60 s) and, for an `mqtts://` URL, its TLS files and verification
+    /// URL), keep-alive (`nil`: 60 s), protocol version (`mqttProtocolVersion` 5: MQTT 5) and, for an `mqtts://` URL, its TLS files and verification
     /// (used for every broker). The last will is not configurable: the communication manager sets
     /// Coaty's (the Deadvertise of the identity and IO nodes).
     ///
@@ -67,6 +67,7 @@ extension MQTTConfiguration {
         if let username = configuration.username { mqtt.username = username }
         if let password = configuration.password { mqtt.password = password }
         if let keepAlive = configuration.keepAlive { mqtt.keepAlive = .seconds(keepAlive) }
+        if configuration.mqttProtocolVersion == 5 { mqtt.protocolVersion = .v5 }
         if mqtt.tls != nil {
             mqtt.tls = MQTTTLSConfiguration(
                 caFile: configuration.caFile,

@@ -131,6 +131,9 @@ public final class MQTTTransport: CoatyTransport {
     /// client this transport creates, so it survives will updates).
     public var deliveryExecutor: (any TaskExecutor)? { executor }
 
+    /// Whether the client speaks MQTT 5 (``MQTTConfiguration/protocolVersion``): then user properties travel.
+    public var carriesUserProperties: Bool { configuration.protocolVersion == .v5 }
+
     /// The handler of `client`'s batches: hands them to `handler`, counts them, and with held
     /// acknowledgements tells the application when one is due.
     func batchHandler(

@@ -31,6 +31,11 @@ public struct MQTTMessage: Sendable, Hashable {
     /// for this). A received message has `retain == true` only when it was stored before the
     /// subscription was made.
     public var retain: Bool
+    /// MQTT 5 user properties, in order (names may repeat). Sent only by a client speaking MQTT 5 (over MQTT 3.1.1
+    /// they are left out: the protocol has no place for them), and received only from an MQTT 5 publisher by an MQTT 5
+    /// subscriber (a broker drops them for MQTT 3.1.1 subscribers). CoatyKit carries W3C trace context in them
+    /// (`traceparent`, `tracestate`); the Coaty payload never changes.
+    public var userProperties: [MQTTUserProperty]
 
     /// Creates a message.
     ///
@@ -39,10 +44,36 @@ public struct MQTTMessage: Sendable, Hashable {
     ///   - payload: the payload bytes.
     ///   - qos: the quality of service; Coaty uses ``MQTTQoS/atMostOnce`` (the default).
     ///   - retain: whether the broker should retain the message.
-    public init(topic: String, payload: [UInt8], qos: MQTTQoS = .atMostOnce, retain: Bool = false) {
+    ///   - userProperties: MQTT 5 user properties (default none).
+    public init(
+        topic: String,
+        payload: [UInt8],
+        qos: MQTTQoS = .atMostOnce,
+        retain: Bool = false,
+        userProperties: [MQTTUserProperty] = []
+    ) {
         self.topic = topic
         self.payload = payload
         self.qos = qos
         self.retain = retain
+        self.userProperties = userProperties
+    }
+}
+
+/// An MQTT 5 user property: a name/value pair of UTF-8 strings that travels beside a message's payload.
+public struct MQTTUserProperty: Sendable, Hashable {
+    /// The property name (at most 65535 UTF-8 bytes).
+    public var name: String
+    /// The property value (at most 65535 UTF-8 bytes).
+    public var value: String
+
+    /// Creates a user property.
+    ///
+    /// - Parameters:
+    ///   - name: the name, e.g. `traceparent`.
+    ///   - value: the value.
+    public init(name: String, value: String) {
+        self.name = name
+        self.value = value
     }
 }

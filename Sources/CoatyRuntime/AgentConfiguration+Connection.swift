@@ -48,6 +48,9 @@ extension AgentConfiguration {
         if let keepAlive = try Reader.count(object, "keepalive", at: path) {
             self.keepAlive = try Self.keepAlive(keepAlive, field: Reader.path(path, "keepalive"))
         }
+        if let version = try Reader.count(object, "protocolVersion", at: path) {
+            mqttProtocolVersion = try Self.mqttProtocolVersion(version, field: Reader.path(path, "protocolVersion"))
+        }
         var keyPath = try readTLS(object, at: path)
         if let tlsOptions = try Reader.object(object, "tlsOptions", at: path) {
             keyPath = try readTLS(tlsOptions, at: Reader.path(path, "tlsOptions")) ?? keyPath
@@ -131,7 +134,7 @@ extension AgentConfiguration {
         return certificate != nil || key != nil ? path : nil
     }
 
-    /// Applies `COATY_USERNAME`, `COATY_PASSWORD`, `COATY_KEEPALIVE`, `COATY_CA_FILE`,
+    /// Applies `COATY_USERNAME`, `COATY_PASSWORD`, `COATY_KEEPALIVE`, `COATY_MQTT_VERSION`, `COATY_CA_FILE`,
     /// `COATY_CERT_FILE`, `COATY_KEY_FILE` and `COATY_TLS_VERIFY`.
     mutating func applyConnectionEnvironment(_ environment: [String: String]) throws(AgentConfigurationError) {
         if let username = environment["COATY_USERNAME"] { self.username = username }
@@ -139,6 +142,17 @@ extension AgentConfiguration {
         if let text = environment["COATY_KEEPALIVE"] {
             let seconds = try ConfigurationReader.count(text, variable: "COATY_KEEPALIVE")
             keepAlive = try Self.keepAlive(seconds, field: "COATY_KEEPALIVE")
+        }
+        if let text = environment["COATY_MQTT_VERSION"] {
+            switch text {
+            case "4", "3.1.1": mqttProtocolVersion = 4
+            case "5": mqttProtocolVersion = 5
+            default:
+                throw AgentConfigurationError(
+                    field: "COATY_MQTT_VERSION",
+                    reason: "must be 4 (or 3.1.1) for MQTT 3.1.1 or 5 for MQTT 5, not '\(text.prefix(40))'"
+                )
+            }
         }
         if let file = environment["COATY_CA_FILE"] {
             caFile = try ConfigurationReader.pemFile(file, field: "COATY_CA_FILE")
@@ -176,6 +190,7 @@ extension AgentConfiguration {
         if let username { options["username"] = .string(username) }
         if let password { options["password"] = .string(password) }
         if let keepAlive { options["keepalive"] = .int(Int64(keepAlive)) }
+        if let mqttProtocolVersion { options["protocolVersion"] = .int(Int64(mqttProtocolVersion)) }
         if let caFile { options["ca"] = .string(caFile) }
         if let certificateFile { options["cert"] = .string(certificateFile) }
         if let privateKeyFile { options["key"] = .string(privateKeyFile) }
@@ -186,6 +201,17 @@ extension AgentConfiguration {
     /// Whether any TLS option differs from the default (system CAs, no client certificate, verified).
     public var hasTLSOptions: Bool {
         caFile != nil || certificateFile != nil || privateKeyFile != nil || !verifiesServer
+    }
+
+    /// An MQTT protocol version in MQTT.js's numbers that CoatyKit speaks: 4 (MQTT 3.1.1) or 5.
+    static func mqttProtocolVersion(_ version: Int, field: String) throws(AgentConfigurationError) -> Int {
+        guard version == 4 || version == 5 else {
+            throw AgentConfigurationError(
+                field: field,
+                reason: "must be 4 (MQTT 3.1.1) or 5 (MQTT 5), not \(version)"
+            )
+        }
+        return version
     }
 
     /// A keep-alive interval libmosquitto accepts: 0 (off) or 5…65535 seconds.

@@ -55,6 +55,7 @@ public import Metrics
 /// | `COATY_BROKER_TYPE` | ``brokerType`` (`standard` or `rabbitmq`) |
 /// | `COATY_USERNAME`, `COATY_PASSWORD` | ``username``, ``password`` |
 /// | `COATY_KEEPALIVE` | ``keepAlive`` (seconds: 0, or 5…65535) |
+/// | `COATY_MQTT_VERSION` | ``mqttProtocolVersion`` (4 or 3.1.1 for MQTT 3.1.1, 5 for MQTT 5) |
 /// | `COATY_CA_FILE`, `COATY_CERT_FILE`, `COATY_KEY_FILE` | ``caFile``, ``certificateFile``, ``privateKeyFile`` (PEM) |
 /// | `COATY_TLS_VERIFY` | ``verifiesServer`` (a boolean; only for tests) |
 /// | `COATY_ENV`, `COATY_SERVICE_HOST` | ``agentInfo``'s build mode and service host (Coaty's variables) |
@@ -123,6 +124,11 @@ public struct AgentConfiguration: Codable, Sendable, Hashable, CustomStringConve
     public var extra: JSONObject
     /// The databases by name (`databases`).
     public var databases: [String: DatabaseOptions]
+    /// The MQTT protocol version in MQTT.js's numbers: 4 (MQTT 3.1.1, Coaty's) or 5 (MQTT 5: requests carry their
+    /// trace context in user properties, see `TracingRequests`), or `nil` for 4. MQTT 5 cannot keep a persistent
+    /// session here (a durable recorder needs 4). JSON: `mqttClientOptions.protocolVersion`; environment:
+    /// `COATY_MQTT_VERSION` (4, 3.1.1 or 5).
+    public var mqttProtocolVersion: Int?
 
     /// Creates a configuration in code.
     /// - Parameters:
@@ -352,6 +358,9 @@ public struct AgentConfiguration: Codable, Sendable, Hashable, CustomStringConve
         if let identityId { _ = try Self.identityId(identityId.uuidString, field: "identityId") }
         if let qos { _ = try Self.qos(qos, field: "qos") }
         if let keepAlive { _ = try Self.keepAlive(keepAlive, field: "keepAlive") }
+        if let mqttProtocolVersion {
+            _ = try Self.mqttProtocolVersion(mqttProtocolVersion, field: "mqttProtocolVersion")
+        }
         if let caFile { _ = try ConfigurationReader.pemFile(caFile, field: "caFile") }
         if let certificateFile { _ = try ConfigurationReader.pemFile(certificateFile, field: "certificateFile") }
         if let privateKeyFile { _ = try ConfigurationReader.pemFile(privateKeyFile, field: "privateKeyFile") }

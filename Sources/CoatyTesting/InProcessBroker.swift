@@ -39,6 +39,9 @@ public final class InProcessBroker: Sendable {
         public var reconnectsToUpdateWill: Bool
         /// Whether publications are recorded in ``InProcessBroker/publications``.
         public var recordsPublications: Bool
+        /// Whether the clients speak MQTT 5: then ``InProcessTransport/carriesUserProperties`` is `true` and
+        /// `TransportMessage.userProperties` travel with each message, as over an MQTT 5 connection.
+        public var carriesUserProperties: Bool
 
         /// Creates a configuration; the defaults mimic mosquitto 2 with its default settings.
         ///
@@ -47,12 +50,15 @@ public final class InProcessBroker: Sendable {
         ///   - keepsRetainedMessagesAcrossRestarts: keep retained messages over restarts.
         ///   - reconnectsToUpdateWill: reconnect to make an updated will effective.
         ///   - recordsPublications: record every publication.
+        ///   - carriesUserProperties: the clients speak MQTT 5 (user properties travel).
         public init(
             deliversCopyPerMatchingSubscription: Bool = true,
             keepsRetainedMessagesAcrossRestarts: Bool = false,
             reconnectsToUpdateWill: Bool = true,
-            recordsPublications: Bool = true
+            recordsPublications: Bool = true,
+            carriesUserProperties: Bool = false
         ) {
+            self.carriesUserProperties = carriesUserProperties
             self.deliversCopyPerMatchingSubscription = deliversCopyPerMatchingSubscription
             self.keepsRetainedMessagesAcrossRestarts = keepsRetainedMessagesAcrossRestarts
             self.reconnectsToUpdateWill = reconnectsToUpdateWill

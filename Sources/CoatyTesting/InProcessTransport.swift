@@ -22,6 +22,9 @@ public final class InProcessTransport: CoatyTransport {
         self.clientId = clientId
     }
 
+    /// Whether user properties travel: the broker's ``InProcessBroker/Configuration/carriesUserProperties``.
+    public var carriesUserProperties: Bool { broker.configuration.carriesUserProperties }
+
     // MARK: Messages
 
     /// The single-consumer sequence of messages received on this transport's subscriptions (for

@@ -89,6 +89,17 @@ struct ConnectionOptions: ParsableArguments {
     )
     var brokerType: String = ProcessInfo.processInfo.environment["COATY_BROKER_TYPE"] ?? BrokerType.standard.rawValue
 
+    @Option(
+        help: ArgumentHelp(
+            "The MQTT protocol version: 3.1.1 (Coaty's, the default) or 5 (requests and responses carry their trace context as user properties; MQTT 3.1.1 peers such as Coaty JS get the same messages). Default: $COATY_MQTT_VERSION, else 3.1.1.",
+            valueName: "3.1.1|5"
+        )
+    )
+    var mqttVersion: String = ProcessInfo.processInfo.environment["COATY_MQTT_VERSION"] ?? "3.1.1"
+
+    /// The protocol version of `--mqtt-version` (validated by ``validate()``).
+    var mqttProtocolVersion: MQTTProtocolVersion { mqttVersion == "5" ? .v5 : .v311 }
+
     /// The broker type of `--broker-type` (validated by ``validate()``).
     var brokerKind: BrokerType { BrokerType(name: brokerType) ?? .standard }
 
@@ -103,6 +114,9 @@ struct ConnectionOptions: ParsableArguments {
         }
         guard qos == 0 || qos == 1 else {
             throw ValidationError("--qos must be 0 or 1.")
+        }
+        guard ["3.1.1", "4", "5"].contains(mqttVersion) else {
+            throw ValidationError("--mqtt-version '\(mqttVersion.prefix(40))' is unknown; use 3.1.1 or 5.")
         }
         guard BrokerType(name: brokerType) != nil else {
             throw ValidationError("--broker-type '\(brokerType.prefix(80))' is unknown; use standard or rabbitmq.")
@@ -193,6 +207,7 @@ struct ConnectionOptions: ParsableArguments {
     func mqttConfiguration(identityId: CoatyUUID) throws -> MQTTConfiguration {
         var configuration = try MQTTConfiguration.coaty(urls: brokers, identityId: identityId)
         configuration.keepAlive = .seconds(keepalive)
+        configuration.protocolVersion = mqttProtocolVersion
         configuration.connectTimeout = .milliseconds(Int64(connectTimeout * 1000))
         if let username { configuration.username = username }
         if let password = password ?? ProcessInfo.processInfo.environment["COATY_PASSWORD"] {

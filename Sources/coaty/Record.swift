@@ -151,6 +151,11 @@ struct Record: AsyncParsableCommand {
         if database?.isEmpty == true { throw ValidationError("--database must not be empty.") }
         if buffer < 1 { throw ValidationError("--buffer must be at least 1.") }
         if autoIndex < 0 { throw ValidationError("--auto-index must be 0 or more.") }
+        if durable || group != nil, connection.mqttProtocolVersion == .v5 {
+            throw ValidationError(
+                "--durable and --group need a persistent session, which MQTT 5 cannot keep here; use --mqtt-version 3.1.1."
+            )
+        }
         if let group, !CommunicationManager.isValidSharedSubscriptionGroup(group) {
             throw ValidationError("--group must be a non-empty name without '/', '+', '#' or NUL.")
         }

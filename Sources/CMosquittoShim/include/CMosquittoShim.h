@@ -22,12 +22,16 @@ const char *CMosquittoShim_errorString(int code);
 /// Returns a description of a CONNACK / MQTT 5 reason code (never NULL).
 const char *CMosquittoShim_reasonString(int code, bool v5);
 
-/// An incoming message: one allocation holding the header, the topic (NUL-terminated) and the payload.
+/// An incoming message: one allocation holding the header, the topic (NUL-terminated), the payload and the MQTT 5
+/// user properties.
 typedef struct CMosquittoShim_Message {
     uint32_t topicLength;
     uint32_t payloadLength;
     int32_t qos;
     int32_t retain;
+    /// The bytes of the MQTT 5 user properties after the payload (0 without any): for each property in order, the
+    /// name's length (2 bytes, host order), the name, the value's length (2 bytes, host order), the value.
+    uint32_t userPropertiesLength;
 } CMosquittoShim_Message;
 
 /// The topic bytes of a message (topicLength bytes, followed by a NUL).
@@ -38,6 +42,11 @@ static inline const uint8_t *CMosquittoShim_Message_topic(const CMosquittoShim_M
 /// The payload bytes of a message (payloadLength bytes).
 static inline const uint8_t *CMosquittoShim_Message_payload(const CMosquittoShim_Message *message) {
     return (const uint8_t *)(message + 1) + message->topicLength + 1;
+}
+
+/// The user property bytes of a message (userPropertiesLength bytes; see CMosquittoShim_Message).
+static inline const uint8_t *CMosquittoShim_Message_userProperties(const CMosquittoShim_Message *message) {
+    return CMosquittoShim_Message_payload(message) + message->payloadLength;
 }
 
 /// Frees a message taken from the ring.
@@ -157,6 +166,12 @@ void CMosquittoShim_Client_stop(CMosquittoShim_Client *client);
 /// Publishes. For QoS 1/2 the acknowledgement is reported as a Published event for *mid.
 int CMosquittoShim_Client_publish(CMosquittoShim_Client *client, int *mid, const char *topic, const void *payload,
                                   int payloadLength, int qos, bool retain);
+
+/// Publishes with MQTT 5 user properties (`count` name/value pairs, UTF-8, NUL-terminated), always through
+/// libmosquitto's queue (never the direct path). A client speaking MQTT 3.1.1 returns MOSQ_ERR_NOT_SUPPORTED.
+int CMosquittoShim_Client_publishWithUserProperties(CMosquittoShim_Client *client, int *mid, const char *topic,
+                                                   const void *payload, int payloadLength, int qos, bool retain,
+                                                   const char *const *names, const char *const *values, int count);
 
 /// Subscribes to `count` filters with one QoS in one SUBSCRIBE packet; the SUBACK is a Subscribed event, taken in
 /// the dispatch round after the loop step that read it.

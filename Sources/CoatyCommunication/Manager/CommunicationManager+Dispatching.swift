@@ -51,12 +51,12 @@ extension CommunicationManager {
                     let sink = state.withLock({ $0.responseRoutes[correlationId] })
                 else { return }
                 guard let payload = decode(message.payload, topic: topic) else { return }
-                sink(IncomingEvent(topic: topic, payload: payload))
+                sink(IncomingEvent(topic: topic, payload: payload, userProperties: message.userProperties))
             } else {
                 let sinks = state.withLock { state in state.routes[topic.eventLevel]?.sinks }
                 guard let sinks, !sinks.isEmpty else { return }
                 guard let payload = decode(message.payload, topic: topic) else { return }
-                let event = IncomingEvent(topic: topic, payload: payload)
+                let event = IncomingEvent(topic: topic, payload: payload, userProperties: message.userProperties)
                 for sink in sinks { sink(event) }
             }
         }

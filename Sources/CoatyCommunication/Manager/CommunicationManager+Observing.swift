@@ -264,7 +264,8 @@ extension CommunicationManager {
                 event: event,
                 topic: incoming.topic,
                 correlationId: correlationId,
-                agentId: identity.objectId
+                agentId: identity.objectId,
+                parent: TraceContextPropagation.remoteContext(in: incoming.userProperties, tracer: tracer)
             ) : nil
         return ResponseRoute(manager: self, correlationId: correlationId, span: span)
     }

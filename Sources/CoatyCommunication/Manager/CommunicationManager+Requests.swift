@@ -122,6 +122,7 @@ extension CommunicationManager {
         let accept = sequence.accept
         let requestIndex = indexById
         let requestType = sequence.requests.first?.event.eventType
+        let tracer = self.tracer
         let span = requestType.map {
             RequestSpan(
                 tracer: tracer,
@@ -131,6 +132,8 @@ extension CommunicationManager {
                 namespace: options.namespace
             )
         }
+        // The request span's context for the responders (MQTT 5 only).
+        let traceProperties = requestTraceProperties(span)
         // When the requests were published, for the response-time metric of the first response.
         let published = LockedBox<ContinuousClock.Instant?>(nil)
         let sink: EventSink = { incoming in
@@ -148,7 +151,9 @@ extension CommunicationManager {
             if first, let requestType, let start = published.mutex.withLock({ $0 }) {
                 metrics.responseArrived(for: requestType, after: ContinuousClock.now - start)
             }
-            if first { span?.responded() }
+            if first, let span {
+                span.responded(remote: TraceContextPropagation.remoteContext(in: incoming.userProperties, tracer: tracer))
+            }
             if case .dropped = continuation.yield(response) { counters.observerOverflow() }
             if finish { continuation.finish() }
         }
@@ -176,7 +181,7 @@ extension CommunicationManager {
             for (request, id) in zip(sequence.requests, ids) {
                 let topic = try topic(request.event, correlationId: id)
                 span?.published(on: topic.name)
-                try await send(TransportMessage(topic: topic.name, payload: request.payload))
+                try await send(TransportMessage(topic: topic.name, payload: request.payload, userProperties: traceProperties))
             }
         } catch {
             span?.failed(error)
@@ -191,6 +196,13 @@ extension CommunicationManager {
             if released { timers.cancel(token) }
         }
         return (stream, RequestRun(releaser: releaser))
+    }
+
+    /// The user properties that carry a request span's context to the responders (none without a recording span or
+    /// over MQTT 3.1.1).
+    private func requestTraceProperties(_ span: RequestSpan?) -> [MQTTUserProperty] {
+        guard let span, span.isRecording else { return [] }
+        return TraceContextPropagation.properties(of: span.context, tracer: tracer, transport: transport)
     }
 
     /// Routes responses of `id` and subscribes their topic without waiting

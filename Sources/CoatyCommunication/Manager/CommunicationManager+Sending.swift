@@ -143,7 +143,8 @@ extension CommunicationManager {
         let name: String
         do throws(CommunicationError) {
             name = try topic(event, correlationId: correlationId).name
-            try await send(TransportMessage(topic: name, payload: payload.serializedBytes()))
+            let properties = TraceContextPropagation.properties(of: span.context, tracer: tracer, transport: transport)
+            try await send(TransportMessage(topic: name, payload: payload.serializedBytes(), userProperties: properties))
         } catch {
             span.failed(error)
             throw error

@@ -23,17 +23,19 @@ final class HandledRequestSpan: Sendable {
     private let span: any Span
     private let ended = CoatyMutex(false)
 
-    /// Starts the span of a request received on `topic`, or returns `nil` when `tracer` does not record it.
+    /// Starts the span of a request received on `topic`, or returns `nil` when `tracer` does not record it. With the
+    /// requester's context (carried over MQTT 5) the span is a child of its request span, in the same trace.
     static func start(
         tracer: any Tracer,
         event: CommunicationEventType,
         topic: CoatyTopic,
         correlationId: CoatyUUID,
-        agentId: CoatyUUID
+        agentId: CoatyUUID,
+        parent: ServiceContext? = nil
     ) -> HandledRequestSpan? {
         let span = tracer.startSpan(
             "\(event.name) process",
-            context: .topLevel,
+            context: parent ?? .topLevel,
             ofKind: .consumer,
             at: DefaultTracerClock.now
         )

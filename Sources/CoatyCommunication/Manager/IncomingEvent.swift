@@ -29,6 +29,14 @@ package struct IncomingEvent: Sendable {
     package let topic: CoatyTopic
     /// The payload.
     package let payload: Payload
+    /// The MQTT 5 user properties it came with (a trace context; none over MQTT 3.1.1).
+    package let userProperties: [MQTTUserProperty]
+
+    package init(topic: CoatyTopic, payload: Payload, userProperties: [MQTTUserProperty] = []) {
+        self.topic = topic
+        self.payload = payload
+        self.userProperties = userProperties
+    }
 }
 
 extension IncomingEvent.Payload {

@@ -61,14 +61,22 @@ final class RequestSpan: Sendable {
     /// Whether the span records (a tracer is bootstrapped and sampled it).
     var isRecording: Bool { span.isRecording }
 
+    /// The span's context, carried to the responders (MQTT 5): their handling spans are children of this one.
+    var context: ServiceContext { span.context }
+
     /// Records the topic a request went out on (the first, for an Update published twice).
     func published(on topic: String) {
         guard span.isRecording, span.attributes[Key.destination] == nil else { return }
         span.attributes[Key.destination] = topic
     }
 
-    /// Ends the span at the first response.
-    func responded() { end(outcome: "response", responses: 1) }
+    /// Ends the span at the first response, linked to the responder's span when the response carried its context.
+    func responded(remote: ServiceContext? = nil) {
+        if let remote, span.isRecording, !ended.withLock({ $0 }) {
+            span.addLink(SpanLink(context: remote, attributes: [:]))
+        }
+        end(outcome: "response", responses: 1)
+    }
 
     /// Ends the span when the request ends without a response (timeout, limit, cancellation); no-op after a response.
     func finished(responses: Int) { end(outcome: responses > 0 ? "response" : "no response", responses: responses) }

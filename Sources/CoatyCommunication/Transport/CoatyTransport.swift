@@ -200,6 +200,10 @@ public protocol CoatyTransport: Sendable {
     /// A task preferring it that waits for a received event resumes without a thread hand-off.
     var deliveryExecutor: (any TaskExecutor)? { get }
 
+    /// Whether the transport sends and delivers `TransportMessage.userProperties` (MQTT 5), `false` by default. The
+    /// manager puts a request's trace context there only when it does (see <doc:TracingRequests>).
+    var carriesUserProperties: Bool { get }
+
     /// The current connection state (a snapshot).
     var connectionState: TransportConnectionState { get }
 
@@ -311,6 +315,9 @@ extension CoatyTransport {
 
     /// None: `nil`.
     public var deliveryExecutor: (any TaskExecutor)? { nil }
+
+    /// `false`: user properties are not carried.
+    public var carriesUserProperties: Bool { false }
 
     /// None: acknowledgements are not held.
     public var acknowledgementDue: UInt64? { nil }

@@ -104,16 +104,24 @@ extension ClientCore {
         }
     }
 
-    func publish(_ topic: String, payload: some Collection<UInt8>, qos: MQTTQoS, retain: Bool) async throws {
+    func publish(
+        _ topic: String,
+        payload: some Collection<UInt8>,
+        qos: MQTTQoS,
+        retain: Bool,
+        userProperties: [MQTTUserProperty] = []
+    ) async throws {
         let handle = try requireHandle()
         try MQTTError.checkTopicName(topic)
+        // MQTT 3.1.1 has no place for user properties: they are left out (see MQTTMessage.userProperties).
+        let properties = configuration.protocolVersion == .v5 ? userProperties : []
         if qos == .atMostOnce {
             guard running.load(ordering: .acquiring) else { throw notConnected("publish on \"\(topic)\"") }
             let rc =
                 payload.withContiguousStorageIfAvailable { buffer in
-                    publishNow(handle, topic, UnsafeRawBufferPointer(buffer), qos, retain).0
+                    publishNow(handle, topic, UnsafeRawBufferPointer(buffer), qos, retain, properties).0
                 }
-                ?? Array(payload).withUnsafeBytes { publishNow(handle, topic, $0, qos, retain).0 }
+                ?? Array(payload).withUnsafeBytes { publishNow(handle, topic, $0, qos, retain, properties).0 }
             if rc != MosquittoCode.success { throw publishError(rc, topic: topic, size: payload.count) }
             let limit = configuration.maxOutstandingPublishes
             if limit > 0, handle.outstandingPublishes > UInt64(limit) {
@@ -124,7 +132,7 @@ extension ClientCore {
         let bytes = Array(payload)
         try await suspend { state, token in
             guard state.session.running else { throw notConnected("publish on \"\(topic)\"") }
-            let (rc, mid) = bytes.withUnsafeBytes { publishNow(handle, topic, $0, qos, retain) }
+            let (rc, mid) = bytes.withUnsafeBytes { publishNow(handle, topic, $0, qos, retain, properties) }
             guard rc == MosquittoCode.success else { throw publishError(rc, topic: topic, size: bytes.count) }
             state.session.publicationQueued(mid: mid, token: token)
             return false
@@ -149,10 +157,11 @@ extension ClientCore {
         _ topic: String,
         _ payload: UnsafeRawBufferPointer,
         _ qos: MQTTQoS,
-        _ retain: Bool
+        _ retain: Bool,
+        _ userProperties: [MQTTUserProperty] = []
     ) -> (Int32, Int32) {
         guard payload.count <= 268_435_455 - 65_542 else { return (MosquittoCode.payloadSize, 0) }
-        return handle.publish(topic: topic, payload: payload, qos: qos, retain: retain)
+        return handle.publish(topic: topic, payload: payload, qos: qos, retain: retain, userProperties: userProperties)
     }
 
     func publishError(_ rc: Int32, topic: String, size: Int) -> MQTTError {

@@ -147,11 +147,19 @@ public final class MQTTClient: Sendable {
         try await core.publish(topic, payload: payload, qos: qos, retain: retain)
     }
 
-    /// Publishes a message value; see ``publish(_:payload:qos:retain:)``.
-    /// - Parameter message: The topic, payload, QoS and retain flag.
+    /// Publishes a message value; see ``publish(_:payload:qos:retain:)``. Its
+    /// `userProperties` go out over MQTT 5 only (``MQTTConfiguration/protocolVersion``); over MQTT 3.1.1 they are left
+    /// out.
+    /// - Parameter message: The topic, payload, QoS, retain flag and user properties.
     /// - Throws: See ``publish(_:payload:qos:retain:)``.
     public func publish(_ message: MQTTMessage) async throws {
-        try await core.publish(message.topic, payload: message.payload, qos: message.qos, retain: message.retain)
+        try await core.publish(
+            message.topic,
+            payload: message.payload,
+            qos: message.qos,
+            retain: message.retain,
+            userProperties: message.userProperties
+        )
     }
 
     /// The received messages (one consumer); see ``MQTTMessages``.

@@ -114,7 +114,9 @@ public struct MQTTConfiguration: Sendable {
     public var password: String?
     /// TLS settings; set for `mqtts://` URLs, `nil` for plain TCP.
     public var tls: MQTTTLSConfiguration?
-    /// The protocol version (default 3.1.1).
+    /// The protocol version (default 3.1.1). MQTT 5 carries `MQTTMessage.userProperties` (CoatyKit's trace
+    /// context); payloads, topics and QoS are the same. A persistent session (`cleanSession = false`) needs 3.1.1:
+    /// connecting fails with kind `.invalidConfiguration` otherwise.
     public var protocolVersion: MQTTProtocolVersion = .v311
     /// The last will the broker publishes when the connection ends without DISCONNECT.
     public var will: MQTTMessage?

@@ -74,6 +74,15 @@ final class MosquittoHandle: @unchecked Sendable {
                 )
             }
         }
+        guard configuration.protocolVersion == .v311 || configuration.cleanSession else {
+            // MQTT 5 ends a session at the disconnect unless CONNECT carries a session expiry interval, which
+            // libmosquitto 2.0 cannot send on an asynchronous connect: a persistent session would silently not be one.
+            throw MQTTError(
+                .invalidConfiguration,
+                "A persistent session (cleanSession false) needs MQTT 3.1.1 here: over MQTT 5 the broker would end it"
+                    + " at every disconnect. Use protocolVersion .v311 for durable delivery."
+            )
+        }
         var arena = CStringArena()
         defer { arena.free() }
         var options = CMosquittoShim_Options()
@@ -302,7 +311,15 @@ final class MosquittoHandle: @unchecked Sendable {
                         topic: topic,
                         payload: payload,
                         qos: MQTTQoS(rawValue: UInt8(truncatingIfNeeded: header.qos)) ?? .atMostOnce,
-                        retain: header.retain != 0
+                        retain: header.retain != 0,
+                        userProperties: header.userPropertiesLength == 0
+                            ? []
+                            : Self.userProperties(
+                                UnsafeRawBufferPointer(
+                                    start: CMosquittoShim_Message_userProperties(message),
+                                    count: Int(header.userPropertiesLength)
+                                )
+                            )
                     )
                 )
                 CMosquittoShim_Message_free(message)
@@ -311,9 +328,54 @@ final class MosquittoHandle: @unchecked Sendable {
         }
     }
 
-    /// Publishes; returns the MOSQ_ERR_* code and the message id.
-    func publish(topic: String, payload: UnsafeRawBufferPointer, qos: MQTTQoS, retain: Bool) -> (Int32, Int32) {
+    /// The user properties the shim wrote after a message's payload (see `CMosquittoShim_Message`).
+    static func userProperties(_ bytes: UnsafeRawBufferPointer) -> [MQTTUserProperty] {
+        var properties: [MQTTUserProperty] = []
+        var offset = 0
+        func string() -> String? {
+            guard offset + 2 <= bytes.count else { return nil }
+            let length = Int(bytes.loadUnaligned(fromByteOffset: offset, as: UInt16.self))
+            guard offset + 2 + length <= bytes.count else { return nil }
+            defer { offset += 2 + length }
+            return String(decoding: bytes[(offset + 2)..<(offset + 2 + length)], as: UTF8.self)
+        }
+        while let name = string(), let value = string() {
+            properties.append(MQTTUserProperty(name: name, value: value))
+        }
+        return properties
+    }
+
+    /// Publishes; returns the MOSQ_ERR_* code and the message id. User properties go out only over MQTT 5 (the shim
+    /// refuses them over MQTT 3.1.1, so the caller passes none there).
+    func publish(
+        topic: String,
+        payload: UnsafeRawBufferPointer,
+        qos: MQTTQoS,
+        retain: Bool,
+        userProperties: [MQTTUserProperty] = []
+    ) -> (Int32, Int32) {
         var mid: Int32 = 0
+        guard userProperties.isEmpty else {
+            var arena = CStringArena()
+            defer { arena.free() }
+            let names: [UnsafePointer<CChar>?] = userProperties.map { arena.copy($0.name) }
+            let values: [UnsafePointer<CChar>?] = userProperties.map { arena.copy($0.value) }
+            let rc = topic.withCString { topicPointer in
+                CMosquittoShim_Client_publishWithUserProperties(
+                    pointer,
+                    &mid,
+                    topicPointer,
+                    payload.baseAddress,
+                    Int32(payload.count),
+                    Int32(qos.rawValue),
+                    retain,
+                    names,
+                    values,
+                    Int32(clamping: userProperties.count)
+                )
+            }
+            return (rc, mid)
+        }
         let rc = topic.withCString { topicPointer in
             CMosquittoShim_Client_publish(
                 pointer,
