@@ -49,6 +49,8 @@ let package = Package(
         // `coaty view`'s web server; no traits: the configuration-file support is not needed.
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
+        // The CLI's OpenTelemetry export of traces (OTLP over HTTP only: no gRPC stack).
+        .package(url: "https://github.com/swift-otel/swift-otel", from: "1.6.0", traits: ["OTLPHTTP"]),
     ],
     targets: [
         // MARK: C cellar
@@ -269,6 +271,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "OTel", package: "swift-otel"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -575,6 +578,7 @@ if Context.environment["COATY_PACKAGE_SUBSET"] == "sanitizers" {
     package.dependencies = package.dependencies.filter { dependency in
         guard case .sourceControl(_, let location, _) = dependency.kind else { return true }
         return !location.hasSuffix("/swift-prometheus") && !location.contains("/hummingbird")
+            && !location.hasSuffix("/swift-otel")
     }
     package.products = package.products.filter { product in
         product.name != "coaty" && product.name != "CoatyPostgres" && product.name != "CoatySensorThings"

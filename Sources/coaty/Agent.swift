@@ -43,6 +43,8 @@ struct CLIAgent: Sendable {
         sharedSubscriptionGroup: String? = nil,
         metricsFactory: (any MetricsFactory)? = nil
     ) async throws {
+        // Before the logger: its lines then carry the current trace and span ids.
+        try Telemetry.startIfConfigured(endpoint: options.otlpEndpoint, serviceName: defaultName)
         logger = options.makeLogger()
         let options = try await options.resolvingDiscoveredBrokers(logger: logger)
         self.options = options
@@ -134,9 +136,11 @@ struct CLIAgent: Sendable {
         }
     }
 
-    /// Publishes the Deadvertise of the identity, flushes and disconnects.
+    /// Publishes the Deadvertise of the identity, flushes and disconnects; then exports the spans still queued
+    /// (with `--otlp-endpoint` or `OTEL_EXPORTER_OTLP_ENDPOINT`).
     func stop() async {
         await manager.stop()
+        await Telemetry.finish()
     }
 
     static func describe(_ error: CommunicationError, url: String, seconds: Double) -> String {

@@ -97,6 +97,14 @@ struct ConnectionOptions: ParsableArguments {
     )
     var mqttVersion: String = ProcessInfo.processInfo.environment["COATY_MQTT_VERSION"] ?? "3.1.1"
 
+    @Option(
+        help: ArgumentHelp(
+            "Export traces to this OpenTelemetry collector (OTLP over HTTP, e.g. http://127.0.0.1:4318); the standard OTEL_* variables apply. Default: $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or $OTEL_EXPORTER_OTLP_ENDPOINT, else no export.",
+            valueName: "url"
+        )
+    )
+    var otlpEndpoint: String?
+
     /// The protocol version of `--mqtt-version` (validated by ``validate()``).
     var mqttProtocolVersion: MQTTProtocolVersion { mqttVersion == "5" ? .v5 : .v311 }
 
@@ -114,6 +122,12 @@ struct ConnectionOptions: ParsableArguments {
         }
         guard qos == 0 || qos == 1 else {
             throw ValidationError("--qos must be 0 or 1.")
+        }
+        if let otlpEndpoint {
+            guard let url = URL(string: otlpEndpoint), ["http", "https"].contains(url.scheme ?? ""), url.host != nil
+            else {
+                throw ValidationError("--otlp-endpoint '\(otlpEndpoint.prefix(80))' is not an http:// or https:// URL.")
+            }
         }
         guard ["3.1.1", "4", "5"].contains(mqttVersion) else {
             throw ValidationError("--mqtt-version '\(mqttVersion.prefix(40))' is unknown; use 3.1.1 or 5.")
@@ -198,7 +212,11 @@ struct ConnectionOptions: ParsableArguments {
 
     /// The logger: a stream handler on stderr at `--log-level`.
     func makeLogger(label: String = "coaty") -> Logger {
-        var logger = Logger(label: label, factory: { StreamLogHandler.standardError(label: $0) })
+        let provider = Telemetry.metadataProvider
+        var logger = Logger(
+            label: label,
+            factory: { StreamLogHandler.standardError(label: $0, metadataProvider: provider) }
+        )
         logger.logLevel = Logger.Level(rawValue: logLevel.lowercased()) ?? .warning
         return logger
     }

@@ -91,6 +91,9 @@ struct ExitCodeTests {
         ["advertise", object, "--connect-timeout", "0"],
         ["advertise", object, "--keepalive", "4"],  // libmosquitto's least is 5 s
         ["advertise", object, "--no-such-option"],
+        ["advertise", object, "--mqtt-version", "4.0"],
+        ["record", "--durable", "--mqtt-version", "5"],  // MQTT 5 keeps no persistent session here
+        ["record", "--group", "g", "--mqtt-version", "5"],
         ["record", "--index", "com.example.Light"],
         ["record", "--index", "com.example.Light:a.b"],
         ["respond", "call", "op"],

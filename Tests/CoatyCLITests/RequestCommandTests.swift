@@ -54,8 +54,11 @@ struct RequestCommandTests {
         }
     }
 
-    @Test("discover --object-id --count 1 resolves exactly that object and exits")
-    func discoverByObjectId() async throws {
+    @Test(
+        "discover --object-id --count 1 resolves exactly that object and exits (over MQTT 3.1.1, and 5 beside a 3.1.1 agent)",
+        arguments: [[], ["--mqtt-version", "5"]]
+    )
+    func discoverByObjectId(_ version: [String]) async throws {
         try await withBroker { broker in
             try await withAgent(on: broker) { agent in
                 let result = try await runCoaty(
@@ -63,7 +66,7 @@ struct RequestCommandTests {
                         "discover", "--object-id", agent.identity.objectId.uuidString, "--count", "1", "--timeout",
                         "30",
                         "--broker", broker.url,
-                    ]
+                    ] + version
                 )
                 #expect(result.status == 0, "stderr: \(result.stderr)")
                 let lines = try result.jsonLines()

@@ -1,0 +1,96 @@
+import Foundation
+import Logging
+import OTel
+import ServiceLifecycle
+import Synchronization
+import Tracing
+
+/// The CLI's export of traces to an OpenTelemetry collector (swift-otel, OTLP over HTTP), on when an endpoint is
+/// given: `--otlp-endpoint`, else `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` or `OTEL_EXPORTER_OTLP_ENDPOINT`. The other
+/// standard `OTEL_*` variables apply (`OTEL_EXPORTER_OTLP_PROTOCOL` `http/protobuf` or `http/json`,
+/// `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`, `OTEL_TRACES_SAMPLER` and `_ARG`, `OTEL_BSP_*`, …); the service
+/// name defaults to the command's (`coaty record`). Logs stay on stderr, with the current trace and span ids as
+/// metadata (`trace_id`, `span_id`); metrics stay with the operator endpoint. Without an endpoint nothing is
+/// bootstrapped: swift-distributed-tracing's no-op tracer, no cost.
+enum Telemetry {
+    /// The export while it runs: its service group and the task running it.
+    private struct Running: Sendable {
+        let group: ServiceGroup
+        let task: Task<Void, Never>
+    }
+
+    private static let running = Mutex<Running?>(nil)
+    private static let provider = Mutex<Logger.MetadataProvider?>(nil)
+
+    /// The logger metadata provider with the current trace and span ids, once the export runs; else `nil`.
+    static var metadataProvider: Logger.MetadataProvider? { provider.withLock { $0 } }
+
+    /// The endpoint the export goes to, or `nil` (no export).
+    static func endpoint(option: String?, environment: [String: String]) -> String? {
+        if let option, !option.isEmpty { return option }
+        for variable in ["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"] {
+            if let value = environment[variable], !value.isEmpty { return value }
+        }
+        return nil
+    }
+
+    /// Starts the export once per process when an endpoint is configured (later calls do nothing).
+    ///
+    /// - Parameters:
+    ///   - endpoint: `--otlp-endpoint`, or `nil` for the `OTEL_*` variables.
+    ///   - serviceName: the service name unless `OTEL_SERVICE_NAME` gives one.
+    /// - Throws: ``CLIError`` for a configuration swift-otel refuses (one line).
+    static func startIfConfigured(endpoint option: String?, serviceName: String) throws {
+        let environment = ProcessInfo.processInfo.environment
+        guard let endpoint = endpoint(option: option, environment: environment) else { return }
+        guard running.withLock({ $0 == nil }) else { return }
+        var configuration = OTel.Configuration.default
+        configuration.serviceName = serviceName
+        configuration.logs.enabled = false
+        configuration.metrics.enabled = false
+        configuration.traces.exporter = .otlp
+        if option != nil { configuration.traces.otlpExporter.endpoint = tracesURL(endpoint) }
+        let backend: (factory: any Tracer, service: any Service)
+        do {
+            let made = try OTel.makeTracingBackend(configuration: configuration)
+            backend = (made.factory, made.service)
+        } catch {
+            throw CLIError("Cannot export traces to \(endpoint): \(error)")
+        }
+        InstrumentationSystem.bootstrap(backend.factory)
+        provider.withLock { $0 = OTel.makeLoggingMetadataProvider() }
+        let group = ServiceGroup(
+            configuration: ServiceGroupConfiguration(
+                services: [.init(service: backend.service)],
+                logger: Logger(label: "coaty.telemetry", factory: { _ in SwiftLogNoOpLogHandler() })
+            )
+        )
+        let task = Task<Void, Never> { _ = try? await group.run() }
+        running.withLock { $0 = Running(group: group, task: task) }
+    }
+
+    /// An `--otlp-endpoint` as the traces URL: a base URL (`http://collector:4318`) gets OTLP/HTTP's `/v1/traces`,
+    /// as `OTEL_EXPORTER_OTLP_ENDPOINT` does; a URL with a path is used as it is.
+    static func tracesURL(_ endpoint: String) -> String {
+        guard let url = URL(string: endpoint), url.path.isEmpty || url.path == "/" else { return endpoint }
+        return endpoint.hasSuffix("/") ? endpoint + "v1/traces" : endpoint + "/v1/traces"
+    }
+
+    /// Exports the spans still queued and ends the export, waiting at most `timeout`.
+    static func finish(timeout: Duration = .seconds(5)) async {
+        guard let export = running.withLock({ current -> Running? in
+            defer { current = nil }
+            return current
+        }) else { return }
+        await export.group.triggerGracefulShutdown()
+        await withTaskGroup(of: Void.self) { waiting in
+            waiting.addTask { await export.task.value }
+            waiting.addTask {
+                try? await Task.sleep(for: timeout)
+                export.task.cancel()  // a collector that does not answer: give up (a no-op once the export ended)
+            }
+            await waiting.next()
+            waiting.cancelAll()
+        }
+    }
+}

@@ -1,0 +1,131 @@
+import CoatyKit
+import CoatyTesting
+import Foundation
+import Testing
+
+/// The CLI's OpenTelemetry export, against a real OTLP/HTTP receiver on loopback: a small Python server the test
+/// starts, which stores every body POSTed to `/v1/traces` (OTLP/JSON, `OTEL_EXPORTER_OTLP_PROTOCOL=http/json`).
+@Suite("coaty exports traces over OTLP", .serialized)
+struct TraceExportTests {
+    /// The receiver: answers each POST with `{}` and appends its body as one line to the file given.
+    static let receiver = #"""
+        import http.server, sys
+        out = open(sys.argv[1], "ab", buffering=0)
+        class Receiver(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                out.write(self.path.encode() + b" " + body.replace(b"\n", b" ") + b"\n")
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.end_headers()
+                self.wfile.write(b"{}")
+            def log_message(self, *args):
+                pass
+        server = http.server.HTTPServer(("127.0.0.1", 0), Receiver)
+        print("listening", server.server_address[1], file=sys.stderr, flush=True)
+        server.serve_forever()
+        """#
+
+    /// One exported span: its service, name, ids and string attributes.
+    struct ExportedSpan {
+        let service: String
+        let name: String
+        let traceId: String
+        let spanId: String
+        let parentSpanId: String
+        let attributes: [String: String]
+    }
+
+    /// The spans of every export the receiver stored in `file`.
+    static func spans(in file: String) throws -> [ExportedSpan] {
+        guard let text = try? String(contentsOfFile: file, encoding: .utf8) else { return [] }
+        var spans: [ExportedSpan] = []
+        for line in text.split(separator: "\n") {
+            guard let space = line.firstIndex(of: " "), line[..<space] == "/v1/traces" else { continue }
+            let export = try JSONValue(parsing: Array(line[line.index(after: space)...].utf8))
+            for resource in export["resourceSpans"]?.arrayValue ?? [] {
+                let service = Self.attributes(resource.at("resource.attributes"))["service.name"] ?? ""
+                for scope in resource["scopeSpans"]?.arrayValue ?? [] {
+                    for span in scope["spans"]?.arrayValue ?? [] {
+                        spans.append(
+                            ExportedSpan(
+                                service: service,
+                                name: span["name"]?.stringValue ?? "",
+                                traceId: span["traceId"]?.stringValue ?? "",
+                                spanId: span["spanId"]?.stringValue ?? "",
+                                parentSpanId: span["parentSpanId"]?.stringValue ?? "",
+                                attributes: Self.attributes(span["attributes"])
+                            )
+                        )
+                    }
+                }
+            }
+        }
+        return spans
+    }
+
+    static func attributes(_ list: JSONValue?) -> [String: String] {
+        var result: [String: String] = [:]
+        for attribute in list?.arrayValue ?? [] {
+            if let key = attribute["key"]?.stringValue, let value = attribute.at("value.stringValue")?.stringValue {
+                result[key] = value
+            }
+        }
+        return result
+    }
+
+    @Test("coaty discover → coaty record over MQTT 5: both export their spans to the collector, in one trace")
+    func discoverAnsweredByTheRecorderIsOneExportedTrace() async throws {
+        try await withTemporaryDirectory { directory in
+            let received = directory + "/otlp.lines"
+            let collector = try TestProcess(executable: "/usr/bin/python3", ["-c", Self.receiver, received])
+            defer { collector.signal(SIGKILL) }
+            let listening = try #require(await collector.stderrLine(containing: "listening", timeout: 30))
+            let port = try #require(listening.split(separator: " ").last.map(String.init))
+            let endpoint = "http://127.0.0.1:\(port)"
+            // The standard variables for one process, --otlp-endpoint for the other.
+            let otel = ["OTEL_EXPORTER_OTLP_PROTOCOL": "http/json", "OTEL_BSP_SCHEDULE_DELAY": "200"]
+            try await withBroker { broker in
+                try await withAgent(on: broker, name: "publisher") { agent in
+                    let recorder = try await startReadyCoaty(
+                        ["record", "--db", directory + "/objects.sqlite", "--mqtt-version", "5", "--broker", broker.url],
+                        name: "recorder",
+                        observer: agent,
+                        environment: otel.merging(["OTEL_EXPORTER_OTLP_ENDPOINT": endpoint]) { $1 }
+                    )
+                    let lamp = Identity(name: "lamp")
+                    try await agent.publishAdvertise(lamp)
+                    var resolved = false
+                    for _ in 0..<50 where !resolved {
+                        let discover = try await runCoaty(
+                            [
+                                "discover", "--object-id", lamp.objectId.uuidString, "--count", "1", "--timeout", "2",
+                                "--mqtt-version", "5", "--otlp-endpoint", endpoint, "--broker", broker.url,
+                            ],
+                            environment: otel
+                        )
+                        #expect(discover.status == 0, "stderr: \(discover.stderr)")
+                        resolved = discover.stdout.contains(lamp.objectId.uuidString)
+                    }
+                    #expect(resolved, "the recorder stored the lamp and answered")
+                    recorder.signal(SIGTERM)  // a clean stop exports what is still queued
+                    let stopped = await recorder.finish(timeout: 60)
+                    #expect(stopped.status == 0, "stderr: \(stopped.stderr)")
+                }
+            }
+            let spans = try Self.spans(in: received)
+            let sent = spans.filter { $0.name == "Discover send" && $0.service == "coaty discover" }
+            let handled = spans.filter {
+                $0.name == "Discover process" && $0.service == "coaty record"
+                    && $0.attributes["coaty.request.outcome"] == "response"
+            }
+            let answered = try #require(handled.last, "spans: \(spans.map { "\($0.service): \($0.name)" })")
+            let request = try #require(sent.first { $0.spanId == answered.parentSpanId }, "the answered Discover's parent")
+            #expect(request.traceId == answered.traceId)
+            #expect(request.parentSpanId.isEmpty, "the request is the trace's root")
+            #expect(answered.attributes["messaging.system"] == "mqtt")
+            let lookup = try #require(spans.first { $0.name == "coaty.record store lookup" && $0.parentSpanId == answered.spanId })
+            #expect(lookup.traceId == request.traceId)
+        }
+    }
+}
