@@ -316,7 +316,9 @@ let package = Package(
         .executableTarget(
             name: "agent-benchmark",
             dependencies: [
-                "CoatyTesting","BenchmarkSupport", "CoatyKit", .product(name: "Logging", package: "swift-log")],
+                "CoatyTesting", "BenchmarkSupport", "CoatyKit", "CoatyRecording", "CoatySQLite",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             path: "Benchmarks/AgentBenchmark",
             swiftSettings: swiftSettings
         ),

@@ -893,6 +893,7 @@ benchmarkMainBlocking(
         "discover-loop": { try await runRequestLoop($0, query: false) },
         "query-loop": { try await runRequestLoop($0, query: true) },
         "soak-load": runSoakLoad,
+        "recorder": runRecorderRole,
     ],
     defaults: [
         "--messages": 200_000, "--round-trips": 10_000, "--runs": 3, "--memory-events": 1_000_000,

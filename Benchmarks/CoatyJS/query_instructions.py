@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
-"""Instructions per Query answered by `coaty record`, for one or more builds, counted by callgrind.
+"""Instructions per Query answered by the recorder `coaty record` runs, for one or more builds, counted by callgrind.
 
-The recorder holds the 1000 objects of `Benchmarks/run coatyjs`'s query scenario (SQLite) and answers the same Query
-(a property condition, orderBy, take 10) from a Coaty JS requester (`agent.js query-loop`). Each build's recorder runs
-under `valgrind --tool=callgrind` twice, for R1 and R2 round trips; instructions per request are
-(I(R2) - I(R1)) / (R2 - R1), so start-up and shut-down cancel out. Counts repeat to about 1 % for one binary, where
-timings on this VM move ±15 %.
+The recorder (`agent-benchmark recorder`: `coaty record`'s CoatyRecorder on a SQLite file and a manager on Coaty's
+defaults, in a process callgrind can run — valgrind 3.19 dies in the CLI's async main) holds the 1000 objects of
+`Benchmarks/run coatyjs`'s query scenario and answers the same Query (a property condition, orderBy, take 10) from a
+Coaty JS requester (`agent.js query-loop`). Each build's recorder runs under `valgrind --tool=callgrind` twice, for R1
+and R2 round trips; instructions per request are (I(R2) - I(R1)) / (R2 - R1), so start-up and shut-down cancel out.
+Counts repeat to about 1 % for one binary, where timings on this VM move ±15 %.
 
-  python3 Benchmarks/CoatyJS/query_instructions.py NAME=PATH/TO/coaty [NAME=PATH ...] [--rounds 20,120]
+  python3 Benchmarks/CoatyJS/query_instructions.py NAME=PATH/TO/agent-benchmark [NAME=PATH ...] [--rounds 20,120]
 """
 import argparse, json, os, re, shutil, signal, subprocess, sys, tempfile, time
 
@@ -23,15 +24,24 @@ def totals(path):
     raise RuntimeError(f"no totals in {path}")
 
 
-def recorder_instructions(coaty, db, broker, rounds, work, name):
+def start_recorder(bench, db, broker, work, name, prefix=(), answers=None):
+    command = list(prefix) + [bench, "recorder", "127.0.0.1", str(broker.port), db]
+    if answers:
+        command += ["--answers", str(answers)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE,
+                               stderr=open(os.path.join(work, f"record.{name}.log"), "a"))
+    line = process.stdout.readline()
+    if b"ready" not in line:
+        raise RuntimeError(f"recorder {name} not ready: {line!r}")
+    return process
+
+
+def recorder_instructions(bench, db, broker, rounds, work, name):
     out = os.path.join(work, f"callgrind.{name}.{rounds}")
-    process = subprocess.Popen(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", coaty, "record",
-                                "--db", db, "--broker", broker.url],
-                               stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, f"record.{name}.log"), "a"))
-    time.sleep(20)  # start-up under valgrind: subscribed well before the first Query
+    process = start_recorder(bench, db, broker, work, name,
+                             prefix=("valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"), answers=rounds)
     result = run.js_loop(broker, "query", rounds, 0, query_filter=run.QUERY_FILTER)
-    process.send_signal(signal.SIGTERM)
-    process.wait(timeout=120)
+    process.wait(timeout=300)
     return totals(out), result
 
 
@@ -51,14 +61,12 @@ def main():
         # count on copies without debug information (the code is the same).
         builds = []
         for name, path in (b.split("=", 1) for b in args.builds):
-            stripped = os.path.join(work, f"coaty-{name}")
+            stripped = os.path.join(work, f"agent-benchmark-{name}")
             subprocess.run(["objcopy", "--strip-debug", path, stripped], check=True)
             builds.append((name, stripped))
         # Fill one database with the first build, as the benchmark does (a Coaty JS agent advertises).
         base = os.path.join(work, "base.sqlite")
-        fill = subprocess.Popen([builds[0][1], "record", "--db", base, "--broker", broker.url],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(1.5)
+        fill = start_recorder(builds[0][1], base, broker, work, "fill")
         subprocess.run(["node", run.AGENT_JS, "advertise", "--objects", "@" + objects, "--timeout", "600",
                         "--broker", broker.url], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(2)

@@ -32,7 +32,7 @@ extension CommunicationManager {
     /// - Throws: ``CommunicationError`` for an invalid name or a permanent transport failure.
     public func publishAssociate(ioContextName: String, data: AssociateEventData) async throws(CommunicationError) {
         let topic = try topic(.associate(ioContextName: ioContextName))
-        try await send(TransportMessage(topic: topic.name, payload: data.payloadBytes))
+        try await sendOneWay(.associate, TransportMessage(topic: topic.name, payload: data.payloadBytes))
     }
 
     /// The Coaty route of an IoSource's values: `coaty/3/<namespace>/IOV/<ioSourceId>`.
@@ -66,7 +66,7 @@ extension CommunicationManager {
     ///   - ioSourceId: the IoSource publishing it.
     /// - Throws: ``CommunicationError`` for a permanent transport failure.
     public func publishIoValue(rawBytes: [UInt8], ioSourceId: CoatyUUID) async throws(CommunicationError) {
-        try await send(TransportMessage(topic: try ioValueTopic(ioSourceId: ioSourceId), payload: rawBytes))
+        try await sendOneWay(.ioValue, TransportMessage(topic: try ioValueTopic(ioSourceId: ioSourceId), payload: rawBytes))
     }
 
     /// Observes the IoValues of one IoSource on its Coaty route.

@@ -22,9 +22,12 @@ extension CommunicationManager {
     ) async throws(CommunicationError) {
         let payload = try AnyCoatyObject.payloadBytes(object: object, privateData: privateData)
         // Every topic is built before anything is sent: an invalid object type sends nothing.
-        for topic in try advertiseTopicNames(objectType: object.objectType, coreType: object.coreType) {
-            try await send(TransportMessage(topic: topic, payload: payload, qos: qos))
+        let topics = try advertiseTopicNames(objectType: object.objectType, coreType: object.coreType)
+        guard isTracing else {
+            for topic in topics { try await send(TransportMessage(topic: topic, payload: payload, qos: qos)) }
+            return
         }
+        try await sendOneWay(.advertise, topics.map { TransportMessage(topic: $0, payload: payload, qos: qos) })
     }
 
     /// Publishes a Deadvertise of object ids.
@@ -37,7 +40,8 @@ extension CommunicationManager {
         async throws(CommunicationError)
     {
         let topic = try topic(.deadvertise)
-        try await send(
+        try await sendOneWay(
+            .deadvertise,
             TransportMessage(
                 topic: topic.name,
                 payload: DeadvertiseEventData(objectIds: objectIds).payloadBytes,
@@ -62,7 +66,7 @@ extension CommunicationManager {
     ) async throws(CommunicationError) {
         let payload = try AnyCoatyObject.payloadBytes(object: object, privateData: privateData)
         let topic = try topic(.channel(id: channelId))
-        try await send(TransportMessage(topic: topic.name, payload: payload, qos: qos))
+        try await sendOneWay(.channel, TransportMessage(topic: topic.name, payload: payload, qos: qos))
     }
 
     /// Publishes a Channel event with an array of objects (`{"objects":[…]}`).
@@ -101,7 +105,7 @@ extension CommunicationManager {
         qos: TransportQoS = .atMostOnce
     ) async throws(CommunicationError) {
         let topic = try topic(.channel(id: channelId))
-        try await send(TransportMessage(topic: topic.name, payload: data.payloadBytes, qos: qos))
+        try await sendOneWay(.channel, TransportMessage(topic: topic.name, payload: data.payloadBytes, qos: qos))
     }
 
     /// Publishes a Raw message on a topic that does not start with `coaty/`.

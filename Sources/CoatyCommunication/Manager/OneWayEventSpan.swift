@@ -1,0 +1,103 @@
+import CoatyModel
+import Tracing
+
+/// Spans of one-way events (Advertise, Deadvertise, Channel, Associate, IoValue), only while the manager traces and
+/// only those the tracer samples: a producer span `Advertise send` (…) around the publication, a child of the
+/// caller's current span, and a consumer span `Advertise receive` (…) at the delivery to the observers, a child of
+/// the publisher's span when the message carried its context (MQTT 5) and the publisher's sampling decision with it.
+/// A tracer samples a span it does not record (`isRecording == false`): then no attribute is computed and no
+/// context is sent. Without a tracer nothing here runs (``CommunicationManager/isTracing``).
+enum OneWayEventSpan {
+    /// Sets the attributes both sides share.
+    static func describe(
+        _ span: any Span,
+        operation: String,
+        event: CommunicationEventType,
+        topic: String,
+        agentId: CoatyUUID,
+        namespace: String
+    ) {
+        span.attributes[RequestSpan.Key.system] = "mqtt"
+        span.attributes[RequestSpan.Key.operationType] = operation
+        span.attributes[RequestSpan.Key.operationName] = event.name
+        span.attributes[RequestSpan.Key.eventType] = event.name
+        span.attributes[RequestSpan.Key.destination] = topic
+        span.attributes[RequestSpan.Key.agentId] = agentId.description
+        span.attributes[RequestSpan.Key.namespace] = namespace
+    }
+}
+
+extension CommunicationManager {
+    /// Sends the messages of one one-way event (an Advertise goes out on up to two topics) in its producer span
+    /// when the tracer samples one; untraced, exactly ``send(_:)`` for each.
+    func sendOneWay(_ event: CommunicationEventType, _ messages: [TransportMessage]) async throws(CommunicationError) {
+        guard isTracing, let first = messages.first else {
+            for message in messages { try await send(message) }
+            return
+        }
+        let span = tracer.startSpan(
+            "\(event.name) send",
+            context: InstrumentationContext.current ?? .topLevel,
+            ofKind: .producer,
+            at: DefaultTracerClock.now
+        )
+        guard span.isRecording else {
+            span.end()
+            for message in messages { try await send(message) }
+            return
+        }
+        OneWayEventSpan.describe(
+            span,
+            operation: "send",
+            event: event,
+            topic: first.topic,
+            agentId: identity.objectId,
+            namespace: options.namespace
+        )
+        let properties = TraceContextPropagation.properties(of: span.context, tracer: tracer, transport: transport)
+        do throws(CommunicationError) {
+            for var message in messages {
+                message.userProperties = properties
+                try await send(message)
+            }
+        } catch {
+            span.recordError(error)
+            span.setStatus(SpanStatus(code: .error, message: "\(error)"))
+            span.end()
+            throw error
+        }
+        span.end()
+    }
+
+    /// The other `sendOneWay` for one message (untraced: no array made).
+    func sendOneWay(_ event: CommunicationEventType, _ message: TransportMessage) async throws(CommunicationError) {
+        guard isTracing else {
+            try await send(message)
+            return
+        }
+        try await sendOneWay(event, [message])
+    }
+
+    /// The consumer span of a one-way event received on `topic`, started and ended at its delivery (tracing only).
+    func traceReceived(_ topic: CoatyTopic, userProperties: [MQTTUserProperty]) {
+        let remote = TraceContextPropagation.remoteContext(in: userProperties, tracer: tracer)
+        let span = tracer.startSpan(
+            "\(topic.eventType.name) receive",
+            context: remote ?? .topLevel,
+            ofKind: .consumer,
+            at: DefaultTracerClock.now
+        )
+        if span.isRecording {
+            OneWayEventSpan.describe(
+                span,
+                operation: "receive",
+                event: topic.eventType,
+                topic: topic.name,
+                agentId: identity.objectId,
+                namespace: String(topic.namespace)
+            )
+            span.attributes[HandledRequestSpan.Key.sourceId] = topic.sourceUUID.description
+        }
+        span.end()
+    }
+}
