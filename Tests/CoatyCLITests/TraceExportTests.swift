@@ -88,7 +88,10 @@ struct TraceExportTests {
             try await withBroker { broker in
                 try await withAgent(on: broker, name: "publisher") { agent in
                     let recorder = try await startReadyCoaty(
-                        ["record", "--db", directory + "/objects.sqlite", "--mqtt-version", "5", "--broker", broker.url],
+                        [
+                            "record", "--db", directory + "/objects.sqlite", "--mqtt-version", "5", "--log-level", "info",
+                            "--broker", broker.url,
+                        ],
                         name: "recorder",
                         observer: agent,
                         environment: otel.merging(["OTEL_EXPORTER_OTLP_ENDPOINT": endpoint]) { $1 }
@@ -108,9 +111,29 @@ struct TraceExportTests {
                         resolved = discover.stdout.contains(lamp.objectId.uuidString)
                     }
                     #expect(resolved, "the recorder stored the lamp and answered")
+                    // A Query ordered by a property not indexed yet: the recorder creates the index while it answers,
+                    // and logs it (info) in the Query's trace context.
+                    let light = #"{"objectType":"com.example.Light","coreType":"CoatyObject","name":"Lamp","room":"hall"}"#
+                    let advertised = try await runCoaty(["advertise", light, "--broker", broker.url])
+                    #expect(advertised.status == 0, "stderr: \(advertised.stderr)")
+                    var retrieved = false
+                    for _ in 0..<50 where !retrieved {
+                        let query = try await runCoaty(
+                            [
+                                "query", "--object-types", "com.example.Light", "--filter",
+                                #"{"orderByProperties":[["room","Asc"]]}"#, "--count", "1", "--timeout", "2",
+                                "--mqtt-version", "5", "--broker", broker.url,
+                            ]
+                        )
+                        retrieved = query.stdout.contains("hall")
+                    }
+                    #expect(retrieved)
                     recorder.signal(SIGTERM)  // a clean stop exports what is still queued
                     let stopped = await recorder.finish(timeout: 60)
                     #expect(stopped.status == 0, "stderr: \(stopped.stderr)")
+                    let indexLine = stopped.stderr.split(separator: "\n").first { $0.contains("Created an index") }
+                    #expect(indexLine?.contains("trace_id=") == true, "log: \(indexLine ?? "none")")
+                    #expect(indexLine?.contains("span_id=") == true)
                 }
             }
             let spans = try Self.spans(in: received)
