@@ -1,6 +1,7 @@
 import ArgumentParser
 import CoatyKit
 import Foundation
+import Tracing
 
 /// The default time requests wait for responses, in seconds.
 let defaultRequestTimeout = 2.0
@@ -21,7 +22,10 @@ func runRequest<Response: Sendable>(
         let timeout = limits.timeout ?? defaultRequestTimeout
         let responses = try request(agent.manager)
             .responses(limit: limits.count, timeout: .milliseconds(Int64(timeout * 1000)))
-        try await printEvents(responses, count: limits.count, timeout: nil, signals: signals, render: render)
+        // The request span starts with the iteration: in the trace a parent process handed down, if any.
+        _ = try await ServiceContext.withValue(Telemetry.inheritedContext()) {
+            try await printEvents(responses, count: limits.count, timeout: nil, signals: signals, render: render)
+        }
     } catch let error as CLIError {
         await agent.stop()
         throw error

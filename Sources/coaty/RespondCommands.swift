@@ -87,7 +87,9 @@ struct RespondCall: AsyncParsableCommand {
             Exit status 0: its stdout is the result — parsed as JSON, else the text as a JSON \
             string (one trailing newline removed); empty stdout is null. Any other exit status N: \
             an error Return with code N (a command killed by a signal S: 128+S, as shells report \
-            it) and as message the first non-empty line of its stderr, else "exit status N".
+            it) and as message the first non-empty line of its stderr, else "exit status N". \
+            While traces are exported (--otlp-endpoint), the command gets the Call's trace context in \
+            TRACEPARENT and TRACESTATE: a coaty request it makes continues the Call's trace.
 
             Coaty's rule decides which calls are answered: a call without context filter always; \
             a call with a context filter only when --context is given and matches it.
@@ -163,7 +165,14 @@ struct RespondCall: AsyncParsableCommand {
             switch outcome {
             case .fixed(let fixed): returned = fixed
             case .exec(let command):
-                returned = try await ShellCommand.run(command, input: call.data.parameters ?? .null)
+                // In the Call's trace context: a traced command (another `coaty` request) continues its trace.
+                returned = try await call.withTraceContext {
+                    try await ShellCommand.run(
+                        command,
+                        input: call.data.parameters ?? .null,
+                        environment: Telemetry.traceEnvironment()
+                    )
+                }
             }
             let data: ReturnEventData
             switch returned {
@@ -197,9 +206,17 @@ enum ShellCommand {
     /// Runs `command` with `/bin/sh -c`, `input` on its stdin; its stdin, stdout and stderr are
     /// temporary files (no pipe to fill, no SIGPIPE). Cancellation kills the command.
     ///
+    /// - Parameters:
+    ///   - command: the shell command.
+    ///   - input: its standard input.
+    ///   - environment: variables added to this process's (the trace context, `TRACEPARENT`).
     /// - Returns: the result (exit status 0) or the error (any other status), as `--help` says.
     /// - Throws: ``CLIError`` when the command cannot be started.
-    static func run(_ command: String, input: JSONValue) async throws -> Result<JSONValue, ReturnError> {
+    static func run(
+        _ command: String,
+        input: JSONValue,
+        environment: [String: String] = [:]
+    ) async throws -> Result<JSONValue, ReturnError> {
         let directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("coaty-respond-\(CoatyUUID().uuidString)")
         try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -221,6 +238,9 @@ enum ShellCommand {
                 let process = Process()
                 process.executableURL = URL(fileURLWithPath: "/bin/sh")
                 process.arguments = ["-c", command]
+                if !environment.isEmpty {
+                    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+                }
                 do {
                     process.standardInput = try FileHandle(forReadingFrom: files.stdin)
                     process.standardOutput = try FileHandle(forWritingTo: files.stdout)

@@ -69,6 +69,40 @@ enum Telemetry {
         running.withLock { $0 = Running(group: group, task: task) }
     }
 
+    /// Writes each injected field under its name.
+    private struct FieldInjector: Injector {
+        func inject(_ value: String, forKey key: String, into carrier: inout [String: String]) { carrier[key] = value }
+    }
+
+    /// Reads a field by its name.
+    private struct FieldExtractor: Extractor {
+        func extract(key: String, from carrier: [String: String]) -> String? { carrier[key] }
+    }
+
+    /// The current trace context as environment variables for a child process (`TRACEPARENT`, `TRACESTATE`, the
+    /// OpenTelemetry convention for processes), or none when nothing is exported or no span is current.
+    static func traceEnvironment() -> [String: String] {
+        guard running.withLock({ $0 != nil }), let context = ServiceContext.current else { return [:] }
+        var fields: [String: String] = [:]
+        InstrumentationSystem.tracer.inject(context, into: &fields, using: FieldInjector())
+        var environment: [String: String] = [:]
+        for (key, value) in fields { environment[key.uppercased()] = value }
+        return environment
+    }
+
+    /// The trace context a parent process handed down in `TRACEPARENT` (and `TRACESTATE`): a command run by
+    /// `coaty respond call --exec` continues the trace of the Call it answers. `nil` without an export or a parent.
+    static func inheritedContext(_ environment: [String: String] = ProcessInfo.processInfo.environment)
+        -> ServiceContext?
+    {
+        guard running.withLock({ $0 != nil }), let parent = environment["TRACEPARENT"] else { return nil }
+        var fields = ["traceparent": parent]
+        if let state = environment["TRACESTATE"] { fields["tracestate"] = state }
+        var context = ServiceContext.topLevel
+        InstrumentationSystem.tracer.extract(fields, into: &context, using: FieldExtractor())
+        return context.isEmpty ? nil : context
+    }
+
     /// An `--otlp-endpoint` as the traces URL: a base URL (`http://collector:4318`) gets OTLP/HTTP's `/v1/traces`,
     /// as `OTEL_EXPORTER_OTLP_ENDPOINT` does; a URL with a path is used as it is.
     static func tracesURL(_ endpoint: String) -> String {

@@ -151,4 +151,74 @@ struct TraceExportTests {
             #expect(lookup.traceId == request.traceId)
         }
     }
+
+    @Test("four processes, one trace: coaty call → coaty respond call --exec 'coaty discover …' → coaty record")
+    func callAnsweredByADiscoverIsOneTraceAcrossFourProcesses() async throws {
+        try await withTemporaryDirectory { directory in
+            let received = directory + "/otlp.lines"
+            let collector = try TestProcess(executable: "/usr/bin/python3", ["-c", Self.receiver, received])
+            defer { collector.signal(SIGKILL) }
+            let listening = try #require(await collector.stderrLine(containing: "listening", timeout: 30))
+            let port = try #require(listening.split(separator: " ").last.map(String.init))
+            let otel = [
+                "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:\(port)", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json",
+                "OTEL_BSP_SCHEDULE_DELAY": "200",
+            ]
+            let coaty = try coatyExecutable()
+            try await withBroker { broker in
+                try await withAgent(on: broker, name: "publisher") { agent in
+                    let recorder = try await startReadyCoaty(
+                        ["record", "--db", directory + "/objects.sqlite", "--mqtt-version", "5", "--broker", broker.url],
+                        name: "recorder",
+                        observer: agent,
+                        environment: otel
+                    )
+                    let lamp = Identity(name: "lamp")
+                    try await agent.publishAdvertise(lamp)
+                    // The responder's command is a traced coaty request of its own (it inherits the OTEL_* variables).
+                    let lookup = "\(coaty) discover --object-id \(lamp.objectId) --count 1 --timeout 5 --mqtt-version 5 --broker \(broker.url)"
+                    let responder = try await startReadyCoaty(
+                        ["respond", "call", "lookup", "--exec", lookup, "--mqtt-version", "5", "--broker", broker.url],
+                        name: "responder",
+                        observer: agent,
+                        environment: otel
+                    )
+                    var returned = false
+                    for _ in 0..<30 where !returned {
+                        let call = try await runCoaty(
+                            ["call", "lookup", "--count", "1", "--timeout", "10", "--mqtt-version", "5", "--broker", broker.url],
+                            environment: otel
+                        )
+                        #expect(call.status == 0, "stderr: \(call.stderr)")
+                        returned = call.stdout.contains(lamp.objectId.uuidString)
+                    }
+                    #expect(returned, "the Call returned the Resolve the responder's discover printed")
+                    for process in [responder, recorder] { process.signal(SIGTERM) }
+                    for process in [responder, recorder] { _ = await process.finish(timeout: 60) }
+                }
+            }
+            let spans = try Self.spans(in: received)
+            func answered(_ name: String, by service: String) -> [ExportedSpan] {
+                spans.filter {
+                    $0.name == name && $0.service == service && $0.attributes["coaty.request.outcome"] == "response"
+                }
+            }
+            let listing = spans.map { "\($0.service): \($0.name)" }
+            let discoverHandled = try #require(answered("Discover process", by: "coaty record").last, "\(listing)")
+            let discoverSent = try #require(
+                spans.first { $0.spanId == discoverHandled.parentSpanId && $0.service == "coaty discover" }, "\(listing)"
+            )
+            let callHandled = try #require(
+                spans.first { $0.spanId == discoverSent.parentSpanId && $0.service == "coaty respond call" },
+                "\(listing)"
+            )
+            #expect(callHandled.name == "Call process")
+            let callSent = try #require(
+                spans.first { $0.spanId == callHandled.parentSpanId && $0.service == "coaty call" }, "\(listing)"
+            )
+            #expect(callSent.name == "Call send")
+            #expect(callSent.parentSpanId.isEmpty)
+            #expect(Set([callSent, callHandled, discoverSent, discoverHandled].map(\.traceId)).count == 1, "one trace")
+        }
+    }
 }
