@@ -113,39 +113,68 @@ static bool growRingLocked(CMosquittoShim_Client *c) {
     return true;
 }
 
-/// The bytes the MQTT 5 user properties of `props` take in a message (see CMosquittoShim_Message); 0 without any.
-/// libmosquitto keeps a received property's strings with their lengths (MQTT caps each at 65535 bytes).
-static size_t userPropertiesSize(const mosquitto_property *props) {
-    size_t size = 0;
-    for (const mosquitto_property *p = props; p; p = mosquitto_property_next(p)) {
+/// The most user properties one received message keeps (more are left out: a trace context needs two).
+enum { MaxUserProperties = 32 };
+
+/// The user properties of a received message, read once: libmosquitto's copies of their strings, freed by
+/// freeUserProperties.
+typedef struct UserProperties {
+    int count;
+    size_t size;  // the bytes they take in a message (see CMosquittoShim_Message)
+    char *names[MaxUserProperties];
+    char *values[MaxUserProperties];
+    uint16_t nameLengths[MaxUserProperties];
+    uint16_t valueLengths[MaxUserProperties];
+} UserProperties;
+
+/// Reads the user properties of `props` (at most MaxUserProperties; one that cannot be read, for lack of memory, is
+/// left out). MQTT caps each string at 65535 bytes and forbids NUL in it (libmosquitto checks), so strlen is its
+/// length.
+static void readUserProperties(const mosquitto_property *props, UserProperties *out) {
+    out->count = 0;
+    out->size = 0;
+    for (const mosquitto_property *p = props; p && out->count < MaxUserProperties; p = mosquitto_property_next(p)) {
         if (mosquitto_property_identifier(p) != MQTT_PROP_USER_PROPERTY) continue;
         char *name = NULL, *value = NULL;
-        if (mosquitto_property_read_string_pair(p, MQTT_PROP_USER_PROPERTY, &name, &value, false)) {
-            size += 4 + strlen(name) + strlen(value);
+        if (!mosquitto_property_read_string_pair(p, MQTT_PROP_USER_PROPERTY, &name, &value, false) || !name ||
+            !value) {
+            free(name);
+            free(value);
+            continue;
         }
-        free(name);
-        free(value);
+        size_t nameLength = strlen(name), valueLength = strlen(value);
+        if (nameLength > UINT16_MAX || valueLength > UINT16_MAX) {
+            free(name);
+            free(value);
+            continue;
+        }
+        int i = out->count++;
+        out->names[i] = name;
+        out->values[i] = value;
+        out->nameLengths[i] = (uint16_t)nameLength;
+        out->valueLengths[i] = (uint16_t)valueLength;
+        out->size += 4 + nameLength + valueLength;
     }
-    return size;
 }
 
-/// Writes the user properties of `props` as CMosquittoShim_Message describes (the size userPropertiesSize gave).
-static void copyUserProperties(const mosquitto_property *props, uint8_t *out) {
-    for (const mosquitto_property *p = props; p; p = mosquitto_property_next(p)) {
-        if (mosquitto_property_identifier(p) != MQTT_PROP_USER_PROPERTY) continue;
-        char *name = NULL, *value = NULL;
-        if (mosquitto_property_read_string_pair(p, MQTT_PROP_USER_PROPERTY, &name, &value, false)) {
-            uint16_t lengths[2] = {(uint16_t)strlen(name), (uint16_t)strlen(value)};
-            memcpy(out, &lengths[0], 2);
-            memcpy(out + 2, name, lengths[0]);
-            out += 2 + lengths[0];
-            memcpy(out, &lengths[1], 2);
-            memcpy(out + 2, value, lengths[1]);
-            out += 2 + lengths[1];
-        }
-        free(name);
-        free(value);
+/// Writes what readUserProperties read as CMosquittoShim_Message describes (exactly `properties->size` bytes).
+static void copyUserProperties(const UserProperties *properties, uint8_t *out) {
+    for (int i = 0; i < properties->count; i++) {
+        memcpy(out, &properties->nameLengths[i], 2);
+        memcpy(out + 2, properties->names[i], properties->nameLengths[i]);
+        out += 2 + properties->nameLengths[i];
+        memcpy(out, &properties->valueLengths[i], 2);
+        memcpy(out + 2, properties->values[i], properties->valueLengths[i]);
+        out += 2 + properties->valueLengths[i];
     }
+}
+
+static void freeUserProperties(UserProperties *properties) {
+    for (int i = 0; i < properties->count; i++) {
+        free(properties->names[i]);
+        free(properties->values[i]);
+    }
+    properties->count = 0;
 }
 
 /// Puts a received message into the ring (loop thread, from libmosquitto's on_message).
@@ -157,10 +186,15 @@ static void pushMessage(CMosquittoShim_Client *c, const char *topic, size_t topi
     // the allocation that can fail, so a message lost here (no memory) is not acknowledged either: holding through its
     // number holds its answer until the application acknowledges what came before.
     if (qos > 0) atomic_store(&c->intake.lastAnsweredMessage, c->queue.pushedMessages + 1);
-    size_t propertiesLength = props ? userPropertiesSize(props) : 0;
+    UserProperties properties;  // not zeroed: only count and size are read before they are set
+    properties.count = 0;
+    properties.size = 0;
+    if (props) readUserProperties(props, &properties);
+    size_t propertiesLength = properties.size;
     CMosquittoShim_Message *m =
         malloc(sizeof(CMosquittoShim_Message) + topicLength + 1 + payloadLength + propertiesLength);
     if (!m) {
+        freeUserProperties(&properties);
         atomic_fetch_add(&c->queue.dropped, 1);
         return;
     }
@@ -173,7 +207,8 @@ static void pushMessage(CMosquittoShim_Client *c, const char *topic, size_t topi
     if (topicLength) memcpy(bytes, topic, topicLength);
     bytes[topicLength] = 0;
     if (payloadLength) memcpy(bytes + topicLength + 1, payload, payloadLength);
-    if (propertiesLength) copyUserProperties(props, bytes + topicLength + 1 + payloadLength);
+    if (propertiesLength) copyUserProperties(&properties, bytes + topicLength + 1 + payloadLength);
+    freeUserProperties(&properties);
 
     pthread_mutex_lock(&c->queue.queueLock);
     if (c->queue.count == c->queue.allocated && !growRingLocked(c)) {

@@ -19,7 +19,21 @@ enum Telemetry {
         let task: Task<Void, Never>
     }
 
+    /// `true` for the first caller of ``claim()`` only.
+    private final class Once: Sendable {
+        private let claimed = Mutex(false)
+
+        func claim() -> Bool {
+            claimed.withLock { claimed in
+                defer { claimed = true }
+                return !claimed
+            }
+        }
+    }
+
     private static let running = Mutex<Running?>(nil)
+    /// Whether the process-global tracer was bootstrapped (once: a second bootstrap is a precondition failure).
+    private static let bootstrapped = Mutex(false)
     private static let provider = Mutex<Logger.MetadataProvider?>(nil)
 
     /// The logger metadata provider with the current trace and span ids, once the export runs; else `nil`.
@@ -43,13 +57,20 @@ enum Telemetry {
     static func startIfConfigured(endpoint option: String?, serviceName: String) throws {
         let environment = ProcessInfo.processInfo.environment
         guard let endpoint = endpoint(option: option, environment: environment) else { return }
-        guard running.withLock({ $0 == nil }) else { return }
+        let first = bootstrapped.withLock { done -> Bool in
+            defer { done = true }
+            return !done
+        }
+        guard first else { return }
         var configuration = OTel.Configuration.default
         configuration.serviceName = serviceName
         configuration.logs.enabled = false
         configuration.metrics.enabled = false
         configuration.traces.exporter = .otlp
-        if option != nil { configuration.traces.otlpExporter.endpoint = tracesURL(endpoint) }
+        if let option, !option.isEmpty {
+            // swift-otel applies the OTEL_* variables over the code's configuration: the option wins only as one.
+            setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", tracesURL(option), 1)
+        }
         let backend: (factory: any Tracer, service: any Service)
         do {
             let made = try OTel.makeTracingBackend(configuration: configuration)
@@ -110,21 +131,28 @@ enum Telemetry {
         return endpoint.hasSuffix("/") ? endpoint + "v1/traces" : endpoint + "/v1/traces"
     }
 
-    /// Exports the spans still queued and ends the export, waiting at most `timeout`.
+    /// Exports the spans still queued and ends the export, waiting at most `timeout` (a collector that does not
+    /// answer does not hold the command's exit).
     static func finish(timeout: Duration = .seconds(5)) async {
         guard let export = running.withLock({ current -> Running? in
             defer { current = nil }
             return current
         }) else { return }
         await export.group.triggerGracefulShutdown()
-        await withTaskGroup(of: Void.self) { waiting in
-            waiting.addTask { await export.task.value }
-            waiting.addTask {
-                try? await Task.sleep(for: timeout)
-                export.task.cancel()  // a collector that does not answer: give up (a no-op once the export ended)
+        let once = Once()
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            @Sendable func resume() {
+                if once.claim() { done.resume() }
             }
-            await waiting.next()
-            waiting.cancelAll()
+            Task {
+                await export.task.value
+                resume()
+            }
+            Task {
+                try? await Task.sleep(for: timeout)
+                export.task.cancel()
+                resume()
+            }
         }
     }
 }

@@ -105,7 +105,8 @@ struct TraceExportTests {
                                 "discover", "--object-id", lamp.objectId.uuidString, "--count", "1", "--timeout", "2",
                                 "--mqtt-version", "5", "--otlp-endpoint", endpoint, "--broker", broker.url,
                             ],
-                            environment: otel
+                            // The option wins over the variable (nothing listens on port 9).
+                            environment: otel.merging(["OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"]) { $1 }
                         )
                         #expect(discover.status == 0, "stderr: \(discover.stderr)")
                         resolved = discover.stdout.contains(lamp.objectId.uuidString)

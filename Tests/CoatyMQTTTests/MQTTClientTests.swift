@@ -854,9 +854,9 @@ struct MQTTClientTests {
         configuration.maxOutstandingPublishes = limit
         let publisher = MQTTClient(configuration: configuration)
         try await withTimeout(15, "connect") { try await publisher.connect() }
-        let payload = [UInt8](repeating: 0x42, count: 300)
+        let payload = [UInt8](repeating: 0x42, count: 1_000)
         // Back-pressure is forced, not hoped for: a stopped broker stops reading, the socket buffers fill
-        // (100 000 × 300 bytes is far more than loopback buffers hold) and the queue must reach its limit, where
+        // (100 000 × 1 000 bytes is far more than loopback buffers hold, even with large tcp_wmem/tcp_rmem) and the queue must reach its limit, where
         // `publish` waits. A watcher resumes the broker once it saw the queue at the limit.
         let pid = try #require(broker.processIdentifier)
         #expect(Glibc.kill(pid, SIGSTOP) == 0)

@@ -152,7 +152,10 @@ extension CommunicationManager {
                 metrics.responseArrived(for: requestType, after: ContinuousClock.now - start)
             }
             if first, let span {
-                span.responded(remote: TraceContextPropagation.remoteContext(in: incoming.userProperties, tracer: tracer))
+                let remote =
+                    span.isRecording
+                    ? TraceContextPropagation.remoteContext(in: incoming.userProperties, tracer: tracer) : nil
+                span.responded(remote: remote)
             }
             if case .dropped = continuation.yield(response) { counters.observerOverflow() }
             if finish { continuation.finish() }
@@ -198,10 +201,11 @@ extension CommunicationManager {
         return (stream, RequestRun(releaser: releaser))
     }
 
-    /// The user properties that carry a request span's context to the responders (none without a recording span or
-    /// over MQTT 3.1.1).
+    /// The user properties that carry a request span's context to the responders: also an unsampled one's, so the
+    /// responders follow the requester's sampling decision (W3C `traceparent` flag 00). None without a tracer or over
+    /// MQTT 3.1.1.
     private func requestTraceProperties(_ span: RequestSpan?) -> [MQTTUserProperty] {
-        guard let span, span.isRecording else { return [] }
+        guard isTracing, let span else { return [] }
         return TraceContextPropagation.properties(of: span.context, tracer: tracer, transport: transport)
     }
 

@@ -72,10 +72,13 @@ final class RequestSpan: Sendable {
 
     /// Ends the span at the first response, linked to the responder's span when the response carried its context.
     func responded(remote: ServiceContext? = nil) {
-        if let remote, span.isRecording, !ended.withLock({ $0 }) {
-            span.addLink(SpanLink(context: remote, attributes: [:]))
+        guard claimEnd() else { return }
+        if span.isRecording {
+            if let remote { span.addLink(SpanLink(context: remote, attributes: [:])) }
+            span.attributes[Key.outcome] = "response"
+            span.attributes[Key.responses] = 1
         }
-        end(outcome: "response", responses: 1)
+        span.end()
     }
 
     /// Ends the span when the request ends without a response (timeout, limit, cancellation); no-op after a response.
