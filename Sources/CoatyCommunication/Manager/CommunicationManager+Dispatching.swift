@@ -57,7 +57,7 @@ extension CommunicationManager {
                 guard let sinks, !sinks.isEmpty else { return }
                 guard let payload = decode(message.payload, topic: topic) else { return }
                 let event = IncomingEvent(topic: topic, payload: payload, userProperties: message.userProperties)
-                if isTracing, topic.eventType.isOneWay {
+                if isTracing, !message.userProperties.isEmpty, topic.eventType.isOneWay {
                     traceReceived(topic, userProperties: message.userProperties)
                 }
                 for sink in sinks { sink(event) }
