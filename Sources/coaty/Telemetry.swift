@@ -1,3 +1,4 @@
+import CoatyKit
 import Foundation
 import Logging
 import OTel
@@ -17,18 +18,6 @@ enum Telemetry {
     private struct Running: Sendable {
         let group: ServiceGroup
         let task: Task<Void, Never>
-    }
-
-    /// `true` for the first caller of ``claim()`` only.
-    private final class Once: Sendable {
-        private let claimed = Mutex(false)
-
-        func claim() -> Bool {
-            claimed.withLock { claimed in
-                defer { claimed = true }
-                return !claimed
-            }
-        }
     }
 
     private static let running = Mutex<Running?>(nil)
@@ -139,19 +128,16 @@ enum Telemetry {
             return current
         }) else { return }
         await export.group.triggerGracefulShutdown()
-        let once = Once()
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            @Sendable func resume() {
-                if once.claim() { done.resume() }
-            }
+            let resume = ReleaseOnce { done.resume() }
             Task {
                 await export.task.value
-                resume()
+                resume.release()
             }
             Task {
                 try? await Task.sleep(for: timeout)
                 export.task.cancel()
-                resume()
+                resume.release()
             }
         }
     }

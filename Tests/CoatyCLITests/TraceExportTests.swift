@@ -26,6 +26,18 @@ struct TraceExportTests {
         server.serve_forever()
         """#
 
+    /// Starts ``receiver`` storing into `file`; the process and its endpoint (`http://127.0.0.1:PORT`).
+    static func startCollector(storingIn file: String) async throws -> (TestProcess, String) {
+        let collector = try TestProcess(executable: "/usr/bin/python3", ["-c", receiver, file])
+        guard let listening = await collector.stderrLine(containing: "listening", timeout: 30),
+            let port = listening.split(separator: " ").last
+        else {
+            collector.signal(SIGKILL)
+            throw TestSupportError("the OTLP receiver did not start (python3 -c …)")
+        }
+        return (collector, "http://127.0.0.1:\(port)")
+    }
+
     /// One exported span: its service, name, ids and string attributes.
     struct ExportedSpan {
         let service: String
@@ -78,11 +90,8 @@ struct TraceExportTests {
     func discoverAnsweredByTheRecorderIsOneExportedTrace() async throws {
         try await withTemporaryDirectory { directory in
             let received = directory + "/otlp.lines"
-            let collector = try TestProcess(executable: "/usr/bin/python3", ["-c", Self.receiver, received])
+            let (collector, endpoint) = try await Self.startCollector(storingIn: received)
             defer { collector.signal(SIGKILL) }
-            let listening = try #require(await collector.stderrLine(containing: "listening", timeout: 30))
-            let port = try #require(listening.split(separator: " ").last.map(String.init))
-            let endpoint = "http://127.0.0.1:\(port)"
             // The standard variables for one process, --otlp-endpoint for the other.
             let otel = ["OTEL_EXPORTER_OTLP_PROTOCOL": "http/json", "OTEL_BSP_SCHEDULE_DELAY": "200"]
             try await withBroker { broker in
@@ -157,12 +166,10 @@ struct TraceExportTests {
     func callAnsweredByADiscoverIsOneTraceAcrossFourProcesses() async throws {
         try await withTemporaryDirectory { directory in
             let received = directory + "/otlp.lines"
-            let collector = try TestProcess(executable: "/usr/bin/python3", ["-c", Self.receiver, received])
+            let (collector, endpoint) = try await Self.startCollector(storingIn: received)
             defer { collector.signal(SIGKILL) }
-            let listening = try #require(await collector.stderrLine(containing: "listening", timeout: 30))
-            let port = try #require(listening.split(separator: " ").last.map(String.init))
             let otel = [
-                "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:\(port)", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json",
+                "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json",
                 "OTEL_BSP_SCHEDULE_DELAY": "200",
             ]
             let coaty = try coatyExecutable()

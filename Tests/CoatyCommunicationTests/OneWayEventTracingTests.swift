@@ -41,11 +41,13 @@ final class UnsampledTracer: Tracer, Sendable {
 /// MQTT 5 (in-process broker that speaks it).
 @Suite("One-way event spans")
 struct OneWayEventTracingTests {
-    @Test("an Advertise sampled: a producer span at the publisher, a consumer span at the observer, its child")
-    func sampledAdvertise() async throws {
+    /// A publisher and an observer of Lights, each with its tracer, started on an in-process broker that speaks
+    /// MQTT 5; the observation is subscribed.
+    func agents(
+        _ publisherTracer: any Tracer,
+        _ observerTracer: any Tracer
+    ) async throws -> (InProcessBroker, CommunicationManager, CommunicationManager, EventObservation<AdvertiseEvent<AnyCoatyObject>>) {
         let broker = InProcessBroker(configuration: .init(carriesUserProperties: true))
-        let publisherTracer = InMemoryTracer()
-        let observerTracer = InMemoryTracer()
         let publisher = try CommunicationManager(
             transport: broker.makeTransport(clientId: "publisher"), identity: Identity(name: "publisher"),
             tracer: publisherTracer
@@ -58,6 +60,14 @@ struct OneWayEventTracingTests {
         try await publisher.start()
         let advertises = try observer.observeAdvertise(objectType: Light.objectType)
         await advertises.subscribed()
+        return (broker, publisher, observer, advertises)
+    }
+
+    @Test("an Advertise sampled: a producer span at the publisher, a consumer span at the observer, its child")
+    func sampledAdvertise() async throws {
+        let publisherTracer = InMemoryTracer()
+        let observerTracer = InMemoryTracer()
+        let (broker, publisher, observer, advertises) = try await agents(publisherTracer, observerTracer)
         var iterator = advertises.makeAsyncIterator()
         let light = Light(name: "light", isOn: true)
         try await publisherTracer.withSpan("switch on") { _ in try await publisher.publishAdvertise(light) }
@@ -86,20 +96,8 @@ struct OneWayEventTracingTests {
 
     @Test("not sampled: the publisher's tracer is asked once, nothing is recorded or sent, the observer asks nothing")
     func unsampledAdvertise() async throws {
-        let broker = InProcessBroker(configuration: .init(carriesUserProperties: true))
         let tracer = UnsampledTracer()
-        let publisher = try CommunicationManager(
-            transport: broker.makeTransport(clientId: "publisher"), identity: Identity(name: "publisher"),
-            tracer: tracer
-        )
-        let observer = try CommunicationManager(
-            transport: broker.makeTransport(clientId: "observer"), identity: Identity(name: "observer"),
-            tracer: tracer
-        )
-        try await observer.start()
-        try await publisher.start()
-        let advertises = try observer.observeAdvertise(objectType: Light.objectType)
-        await advertises.subscribed()
+        let (broker, publisher, observer, advertises) = try await agents(tracer, tracer)
         var iterator = advertises.makeAsyncIterator()
         let before = tracer.started.withLock { $0 }
         try await publisher.publishAdvertise(Light(name: "light", isOn: false))

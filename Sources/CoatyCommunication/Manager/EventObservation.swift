@@ -8,11 +8,11 @@ import Synchronization
 package final class ReleaseOnce: Sendable {
     private let action: CoatyMutex<(@Sendable () -> Void)?>
 
-    init(_ action: @escaping @Sendable () -> Void) {
+    package init(_ action: @escaping @Sendable () -> Void) {
         self.action = CoatyMutex(action)
     }
 
-    func release() {
+    package func release() {
         let action = self.action.withLock { action -> (@Sendable () -> Void)? in
             defer { action = nil }
             return action

@@ -82,10 +82,7 @@ final class HandledRequestSpan: Sendable {
     /// Ends the span with the error of the response's publication.
     func failed(_ error: any Error) {
         guard claimEnd() else { return }
-        span.recordError(error)
-        span.setStatus(SpanStatus(code: .error, message: "\(error)"))
-        span.attributes[RequestSpan.Key.outcome] = "failed"
-        span.end()
+        span.endFailed(by: error)
     }
 
     /// `true` for the first caller only.

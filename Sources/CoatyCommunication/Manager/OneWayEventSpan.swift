@@ -61,9 +61,7 @@ extension CommunicationManager {
                 try await send(message)
             }
         } catch {
-            span.recordError(error)
-            span.setStatus(SpanStatus(code: .error, message: "\(error)"))
-            span.end()
+            span.endFailed(by: error, outcome: false)
             throw error
         }
         span.end()

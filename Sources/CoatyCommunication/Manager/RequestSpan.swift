@@ -71,15 +71,7 @@ final class RequestSpan: Sendable {
     }
 
     /// Ends the span at the first response, linked to the responder's span when the response carried its context.
-    func responded(remote: ServiceContext? = nil) {
-        guard claimEnd() else { return }
-        if span.isRecording {
-            if let remote { span.addLink(SpanLink(context: remote, attributes: [:])) }
-            span.attributes[Key.outcome] = "response"
-            span.attributes[Key.responses] = 1
-        }
-        span.end()
-    }
+    func responded(remote: ServiceContext? = nil) { end(outcome: "response", responses: 1, link: remote) }
 
     /// Ends the span when the request ends without a response (timeout, limit, cancellation); no-op after a response.
     func finished(responses: Int) { end(outcome: responses > 0 ? "response" : "no response", responses: responses) }
@@ -87,15 +79,15 @@ final class RequestSpan: Sendable {
     /// Ends the span with the publication's error.
     func failed(_ error: any Error) {
         guard claimEnd() else { return }
-        span.recordError(error)
-        span.setStatus(SpanStatus(code: .error, message: "\(error)"))
-        span.attributes[Key.outcome] = "failed"
-        span.end()
+        span.endFailed(by: error)
     }
 
-    private func end(outcome: String, responses: Int) {
+    /// Ends the span once (the first caller), with a link to `link` when given: a link added only by the caller that
+    /// ends it can never come after the end.
+    private func end(outcome: String, responses: Int, link: ServiceContext? = nil) {
         guard claimEnd() else { return }
         if span.isRecording {
+            if let link { span.addLink(SpanLink(context: link, attributes: [:])) }
             span.attributes[Key.outcome] = outcome
             span.attributes[Key.responses] = responses
         }
@@ -108,5 +100,16 @@ final class RequestSpan: Sendable {
             defer { ended = true }
             return !ended
         }
+    }
+}
+
+extension Span {
+    /// Records `error` on the span (its error, an `error` status) and ends it; with `outcome`, also
+    /// `coaty.request.outcome = failed` (the request spans; a one-way event's span has no outcome).
+    func endFailed(by error: any Error, outcome: Bool = true) {
+        recordError(error)
+        setStatus(SpanStatus(code: .error, message: "\(error)"))
+        if outcome { attributes[RequestSpan.Key.outcome] = "failed" }
+        end()
     }
 }
