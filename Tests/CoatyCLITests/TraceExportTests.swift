@@ -201,6 +201,21 @@ struct TraceExportTests {
                         returned = call.stdout.contains(lamp.objectId.uuidString)
                     }
                     #expect(returned, "the Call returned the Resolve the responder's discover printed")
+                    // The running agents export every 200 ms (OTEL_BSP_SCHEDULE_DELAY): wait until the recorder's
+                    // answered Discover and the responder's handled Call arrived, rather than relying on the
+                    // export at the stop, which a loaded machine can take longer for (the first test covers it).
+                    let deadline = ContinuousClock.now + .seconds(60)
+                    while ContinuousClock.now < deadline {
+                        let exported = try Self.spans(in: received)
+                        let handled = Set(
+                            exported.filter { $0.attributes["coaty.request.outcome"] == "response" }
+                                .map { "\($0.service): \($0.name)" }
+                        )
+                        if handled.isSuperset(of: ["coaty record: Discover process", "coaty respond call: Call process"]) {
+                            break
+                        }
+                        try await Task.sleep(for: .milliseconds(100))
+                    }
                     for process in [responder, recorder] { process.signal(SIGTERM) }
                     for process in [responder, recorder] { _ = await process.finish(timeout: 60) }
                 }
