@@ -318,6 +318,10 @@ let package = Package(
             dependencies: [
                 "CoatyTesting", "BenchmarkSupport", "CoatyKit", "CoatyRecording", "CoatySQLite",
                 .product(name: "Logging", package: "swift-log"),
+                // Tracing's cost counted with swift-otel on (BenchmarkTracing).
+                .product(name: "OTel", package: "swift-otel"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
             path: "Benchmarks/AgentBenchmark",
             swiftSettings: swiftSettings

@@ -4,7 +4,7 @@
 //
 //   Benchmarks/run agent [--json] [--messages N] [--round-trips N] [--runs K] [--memory-events N]
 //                        [--nagle-round-trips N]
-//   Benchmarks/run agent --instructions [--instruction-events N] [--instruction-round-trips N]
+//   Benchmarks/run agent --instructions [--instruction-events N] [--instruction-round-trips N] [--instruction-baseline 0]
 //
 // (which builds `mqtt-baseline` and `agent-benchmark` with `swift build -c release` and runs
 // `.build/release/agent-benchmark`). Scenarios, each side in its own processes like the baseline:
@@ -65,7 +65,9 @@ func advertisePayloadSize() throws -> Int {
 // MARK: - Roles (CoatyKit side)
 
 /// A started manager on the broker, with the defaults of `CommunicationManager.mqtt(...)` (buffers
-/// included: back-pressure, nothing dropped); `tcpNoDelay: false` turns Nagle's algorithm on.
+/// included: back-pressure, nothing dropped); `tcpNoDelay: false` turns Nagle's algorithm on. With
+/// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` set, swift-otel traces and the manager speaks MQTT 5 (``BenchmarkTracing``);
+/// `COATY_MQTT_VERSION=5` alone: MQTT 5 without a tracer.
 func startManager(
     _ host: String,
     _ port: String,
@@ -77,9 +79,12 @@ func startManager(
     let registry = CoatyObjectRegistry([Reading.self])
     let url = "mqtt://\(host):\(port)"
     let manager: CommunicationManager
-    if !tcpNoDelay {
+    try BenchmarkTracing.startIfRequested(serviceName: "agent-benchmark \(name)")
+    let mqtt5 = BenchmarkTracing.isOn || ProcessInfo.processInfo.environment["COATY_MQTT_VERSION"] == "5"
+    if !tcpNoDelay || mqtt5 {
         var configuration = try MQTTConfiguration.coaty(url: url, identityId: identity.objectId)
-        configuration.tcpNoDelay = false
+        configuration.tcpNoDelay = tcpNoDelay
+        if mqtt5 { configuration.protocolVersion = .v5 }
         manager = try CommunicationManager(
             transport: MQTTTransport(configuration: configuration, metricsFactory: metrics),
             identity: identity,
@@ -148,6 +153,7 @@ func runObserver(_ args: [String]) async throws {
     if memory { result["memory"] = .object(sampler.summary()) }
     emit(result)
     await manager.stop()
+    await BenchmarkTracing.finish()
 }
 
 /// `advertise HOST PORT COUNT [--memory]`: publishes COUNT Advertise events of a reading whose
@@ -179,6 +185,7 @@ func runAdvertiser(_ args: [String]) async throws {
     emit(result)
     let stopping = monotonicNanoseconds()
     await manager.stop()
+    await BenchmarkTracing.finish()
     let stopSeconds = Double(monotonicNanoseconds() - stopping) / 1e9
     if stopSeconds > 1 { FileHandle.standardError.write(Data("advertiser: stop took \(stopSeconds) s\n".utf8)) }
 }
@@ -209,6 +216,7 @@ func runResolver(_ args: [String]) async throws {
             if answered == limit { break }
         }
     }
+    await BenchmarkTracing.finish()
 }
 
 /// `discoverer HOST PORT COUNT [--nagle] [--executor]`: COUNT sequential Discover→Resolve round
@@ -240,6 +248,7 @@ func runDiscoverer(_ args: [String]) async throws {
     }
     emit(LatencyPercentiles(nanoseconds: samples).json(count: count))
     await manager.stop()
+    await BenchmarkTracing.finish()
 }
 
 /// `discover-loop HOST PORT ROUNDS WARMUP OBJECT-ID` and `query-loop HOST PORT ROUNDS WARMUP OBJECT-TYPE FILTER`:
@@ -785,31 +794,36 @@ func driveInstructions(_ options: BenchmarkOptions, baseline: URL, ours: URL, si
         let cRequester = { (n: Int) in Role(baseline, ["requester", host, port, String(n), "--coaty"]) }
         let ourResponder = { (n: Int) in Role(ours, ["resolver", host, port, "--answers", String(n)]) }
         let ourRequester = { (n: Int) in Role(ours, ["discoverer", host, port, String(n)]) }
-        let measured: [(String, InstructionCount, InstructionCount)] = [
+        // `--instruction-baseline 0`: our sides only (e.g. to compare configurations of ours).
+        let withC = options["--instruction-baseline"] != 0
+        func c(_ count: () throws -> InstructionCount) rethrows -> InstructionCount? { withC ? try count() : nil }
+        let measured: [(String, InstructionCount, InstructionCount?)] = [
             // Each side's pair is its own (an observer needs Coaty payloads, the C subscriber counts raw ones).
             (
                 "Advertise observer, typed decode (per event; C: subscriber of the same messaging)",
-                try countEvents("subscriber", ourObserver, ourAdvertiser), try countEvents("subscriber", cSubscriber, cPublisher)
+                try countEvents("subscriber", ourObserver, ourAdvertiser),
+                try c { try countEvents("subscriber", cSubscriber, cPublisher) }
             ),
             (
                 "Advertise publisher (per event; C: each event on the two topics of a custom-type Advertise)",
-                try countEvents("publisher", ourObserver, ourAdvertiser), try countEvents("publisher", cSubscriber, cPublisher)
+                try countEvents("publisher", ourObserver, ourAdvertiser),
+                try c { try countEvents("publisher", cSubscriber, cPublisher) }
             ),
             (
                 "Discover responder (per request; C: Coaty's request pattern)",
                 try countRoundTrips("responder", responder: ourResponder, requester: ourRequester),
-                try countRoundTrips("responder", responder: cResponder, requester: cRequester)
+                try c { try countRoundTrips("responder", responder: cResponder, requester: cRequester) }
             ),
             (
                 "Discover requester (per request; C: Coaty's request pattern)",
                 try countRoundTrips("requester", responder: ourResponder, requester: ourRequester),
-                try countRoundTrips("requester", responder: cResponder, requester: cRequester)
+                try c { try countRoundTrips("requester", responder: cResponder, requester: cRequester) }
             ),
         ]
         return measured.flatMap { scenario, ours, c in
             [
-                BenchmarkRow("\(scenario), instructions", better: .lower, ours: ours.instructions, baseline: c.instructions, decimals: 0),
-                BenchmarkRow("\(scenario), allocations", better: .lower, ours: ours.allocations, baseline: c.allocations),
+                BenchmarkRow("\(scenario), instructions", better: .lower, ours: ours.instructions, baseline: c?.instructions, decimals: 0),
+                BenchmarkRow("\(scenario), allocations", better: .lower, ours: ours.allocations, baseline: c?.allocations),
             ]
         }
     }
@@ -898,6 +912,7 @@ benchmarkMainBlocking(
     defaults: [
         "--messages": 200_000, "--round-trips": 10_000, "--runs": 3, "--memory-events": 1_000_000,
         "--nagle-round-trips": 300, "--instruction-events": 4_000, "--instruction-round-trips": 200,
+        "--instruction-baseline": 1,
     ],
     driver: drive
 )

@@ -61,6 +61,11 @@ struct ResponseRoute: Sendable {
         try await manager.publishResponse(event, correlationId: correlationId, payload: payload, span: span)
     }
 
+    /// Publishes the response with its payload already serialized.
+    func respond(_ event: CoatyTopic.Event, payloadBytes: [UInt8]) async throws(CommunicationError) {
+        try await manager.publishResponse(event, correlationId: correlationId, payloadBytes: payloadBytes, span: span)
+    }
+
     /// Runs `body` with the handling's span as the current span context (nothing changes when not traced).
     func withTraceContext<Result>(_ body: () async throws -> Result) async rethrows -> Result {
         guard let span else { return try await body() }
@@ -100,6 +105,12 @@ public struct DiscoverEvent: Sendable {
         relatedObjects: [any CoatyObject]? = nil,
         privateData: JSONObject? = nil
     ) async throws(CommunicationError) {
+        // The common answer, one typed object: encoded straight into the payload's bytes, as an Advertise is, instead
+        // of into a JSON tree that is then serialized (a quarter of a responder's instructions per request).
+        if let object, relatedObjects == nil, !(object is AnyCoatyObject) {
+            try await route.respond(.resolve, payloadBytes: AnyCoatyObject.payloadBytes(object: object, privateData: privateData))
+            return
+        }
         var wrappedObject: AnyCoatyObject?
         if let object { wrappedObject = try AnyCoatyObject.wrapping(object) }
         var wrappedRelated: [AnyCoatyObject]?

@@ -73,7 +73,13 @@ extension CommunicationManager {
         func sameBytes(_ a: String, _ b: String) -> Bool {
             var a = a
             var b = b
-            return a.withUTF8 { x in b.withUTF8 { y in x.count == y.count && x.elementsEqual(y) } }
+            return a.withUTF8 { x in
+                b.withUTF8 { y in
+                    guard x.count == y.count else { return false }
+                    guard let p = x.baseAddress, let q = y.baseAddress else { return true }
+                    return memcmpBytes(p, q, x.count)
+                }
+            }
         }
         if let hit = lastTopic.withLock({ last in last.flatMap { sameBytes($0.topic, topic) ? $0.classification : nil }
         }) {

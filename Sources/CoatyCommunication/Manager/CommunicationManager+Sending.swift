@@ -135,16 +135,26 @@ extension CommunicationManager {
         payload: JSONObject,
         span: HandledRequestSpan? = nil
     ) async throws(CommunicationError) {
+        try await publishResponse(event, correlationId: correlationId, payloadBytes: payload.serializedBytes(), span: span)
+    }
+
+    /// Publishes a response whose payload is already serialized (a Resolve encoded straight from its object).
+    func publishResponse(
+        _ event: CoatyTopic.Event,
+        correlationId: CoatyUUID,
+        payloadBytes: [UInt8],
+        span: HandledRequestSpan? = nil
+    ) async throws(CommunicationError) {
         guard let span else {
             let topic = try topic(event, correlationId: correlationId)
-            try await send(TransportMessage(topic: topic.name, payload: payload.serializedBytes()))
+            try await send(TransportMessage(topic: topic.name, payload: payloadBytes))
             return
         }
         let name: String
         do throws(CommunicationError) {
             name = try topic(event, correlationId: correlationId).name
             let properties = TraceContextPropagation.properties(of: span.context, tracer: tracer, transport: transport)
-            try await send(TransportMessage(topic: name, payload: payload.serializedBytes(), userProperties: properties))
+            try await send(TransportMessage(topic: name, payload: payloadBytes, userProperties: properties))
         } catch {
             span.failed(error)
             throw error

@@ -107,10 +107,18 @@ extension JSONParser {
     }
 }
 
-/// Whether `count` bytes at `a` and `b` are equal.
+/// Whether `count` bytes at `a` and `b` are equal: eight bytes at a time, then the rest (a topic of 70 bytes is nine
+/// comparisons instead of seventy, without a call into the C library).
 @inline(__always)
-func memcmpBytes(_ a: UnsafePointer<UInt8>, _ b: UnsafePointer<UInt8>, _ count: Int) -> Bool {
+package func memcmpBytes(_ a: UnsafePointer<UInt8>, _ b: UnsafePointer<UInt8>, _ count: Int) -> Bool {
     var i = 0
+    let (x, y) = (UnsafeRawPointer(a), UnsafeRawPointer(b))
+    while i + 8 <= count {
+        if x.loadUnaligned(fromByteOffset: i, as: UInt64.self) != y.loadUnaligned(fromByteOffset: i, as: UInt64.self) {
+            return false
+        }
+        i += 8
+    }
     while i < count {
         if a[i] != b[i] { return false }
         i += 1
