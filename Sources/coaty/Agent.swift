@@ -140,7 +140,11 @@ struct CLIAgent: Sendable {
     /// (with `--otlp-endpoint` or `OTEL_EXPORTER_OTLP_ENDPOINT`).
     func stop() async {
         await manager.stop()
-        await Telemetry.finish()
+        if !(await Telemetry.finish()) {
+            logger.warning(
+                "Stopped exporting traces after \(Telemetry.finishTimeout): the spans still queued were dropped (the collector did not take them in time)"
+            )
+        }
     }
 
     static func describe(_ error: CommunicationError, url: String, seconds: Double) -> String {

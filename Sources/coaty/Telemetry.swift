@@ -120,25 +120,40 @@ enum Telemetry {
         return endpoint.hasSuffix("/") ? endpoint + "v1/traces" : endpoint + "/v1/traces"
     }
 
+    /// How long ``finish(timeout:)`` waits by default for the last export.
+    static let finishTimeout = Duration.seconds(5)
+
     /// Exports the spans still queued and ends the export, waiting at most `timeout` (a collector that does not
     /// answer does not hold the command's exit).
-    static func finish(timeout: Duration = .seconds(5)) async {
+    /// - Returns: `false` when the export was cut off at `timeout` (what was still queued is lost; the caller logs
+    ///   it), `true` when it ended in time or nothing was exported.
+    @discardableResult
+    static func finish(timeout: Duration = finishTimeout) async -> Bool {
         guard let export = running.withLock({ current -> Running? in
             defer { current = nil }
             return current
-        }) else { return }
+        }) else { return true }
         await export.group.triggerGracefulShutdown()
+        let ended = EndedFlag()
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             let resume = ReleaseOnce { done.resume() }
             Task {
                 await export.task.value
+                ended.value.withLock { $0 = true }
                 resume.release()
             }
             Task {
                 try? await Task.sleep(for: timeout)
-                export.task.cancel()
+                // Only an export still running is cut off (the two can meet at the same instant).
+                if !ended.value.withLock({ $0 }) { export.task.cancel() }
                 resume.release()
             }
         }
+        return ended.value.withLock { $0 }
+    }
+
+    /// Whether the last export ended, shared by the two tasks of ``finish(timeout:)``.
+    private final class EndedFlag: Sendable {
+        let value = Mutex(false)
     }
 }

@@ -162,6 +162,44 @@ struct TraceExportTests {
         }
     }
 
+    @Test("a collector that never answers: the command still ends about 5 s after its work, and says the spans were dropped")
+    func unansweringCollectorIsCutOffAndLogged() async throws {
+        // Accepts connections and reads, never answers.
+        let silent = #"""
+            import socket, sys, threading, time
+            server = socket.socket()
+            server.bind(("127.0.0.1", 0))
+            server.listen(16)
+            print("listening", server.getsockname()[1], file=sys.stderr, flush=True)
+            held = []
+            while True:
+                connection, _ = server.accept()
+                held.append(connection)
+            """#
+        let collector = try TestProcess(executable: "/usr/bin/python3", ["-c", silent])
+        defer { collector.signal(SIGKILL) }
+        let listening = try #require(await collector.stderrLine(containing: "listening", timeout: 30))
+        let port = try #require(listening.split(separator: " ").last)
+        try await withBroker { broker in
+            try await withAgent(on: broker, name: "answering") { agent in
+                let clock = ContinuousClock()
+                let start = clock.now
+                let discover = try await runCoaty(
+                    [
+                        "discover", "--object-id", agent.identity.objectId.uuidString, "--count", "1", "--timeout", "5",
+                        "--otlp-endpoint", "http://127.0.0.1:\(port)", "--broker", broker.url,
+                    ],
+                    environment: ["OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"]
+                )
+                let elapsed = clock.now - start
+                #expect(discover.status == 0, "stderr: \(discover.stderr)")
+                #expect(discover.stdout.contains(agent.identity.objectId.uuidString))
+                #expect(discover.stderr.contains("Stopped exporting traces after 5"), "stderr: \(discover.stderr)")
+                #expect(elapsed < .seconds(30), "the cut-off bounds the exit (took \(elapsed))")
+            }
+        }
+    }
+
     @Test("four processes, one trace: coaty call → coaty respond call --exec 'coaty discover …' → coaty record")
     func callAnsweredByADiscoverIsOneTraceAcrossFourProcesses() async throws {
         try await withTemporaryDirectory { directory in

@@ -94,6 +94,33 @@ struct OneWayEventTracingTests {
         await observer.stop()
     }
 
+    @Test("tracesUnparentedOneWayEvents off: a publication outside any trace asks nothing, one inside a span is traced")
+    func unparentedPublicationsUntraced() async throws {
+        let tracer = InMemoryTracer()
+        let broker = InProcessBroker(configuration: .init(carriesUserProperties: true))
+        var options = CommunicationManager.Options()
+        options.tracesUnparentedOneWayEvents = false
+        let publisher = try CommunicationManager(
+            transport: broker.makeTransport(clientId: "publisher"), identity: Identity(name: "publisher"),
+            options: options, tracer: tracer
+        )
+        try await publisher.start()
+        try await publisher.publishAdvertise(Light(name: "outside", isOn: false))
+        #expect(tracer.finishedSpans.isEmpty && tracer.activeSpans.isEmpty, "no span asked for outside a trace")
+        let outside = broker.publications.filter { $0.message.topic.contains("/ADV:CoatyObject/") || $0.message.topic.contains("/ADV::com.example.Light/") }
+        #expect(outside.count == 2 && outside.allSatisfy { $0.message.userProperties.isEmpty })
+        broker.clearPublications()
+        try await tracer.withSpan("switch on") { _ in
+            try await publisher.publishAdvertise(Light(name: "inside", isOn: true))
+        }
+        let parent = try #require(await tracer.finishedSpan(named: "switch on"))
+        let sent = try #require(await tracer.finishedSpan(named: "Advertise send"))
+        #expect(sent.parentSpanID == parent.spanID)
+        let inside = broker.publications.filter { $0.message.topic.contains("/ADV:CoatyObject/") || $0.message.topic.contains("/ADV::com.example.Light/") }
+        #expect(inside.count == 2 && inside.allSatisfy { $0.message.userProperties.contains { $0.value == sent.spanID } })
+        await publisher.stop()
+    }
+
     @Test("not sampled: the publisher's tracer is asked once, nothing is recorded or sent, the observer asks nothing")
     func unsampledAdvertise() async throws {
         let tracer = UnsampledTracer()

@@ -108,7 +108,8 @@ public struct DiscoverEvent: Sendable {
         // The common answer, one typed object: encoded straight into the payload's bytes, as an Advertise is, instead
         // of into a JSON tree that is then serialized (a quarter of a responder's instructions per request).
         if let object, relatedObjects == nil, !(object is AnyCoatyObject) {
-            try await route.respond(.resolve, payloadBytes: AnyCoatyObject.payloadBytes(object: object, privateData: privateData))
+            let payload = try AnyCoatyObject.payloadBytes(object: object, privateData: privateData)
+            try await route.respond(.resolve, payloadBytes: payload)
             return
         }
         var wrappedObject: AnyCoatyObject?

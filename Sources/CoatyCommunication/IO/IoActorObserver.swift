@@ -168,8 +168,10 @@ public final class IoActorObserver: Service, Sendable {
             let observation = communicationManager.makeObservation(
                 filter: route,
                 routeKey: CoatyTopic.Event.ioValue.level
-            ) { incoming -> [UInt8]? in
-                guard incoming.topic.name == route, case .ioValue(let bytes) = incoming.payload else { return nil }
+            ) { incoming throws(ObservationSkip) -> [UInt8] in
+                guard incoming.topic.name == route, case .ioValue(let bytes) = incoming.payload else {
+                    throw ObservationSkip()
+                }
                 return bytes
             }
             await observation.subscribed()

@@ -13,8 +13,8 @@ extension CommunicationManager {
     /// - Returns: the observation.
     /// - Throws: ``CommunicationError/invalidTopic(_:)`` for an invalid name.
     public func observeAssociate(ioContextName: String) throws(CommunicationError) -> EventObservation<AssociateEvent> {
-        try makeObservation(.associate(ioContextName: ioContextName)) { incoming in
-            guard case .associate(let data) = incoming.payload else { return nil }
+        try makeObservation(.associate(ioContextName: ioContextName)) { incoming throws(ObservationSkip) in
+            guard case .associate(let data) = incoming.payload else { throw ObservationSkip() }
             return AssociateEvent(
                 sourceId: incoming.topic.sourceUUID,
                 topic: incoming.topic,
@@ -79,9 +79,10 @@ extension CommunicationManager {
         if options.crossNamespacing {
             filter = "coaty/3/+/IOV/" + ioSourceId.uuidString
         }
-        return makeObservation(filter: filter, routeKey: CoatyTopic.Event.ioValue.level) { incoming in
+        return makeObservation(filter: filter, routeKey: CoatyTopic.Event.ioValue.level) {
+            incoming throws(ObservationSkip) in
             guard case .ioValue(let bytes) = incoming.payload, incoming.topic.sourceUUID == ioSourceId else {
-                return nil
+                throw ObservationSkip()
             }
             return IoValueEvent(ioSourceId: ioSourceId, topic: incoming.topic, payload: bytes)
         }

@@ -107,7 +107,7 @@ extension CommunicationManager {
         var filters: [String] = []
         for id in ids {
             do throws(CommunicationError) {
-                filters.append(try subscriptionFilter(sequence.responseEvent, correlationId: id))
+                filters.append(try responseFilter(sequence.responseEvent, correlationId: id))
             } catch {
                 continuation.finish(throwing: error)
                 return (stream, RequestRun(releaser: ReleaseOnce {}))
@@ -182,9 +182,9 @@ extension CommunicationManager {
         published.mutex.withLock { $0 = ContinuousClock.now }
         do throws(CommunicationError) {
             for (request, id) in zip(sequence.requests, ids) {
-                let topic = try topic(request.event, correlationId: id)
-                span?.published(on: topic.name)
-                try await send(TransportMessage(topic: topic.name, payload: request.payload, userProperties: traceProperties))
+                let topic = try twoWayTopicName(request.event, correlationId: id)
+                span?.published(on: topic)
+                try await send(TransportMessage(topic: topic, payload: request.payload, userProperties: traceProperties))
             }
         } catch {
             span?.failed(error)

@@ -62,6 +62,34 @@ extension CommunicationManager {
         }
     }
 
+    /// The topic name of a two-way event with `correlationId`: the name up to the correlation id depends only on the
+    /// event (the namespace and source id are fixed), so it is built and checked once per event and the id's text
+    /// appended — a version 4 id with the RFC 4122 variant, as ``CoatyUUID()`` makes and a parsed request topic
+    /// carries, is valid as it is (any other id goes the checked way and fails there).
+    func twoWayTopicName(_ event: CoatyTopic.Event, correlationId: CoatyUUID) throws(CommunicationError) -> String {
+        guard Self.isVersion4(correlationId) else { return try topic(event, correlationId: correlationId).name }
+        if let prefix = twoWayPrefixes.withLock({ $0.topics[event] }) { return prefix + correlationId.uuidString }
+        let name = try topic(event, correlationId: correlationId).name
+        let prefix = String(decoding: name.utf8.dropLast(36), as: UTF8.self)
+        twoWayPrefixes.withLock { $0.remember(topic: prefix, for: event) }
+        return name
+    }
+
+    /// ``subscriptionFilter(_:correlationId:)`` for the responses of one request, its prefix built once per event.
+    func responseFilter(_ event: CoatyTopic.Event, correlationId: CoatyUUID) throws(CommunicationError) -> String {
+        guard Self.isVersion4(correlationId) else { return try subscriptionFilter(event, correlationId: correlationId) }
+        if let prefix = twoWayPrefixes.withLock({ $0.filters[event] }) { return prefix + correlationId.uuidString }
+        let filter = try subscriptionFilter(event, correlationId: correlationId)
+        let prefix = String(decoding: filter.utf8.dropLast(36), as: UTF8.self)
+        twoWayPrefixes.withLock { $0.remember(filter: prefix, for: event) }
+        return filter
+    }
+
+    /// Whether `id` is a version 4 UUID of the RFC 4122 variant (what a Coaty topic's ids must be).
+    static func isVersion4(_ id: CoatyUUID) -> Bool {
+        (id.high >> 12) & 0xF == 4 && id.low >> 62 == 0b10
+    }
+
     package func subscriptionFilter(_ event: CoatyTopic.Event, correlationId: CoatyUUID? = nil)
         throws(CommunicationError)
         -> String
@@ -135,7 +163,12 @@ extension CommunicationManager {
         payload: JSONObject,
         span: HandledRequestSpan? = nil
     ) async throws(CommunicationError) {
-        try await publishResponse(event, correlationId: correlationId, payloadBytes: payload.serializedBytes(), span: span)
+        try await publishResponse(
+            event,
+            correlationId: correlationId,
+            payloadBytes: payload.serializedBytes(),
+            span: span
+        )
     }
 
     /// Publishes a response whose payload is already serialized (a Resolve encoded straight from its object).
@@ -146,13 +179,13 @@ extension CommunicationManager {
         span: HandledRequestSpan? = nil
     ) async throws(CommunicationError) {
         guard let span else {
-            let topic = try topic(event, correlationId: correlationId)
-            try await send(TransportMessage(topic: topic.name, payload: payloadBytes))
+            let name = try twoWayTopicName(event, correlationId: correlationId)
+            try await send(TransportMessage(topic: name, payload: payloadBytes))
             return
         }
         let name: String
         do throws(CommunicationError) {
-            name = try topic(event, correlationId: correlationId).name
+            name = try twoWayTopicName(event, correlationId: correlationId)
             let properties = TraceContextPropagation.properties(of: span.context, tracer: tracer, transport: transport)
             try await send(TransportMessage(topic: name, payload: payloadBytes, userProperties: properties))
         } catch {
@@ -160,5 +193,22 @@ extension CommunicationManager {
             throw error
         }
         span.responded(on: name)
+    }
+}
+
+/// Topic names and response filters of two-way events up to their correlation id, by event; at most
+/// ``TwoWayPrefixes/limit`` of each (Call operations and Update object types are the application's: many distinct
+/// ones are built the checked way).
+struct TwoWayPrefixes {
+    static let limit = 256
+    private(set) var topics: [CoatyTopic.Event: String] = [:]
+    private(set) var filters: [CoatyTopic.Event: String] = [:]
+
+    mutating func remember(topic prefix: String, for event: CoatyTopic.Event) {
+        if topics.count < Self.limit { topics[event] = prefix }
+    }
+
+    mutating func remember(filter prefix: String, for event: CoatyTopic.Event) {
+        if filters.count < Self.limit { filters[event] = prefix }
     }
 }

@@ -164,6 +164,14 @@ public final class CommunicationManager: Sendable {
         /// ``sharedSubscriptionGroup``. A manager on ``BrokerType/standard`` that receives such a
         /// topic drops it, counts it as an invalid topic and logs a warning naming this option.
         public var brokerType: BrokerType = .standard
+        /// Whether a one-way event (Advertise, Deadvertise, Channel, Associate, IoValue) published outside any trace
+        /// asks the tracer for a span of its own, a root its sampler decides for each publication (default `true`).
+        /// With swift-otel that decision costs about 10 000 instructions and 5 allocations per event also for the
+        /// events it drops (a third more than the publication itself, `Benchmarks/README.md`). `false`: only a
+        /// publication made where a service context is current (inside a span: a request's handling, the
+        /// application's own) makes a span, whose parent decides; a stream published outside any trace costs
+        /// nothing. Only matters while a tracer is bootstrapped or given.
+        public var tracesUnparentedOneWayEvents: Bool = true
 
         /// ``brokerDeliversCopyPerSubscription`` as the broker type allows.
         var deliversCopyPerSubscription: Bool { brokerDeliversCopyPerSubscription && brokerType != .rabbitMQ }
@@ -243,6 +251,9 @@ public final class CommunicationManager: Sendable {
     /// Topic names of one-way events published before (they depend only on the event: the
     /// namespace and source id are fixed), so a stream of Advertises builds each name once.
     let topicNames = CoatyMutex<[CoatyTopic.Event: String]>([:])
+    /// The topic names and response filters of two-way events up to their correlation id (see
+    /// ``twoWayTopicName(_:correlationId:)``).
+    let twoWayPrefixes = CoatyMutex(TwoWayPrefixes())
     /// The last received topic and what it is (see `classify(_:)`).
     let lastTopic = CoatyMutex<(topic: String, classification: CoatyTopic.Classification)?>(nil)
     /// The Advertise topic names of each object type published before (see ``advertiseTopicNames(objectType:coreType:)``).

@@ -208,6 +208,13 @@ protocol ObservationWaking: AnyObject, Sendable {
     func wake()
 }
 
+/// Gate changes an ``ObservationBuffer`` owes after a state change, applied outside its lock (outside the generic
+/// class: a type nested in it needs a runtime metadata lookup at each use in unspecialized code).
+private struct GateChange {
+    var full: Bool?
+    var overHeadroom: Bool?
+}
+
 /// The bounded buffer between the routing of received events and an observation's consumer.
 ///
 /// Like `AsyncStream`, but a consumer waiting for an event is resumed by the next
@@ -250,11 +257,6 @@ final class ObservationBuffer<Element: Sendable>: ObservationWaking, StallWatche
         }
     }
 
-    /// Gate changes owed after a state change, applied outside the lock.
-    private struct GateChange {
-        var full: Bool?
-        var overHeadroom: Bool?
-    }
 
     private let state = CoatyMutex(State())
     private let limit: Int

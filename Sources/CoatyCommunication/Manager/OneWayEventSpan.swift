@@ -8,6 +8,27 @@ import Tracing
 /// A tracer samples a span it does not record (`isRecording == false`): then no attribute is computed and no
 /// context is sent. Without a tracer nothing here runs (``CommunicationManager/isTracing``).
 enum OneWayEventSpan {
+    /// The producer span's name, a literal: a publication the sampler drops still names its span, and an
+    /// interpolated name would allocate for each of them.
+    static func sendName(_ event: CommunicationEventType) -> String {
+        switch event {
+        case .advertise: "Advertise send"
+        case .deadvertise: "Deadvertise send"
+        case .channel: "Channel send"
+        case .associate: "Associate send"
+        case .ioValue: "IoValue send"
+        case .discover: "Discover send"
+        case .resolve: "Resolve send"
+        case .query: "Query send"
+        case .retrieve: "Retrieve send"
+        case .update: "Update send"
+        case .complete: "Complete send"
+        case .call: "Call send"
+        case .return: "Return send"
+        case .raw: "Raw send"
+        }
+    }
+
     /// Sets the attributes both sides share.
     static func describe(
         _ span: any Span,
@@ -31,12 +52,14 @@ extension CommunicationManager {
     /// Sends the messages of one one-way event (an Advertise goes out on up to two topics) in its producer span
     /// when the tracer samples one; untraced, exactly ``send(_:)`` for each.
     func sendOneWay(_ event: CommunicationEventType, _ messages: [TransportMessage]) async throws(CommunicationError) {
-        guard isTracing, let first = messages.first else {
+        guard isTracing, let first = messages.first,
+            options.tracesUnparentedOneWayEvents || InstrumentationContext.current != nil
+        else {
             for message in messages { try await send(message) }
             return
         }
         let span = tracer.startSpan(
-            "\(event.name) send",
+            OneWayEventSpan.sendName(event),
             context: InstrumentationContext.current ?? .topLevel,
             ofKind: .producer,
             at: DefaultTracerClock.now

@@ -40,7 +40,7 @@ final class RequestSpan: Sendable {
         namespace: String
     ) {
         span = tracer.startSpan(
-            "\(event.name) send",
+            OneWayEventSpan.sendName(event),
             context: InstrumentationContext.current ?? .topLevel,
             ofKind: .producer,
             at: DefaultTracerClock.now

@@ -191,6 +191,9 @@ extension CoatyTopic {
         self.eventType = type
         self.namespaceEnd = Int32(namespaceEnd)
         self.sourceStart = Int32(sourceStart)
+        (self.sourceUUID, self.correlation) = withUTF8Bytes(name) {
+            Self.ids(in: $0, sourceStart: sourceStart, twoWay: type.isTwoWay)
+        }
     }
 
     /// Builds a publication topic from typed ids; see ``init(event:namespace:sourceId:correlationId:)-(_,_,String,_)``.

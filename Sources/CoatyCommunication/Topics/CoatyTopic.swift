@@ -36,6 +36,10 @@ public struct CoatyTopic: Sendable, Hashable, CustomStringConvertible {
     let namespaceEnd: Int32
     /// UTF-8 offset of the first byte of the source id.
     let sourceStart: Int32
+    /// The source id as a ``CoatyUUID``, decoded once when the topic is parsed or built (every received event asks).
+    public let sourceUUID: CoatyUUID
+    /// The correlation id of a two-way event (zero for one-way events), decoded once with ``sourceUUID``.
+    let correlation: CoatyUUID
 
     /// The length of `coaty/3/`, where the namespace begins.
     static let namespaceStart = 8
@@ -95,22 +99,20 @@ public struct CoatyTopic: Sendable, Hashable, CustomStringConvertible {
         eventType.isTwoWay ? slice(Int(sourceStart) + 37, Int(sourceStart) + 73) : nil
     }
 
-    /// The source id as a ``CoatyUUID`` (decoded from the topic bytes without allocating).
-    public var sourceUUID: CoatyUUID { uuid(at: Int(sourceStart)) }
-
     /// The correlation id of a two-way event as a ``CoatyUUID``, `nil` for one-way events.
-    public var correlationUUID: CoatyUUID? {
-        eventType.isTwoWay ? uuid(at: Int(sourceStart) + 37) : nil
+    public var correlationUUID: CoatyUUID? { eventType.isTwoWay ? correlation : nil }
+
+    /// Decodes the 36 validated UUID bytes at `offset` of a topic's bytes (zero where there are none).
+    static func uuid(in bytes: UnsafeBufferPointer<UInt8>, at offset: Int) -> CoatyUUID {
+        guard offset >= 0, offset + 36 <= bytes.count else { return CoatyUUID(high: 0, low: 0) }
+        // Parsing or building validated the bytes, so the fallback is never taken.
+        return CoatyUUID.parse(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[offset..<(offset + 36)])))
+            ?? CoatyUUID(high: 0, low: 0)
     }
 
-    /// Decodes the 36 validated UUID bytes at `offset`.
-    private func uuid(at offset: Int) -> CoatyUUID {
-        let parsed = withUTF8Bytes(name) { bytes -> CoatyUUID? in
-            guard offset + 36 <= bytes.count else { return nil }
-            return CoatyUUID.parse(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[offset..<(offset + 36)])))
-        }
-        // Parsing validated the bytes, so the fallback is never taken.
-        return parsed ?? CoatyUUID(high: 0, low: 0)
+    /// The source and correlation ids of a valid topic's bytes.
+    static func ids(in bytes: UnsafeBufferPointer<UInt8>, sourceStart: Int, twoWay: Bool) -> (CoatyUUID, CoatyUUID) {
+        (uuid(in: bytes, at: sourceStart), twoWay ? uuid(in: bytes, at: sourceStart + 37) : CoatyUUID(high: 0, low: 0))
     }
 
     /// The typed event level (allocates the filter string).
@@ -160,13 +162,18 @@ public struct CoatyTopic: Sendable, Hashable, CustomStringConvertible {
     /// - Throws: ``CoatyTopicError`` naming the first rule the topic breaks;
     ///   ``CoatyTopicError/notCoatyTopic`` for topics that do not start with `coaty/` (Raw topics).
     public init(parsing topic: String) throws(CoatyTopicError) {
-        let parsed = withUTF8Bytes(topic) { Self.parse($0) }
+        let parsed = withUTF8Bytes(topic) { bytes in
+            Self.parse(bytes).map { layout in
+                (layout, Self.ids(in: bytes, sourceStart: layout.sourceStart, twoWay: layout.eventType.isTwoWay))
+            }
+        }
         switch parsed {
-        case .success(let layout):
+        case .success(let (layout, ids)):
             self.name = topic
             self.eventType = layout.eventType
             self.namespaceEnd = Int32(truncatingIfNeeded: layout.namespaceEnd)
             self.sourceStart = Int32(truncatingIfNeeded: layout.sourceStart)
+            (self.sourceUUID, self.correlation) = ids
         case .failure(let failure):
             throw failure.error(in: topic)
         }

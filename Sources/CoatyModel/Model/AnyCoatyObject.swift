@@ -111,9 +111,16 @@ public struct AnyCoatyObject: Sendable, Hashable, CustomStringConvertible {
     /// - Returns: the typed value, or `nil`.
     public func `as`<T: CoatyObject>(_ type: T.Type) -> T? {
         if T.self == AnyCoatyObject.self { return self as? T }
+        // The registered type itself (the common case) without a dynamic cast; a subclass of T, say, takes `as?`.
+        if let typed = Self.exactly(value, as: T.self) { return typed }
         if let typed = value as? T { return typed }
         guard T.accepts(objectType: objectType, coreType: coreType) else { return nil }
         return try? JSONValueDecoder().decode(T.self, from: .object(json))
+    }
+
+    /// `value` as `T` when its type is exactly `T` (the existential opened, no dynamic cast), else `nil`.
+    private static func exactly<U: CoatyObject, T: CoatyObject>(_ value: U, as _: T.Type) -> T? {
+        U.self == T.self ? _identityCast(value, to: T.self) : nil
     }
 
     /// Equal when the JSON is equal.
