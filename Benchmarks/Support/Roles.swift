@@ -119,6 +119,12 @@ public func benchmarkMainBlocking(
     defaults: KeyValuePairs<String, Int>,
     driver: @escaping @Sendable (BenchmarkOptions) async throws -> Void
 ) -> Never {
+    // A child started from a task inherits the signal mask of the dispatch worker thread that spawned it, on which
+    // nearly every signal is blocked: the driver's SIGTERM (`Child.terminate()`) would never end a role. The main
+    // thread, which only waits here, takes signals again.
+    var none = sigset_t()
+    sigemptyset(&none)
+    pthread_sigmask(SIG_SETMASK, &none, nil)
     let done = DispatchSemaphore(value: 0)
     Task.detached {
         await benchmarkMain(name, roles: roles, defaults: defaults, driver: driver)
