@@ -158,10 +158,10 @@ struct PayloadReader {
             do {
                 parser.skipWhitespace()
                 let indexed = try parser.indexObject(into: &payload) { parser, key throws(JSONParseError) in
-                    // "object", compared as bytes (the generic `elementsEqual` cost ten times as much per message).
-                    guard key.count == 6, key[0] == 0x6F, key[1] == 0x62, key[2] == 0x6A, key[3] == 0x65, key[4] == 0x63,
-                        key[5] == 0x74, try parser.peek() == UInt8(ascii: "{")
-                    else { return false }
+                    // Compared as bytes: the generic `elementsEqual` cost ten times as much per message.
+                    guard bytesEqual(key, 0, key.count, "object"), try parser.peek() == UInt8(ascii: "{") else {
+                        return false
+                    }
                     let start = parser.pos
                     objectDepth = parser.depth + 1
                     members.reserveCapacity(16)

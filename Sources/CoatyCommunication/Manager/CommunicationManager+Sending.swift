@@ -67,22 +67,34 @@ extension CommunicationManager {
     /// appended — a version 4 id with the RFC 4122 variant, as ``CoatyUUID()`` makes and a parsed request topic
     /// carries, is valid as it is (any other id goes the checked way and fails there).
     func twoWayTopicName(_ event: CoatyTopic.Event, correlationId: CoatyUUID) throws(CommunicationError) -> String {
-        guard Self.isVersion4(correlationId) else { return try topic(event, correlationId: correlationId).name }
-        if let prefix = twoWayPrefixes.withLock({ $0.topics[event] }) { return prefix + correlationId.uuidString }
-        let name = try topic(event, correlationId: correlationId).name
-        let prefix = String(decoding: name.utf8.dropLast(36), as: UTF8.self)
-        twoWayPrefixes.withLock { $0.remember(topic: prefix, for: event) }
-        return name
+        try withCorrelationPrefix(.topic, event, correlationId) { id throws(CommunicationError) in
+            try topic(event, correlationId: id).name
+        }
     }
 
     /// ``subscriptionFilter(_:correlationId:)`` for the responses of one request, its prefix built once per event.
     func responseFilter(_ event: CoatyTopic.Event, correlationId: CoatyUUID) throws(CommunicationError) -> String {
-        guard Self.isVersion4(correlationId) else { return try subscriptionFilter(event, correlationId: correlationId) }
-        if let prefix = twoWayPrefixes.withLock({ $0.filters[event] }) { return prefix + correlationId.uuidString }
-        let filter = try subscriptionFilter(event, correlationId: correlationId)
-        let prefix = String(decoding: filter.utf8.dropLast(36), as: UTF8.self)
-        twoWayPrefixes.withLock { $0.remember(filter: prefix, for: event) }
-        return filter
+        try withCorrelationPrefix(.filter, event, correlationId) { id throws(CommunicationError) in
+            try subscriptionFilter(event, correlationId: id)
+        }
+    }
+
+    /// `build(correlationId)`, a string that ends with the correlation id, from the prefix of that kind remembered for
+    /// `event`; built the checked way (and its prefix remembered) the first time, and for an id that is not version 4.
+    private func withCorrelationPrefix(
+        _ kind: TwoWayPrefixes.Kind,
+        _ event: CoatyTopic.Event,
+        _ correlationId: CoatyUUID,
+        build: (CoatyUUID) throws(CommunicationError) -> String
+    ) throws(CommunicationError) -> String {
+        guard Self.isVersion4(correlationId) else { return try build(correlationId) }
+        if let prefix = twoWayPrefixes.withLock({ $0[kind][event] }) {
+            return prefix + correlationId.uuidString
+        }
+        let built = try build(correlationId)
+        let prefix = String(decoding: built.utf8.dropLast(36), as: UTF8.self)
+        twoWayPrefixes.withLock { $0.remember(prefix, for: event, in: kind) }
+        return built
     }
 
     /// Whether `id` is a version 4 UUID of the RFC 4122 variant (what a Coaty topic's ids must be).
@@ -200,15 +212,28 @@ extension CommunicationManager {
 /// ``TwoWayPrefixes/limit`` of each (Call operations and Update object types are the application's: many distinct
 /// ones are built the checked way).
 struct TwoWayPrefixes {
-    static let limit = 256
-    private(set) var topics: [CoatyTopic.Event: String] = [:]
-    private(set) var filters: [CoatyTopic.Event: String] = [:]
-
-    mutating func remember(topic prefix: String, for event: CoatyTopic.Event) {
-        if topics.count < Self.limit { topics[event] = prefix }
+    /// Topic names or response filters.
+    enum Kind {
+        case topic, filter
     }
 
-    mutating func remember(filter prefix: String, for event: CoatyTopic.Event) {
-        if filters.count < Self.limit { filters[event] = prefix }
+    static let limit = 256
+    private var topics: [CoatyTopic.Event: String] = [:]
+    private var filters: [CoatyTopic.Event: String] = [:]
+
+    /// The prefixes of one kind, by event.
+    subscript(kind: Kind) -> [CoatyTopic.Event: String] {
+        switch kind {
+        case .topic: topics
+        case .filter: filters
+        }
+    }
+
+    mutating func remember(_ prefix: String, for event: CoatyTopic.Event, in kind: Kind) {
+        guard self[kind].count < Self.limit else { return }
+        switch kind {
+        case .topic: topics[event] = prefix
+        case .filter: filters[event] = prefix
+        }
     }
 }

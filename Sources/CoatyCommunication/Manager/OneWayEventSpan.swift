@@ -8,27 +8,6 @@ import Tracing
 /// A tracer samples a span it does not record (`isRecording == false`): then no attribute is computed and no
 /// context is sent. Without a tracer nothing here runs (``CommunicationManager/isTracing``).
 enum OneWayEventSpan {
-    /// The producer span's name, a literal: a publication the sampler drops still names its span, and an
-    /// interpolated name would allocate for each of them.
-    static func sendName(_ event: CommunicationEventType) -> String {
-        switch event {
-        case .advertise: "Advertise send"
-        case .deadvertise: "Deadvertise send"
-        case .channel: "Channel send"
-        case .associate: "Associate send"
-        case .ioValue: "IoValue send"
-        case .discover: "Discover send"
-        case .resolve: "Resolve send"
-        case .query: "Query send"
-        case .retrieve: "Retrieve send"
-        case .update: "Update send"
-        case .complete: "Complete send"
-        case .call: "Call send"
-        case .return: "Return send"
-        case .raw: "Raw send"
-        }
-    }
-
     /// Sets the attributes both sides share.
     static func describe(
         _ span: any Span,
@@ -59,7 +38,7 @@ extension CommunicationManager {
             return
         }
         let span = tracer.startSpan(
-            OneWayEventSpan.sendName(event),
+            event.sendSpanName,
             context: InstrumentationContext.current ?? .topLevel,
             ofKind: .producer,
             at: DefaultTracerClock.now
@@ -123,5 +102,28 @@ extension CommunicationManager {
             span.attributes[HandledRequestSpan.Key.sourceId] = topic.sourceUUID.description
         }
         span.end()
+    }
+}
+
+extension CommunicationEventType {
+    /// The name of a producer span (a one-way event's or a request's), a literal: a publication the sampler drops still
+    /// names its span, and an interpolated name would allocate for each of them.
+    var sendSpanName: String {
+        switch self {
+        case .advertise: "Advertise send"
+        case .deadvertise: "Deadvertise send"
+        case .channel: "Channel send"
+        case .associate: "Associate send"
+        case .ioValue: "IoValue send"
+        case .discover: "Discover send"
+        case .resolve: "Resolve send"
+        case .query: "Query send"
+        case .retrieve: "Retrieve send"
+        case .update: "Update send"
+        case .complete: "Complete send"
+        case .call: "Call send"
+        case .return: "Return send"
+        case .raw: "Raw send"
+        }
     }
 }

@@ -40,7 +40,7 @@ final class RequestSpan: Sendable {
         namespace: String
     ) {
         span = tracer.startSpan(
-            OneWayEventSpan.sendName(event),
+            event.sendSpanName,
             context: InstrumentationContext.current ?? .topLevel,
             ofKind: .producer,
             at: DefaultTracerClock.now
