@@ -145,14 +145,15 @@ final class CoatyJSAgent: Sendable {
     /// - Parameters:
     ///   - event: the `event` member.
     ///   - count: how many lines.
-    ///   - timeout: the longest wait, in seconds.
+    ///   - timeout: the longest wait, in seconds (it returns as soon as the lines are there; the default
+    ///     only bounds a failing test, and is long because a loaded machine delays everything).
     ///   - predicate: which lines count.
     /// - Returns: the lines.
     /// - Throws: ``TestSupportError`` with the peer's output when they do not arrive in time.
     func wait(
         for event: String,
         count: Int = 1,
-        timeout: Double = 8,
+        timeout: Double = 30,
         where predicate: (JSONValue) -> Bool = { _ in true }
     ) async throws -> [JSONValue] {
         let deadline = ContinuousClock.now + .seconds(timeout)
@@ -178,7 +179,7 @@ final class CoatyJSAgent: Sendable {
     /// - Throws: ``TestSupportError`` with the peer's output when it does not arrive in time.
     func first(
         _ event: String,
-        timeout: Double = 8,
+        timeout: Double = 30,
         where predicate: (JSONValue) -> Bool = { _ in true }
     ) async throws -> JSONValue {
         try await wait(for: event, count: 1, timeout: timeout, where: predicate)[0]
@@ -238,7 +239,9 @@ final class CoatyJSAgent: Sendable {
 ///   - scenario: the agent.js scenario.
 ///   - arguments: its options.
 ///   - broker: the broker.
-///   - timeout: seconds after ready until it stops by itself.
+///   - timeout: seconds after ready until it stops by itself. Generous by default: the peer is
+///     killed as soon as `body` ends, so a passing test never waits for it, while the full suite on
+///     2 cores has starved this process for more than 8 s (CI missed a Log so, with 8 s).
 ///   - body: the test, given the running peer.
 /// - Returns: what `body` returns.
 /// - Throws: what starting the peer or `body` throws.
@@ -246,7 +249,7 @@ func withCoatyJS<T>(
     _ scenario: String,
     _ arguments: [String] = [],
     on broker: MosquittoBroker,
-    timeout: Double = 8,
+    timeout: Double = 30,
     _ body: (CoatyJSAgent) async throws -> T
 ) async throws -> T {
     let peer = try CoatyJSAgent(scenario, arguments, broker: broker, timeout: timeout)
