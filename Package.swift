@@ -337,12 +337,6 @@ let package = Package(
             path: "Benchmarks/StoreBenchmark",
             swiftSettings: swiftSettings
         ),
-        .executableTarget(
-            name: "codec-benchmark",
-            dependencies: ["CoatyCore"],
-            path: "Benchmarks/CodecBenchmark",
-            swiftSettings: swiftSettings
-        ),
 
         // MARK: Examples (small agents to copy from; see README "Examples")
         .executableTarget(
