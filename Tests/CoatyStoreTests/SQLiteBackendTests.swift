@@ -34,6 +34,30 @@ struct SQLiteBackendTests {
         #expect(one == 1)
     }
 
+    /// `synchronous`, `mmap_size` and `wal_autocheckpoint` of a connection, and whether it is in WAL mode.
+    static func settings(_ db: Database) throws -> [Int] {
+        try ["synchronous", "mmap_size", "wal_autocheckpoint"].map { try Int.fetchOne(db, sql: "PRAGMA \($0)") ?? -1 }
+            + [try String.fetchOne(db, sql: "PRAGMA journal_mode") == "wal" ? 1 : 0]
+    }
+
+    /// A raw GRDB connection that runs ``SQLiteDatabase/pragmas`` has the settings of the
+    /// database's own connections (what the benchmarks' raw baselines rely on).
+    @Test func theSettingsArePublicAndAreTheConnectionsOwn() async throws {
+        let path = TemporaryDirectory().file("settings.sqlite")
+        let connection = try SQLiteDatabase(path: path).makeConnection()
+        let ours = try await connection.read { tx in try Self.settings(tx.db) }
+        var configuration = Configuration()
+        configuration.prepareDatabase { db in
+            for pragma in SQLiteDatabase.pragmas { try db.execute(sql: pragma) }
+        }
+        let raw = try await DatabasePool(path: path, configuration: configuration).read { db in try Self.settings(db) }
+        let expected: [Int] = [1, SQLiteDatabase.mmapSize, SQLiteDatabase.walAutocheckpointPages, 1]
+        #expect(raw == expected)
+        // The database's readers run the same statements; only the checkpoint size may differ (its writer checkpoints).
+        let same: [Int] = [raw[0], raw[1], raw[3]]
+        #expect([ours[0], ours[1], ours[3]] == same)
+    }
+
     @Test func reopeningTheFileKeepsTheData() async throws {
         let path = TemporaryDirectory().file("reopen.sqlite")
         try await StoreContract.writeDataToReopen(SQLiteDatabase(path: path).makeConnection())

@@ -94,11 +94,16 @@ let receipt = ReceiptMetadata(
     receivedAt: Date(timeIntervalSince1970: 1_700_000_000.5)
 )
 
-/// A fresh directory for a benchmark's database.
+/// A database file in a fresh directory, for a benchmark's run; see ``removeTemporaryDatabase(_:)``.
 func temporaryDatabasePath(_ name: String) throws -> String {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("coaty-micro-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     return directory.appendingPathComponent(name).path
+}
+
+/// Removes the directory of ``temporaryDatabasePath(_:)`` with the database and its WAL.
+func removeTemporaryDatabase(_ path: String) {
+    try? FileManager.default.removeItem(at: URL(fileURLWithPath: path).deletingLastPathComponent())
 }
 
 /// Fails the run when a benchmark's two sides disagree (a benchmark of the wrong work is worse
@@ -252,7 +257,9 @@ let benchmarks: @Sendable () -> Void = {
 
     Benchmark("store: SQLite upsert of 1 000 objects with receipts (typed writer)", configuration: .init(scalingFactor: .one)) {
         benchmark in
-        let connection = try SQLiteDatabase(path: try temporaryDatabasePath("ours.sqlite")).makeConnection()
+        let path = try temporaryDatabasePath("ours.sqlite")
+        defer { removeTemporaryDatabase(path) }
+        let connection = try SQLiteDatabase(path: path).makeConnection()
         benchmark.startMeasurement()
         for _ in benchmark.scaledIterations {
             try await connection.write { tx in
@@ -269,16 +276,17 @@ let benchmarks: @Sendable () -> Void = {
         configuration: .init(scalingFactor: .one)
     ) { benchmark in
         let path = try temporaryDatabasePath("baseline.sqlite")
+        defer { removeTemporaryDatabase(path) }
         _ = try SQLiteDatabase(path: path)  // the same schema and indexes
         var configuration = Configuration()
         configuration.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            for pragma in SQLiteDatabase.pragmas { try db.execute(sql: pragma) }
         }
         let pool = try DatabasePool(path: path, configuration: configuration)
         let rows = (0..<1_000).map { i in
             let object = received[i]
             return (
-                collection: object.objectType, key: object.objectId.uuidString, text: objectJSON(i),
+                collection: object.objectType, key: object.objectId.uuidString, text: String(decoding: texts[i], as: UTF8.self),
                 name: object.name, externalId: object.externalId
             )
         }
