@@ -152,7 +152,15 @@ struct OperatorEndpointRecorderTests {
             }
             await recorder.flush()
 
-            let exposition = try await scrape(port)
+            var exposition = try await scrape(port)
+            // The publisher's Deadvertise (sent as it stopped) may reach the queue after that flush (a fresh clone's
+            // run saw a queue depth of 1 here): flush again until it is written, then check everything.
+            let deadline = ContinuousClock.now + .seconds(5)
+            while exposition.value("coaty_recorder_queue_depth") != 0, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(50))
+                await recorder.flush()
+                exposition = try await scrape(port)
+            }
             #expect(exposition.value("coaty_recorder_stored_total", ["core_type": "Task"]) == Double(count))
             #expect(
                 exposition.value("coaty_recorder_received_total", ["event": "Advertise"]).map { $0 >= Double(count) }
