@@ -6,8 +6,8 @@ import Foundation
 
 /// `recorder HOST PORT DB [--answers N]`: what `coaty record --db DB` runs — a CoatyRecorder on a SQLite file, its
 /// manager on Coaty's defaults — as a role that can run under callgrind (the CLI's async main cannot: valgrind 3.19
-/// dies in libdispatch's signal thread). Prints `ready` once subscribed; with `--answers N` it stops after N Queries
-/// answered (callgrind writes its counts at exit). `Benchmarks/CoatyJS/query_instructions.py` drives it.
+/// dies in libdispatch's signal thread). Prints `ready` once subscribed; with `--answers N` it stops after N requests
+/// answered, Queries and Discovers (callgrind writes its counts at exit). `Benchmarks/CoatyJS/query_instructions.py` drives it.
 func runRecorderRole(_ args: [String]) async throws {
     let manager = try CommunicationManager.mqtt(url: "mqtt://\(args[0]):\(args[1])", identity: Identity(name: "recorder"))
     let recorder = CoatyRecorder(manager: manager, connection: try SQLiteDatabase(path: args[2]).makeConnection())
@@ -19,7 +19,10 @@ func runRecorderRole(_ args: [String]) async throws {
     let limit = args.firstIndex(of: "--answers").flatMap { Int(args[$0 + 1]) }
     var answered = 0
     for await event in events {
-        guard case .retrieved = event else { continue }
+        switch event {
+        case .retrieved, .resolved: break
+        default: continue
+        }
         answered += 1
         if answered == limit { break }
     }

@@ -42,6 +42,10 @@ public final class SQLiteDatabase: DatabaseType, JSONPropertyIndexing {
     /// through it costs a third of one through the pool, whose reader checkout and isolation
     /// machinery dominate a read of one row.
     let briefReader: DatabaseQueue
+    /// One read-only connection for lookups of a promoted column on the calling thread
+    /// (``SQLiteConnection/lookUpRows(matching:)``): it runs nothing but those (microseconds each),
+    /// so a lookup never waits behind a brief read's body.
+    let lookupReader: DatabaseQueue
     let indexes = JSONIndexDeclarations()
     /// What range lookups proved about indexed properties, shared by the connections.
     let numericKnowledge = NumericKnowledge()
@@ -101,6 +105,7 @@ public final class SQLiteDatabase: DatabaseType, JSONPropertyIndexing {
                 try SQLiteFunctions.register(db)
             }
             briefReader = try DatabaseQueue(path: path, configuration: readOnly)
+            lookupReader = try DatabaseQueue(path: path, configuration: readOnly)
         } catch {
             throw CoatySQLiteError("Cannot open the SQLite database at \(path): \(error)")
         }
@@ -143,7 +148,13 @@ public final class SQLiteDatabase: DatabaseType, JSONPropertyIndexing {
     /// A connection (connections share the pool).
     /// - Returns: the connection.
     public func makeConnection() -> SQLiteConnection {
-        SQLiteConnection(pool: pool, briefReader: briefReader, indexes: indexes, numericKnowledge: numericKnowledge)
+        SQLiteConnection(
+            pool: pool,
+            briefReader: briefReader,
+            lookupReader: lookupReader,
+            indexes: indexes,
+            numericKnowledge: numericKnowledge
+        )
     }
 
     /// Creates (once; later calls do nothing) an index on a top-level JSON property of the items

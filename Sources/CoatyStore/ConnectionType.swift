@@ -52,6 +52,14 @@ public protocol ConnectionType: Sendable {
     /// - Throws: what `body` or the backend throws.
     func readIfBrief<T: Sendable>(_ body: @escaping @Sendable (ReadTransaction) async throws -> T) async throws -> T?
 
+    /// The rows `query` selects, for a lookup by key or by an indexed column (a Discover's
+    /// objectId): where a backend can, on the calling thread without a thread switch; see the
+    /// default implementation.
+    /// - Parameter query: the lookup.
+    /// - Returns: the rows, as ``ReadTransactionType/rows(matching:)`` returns them.
+    /// - Throws: what the backend throws.
+    func lookUpRows(matching query: StoreQuery) async throws -> [StoreRow]
+
     /// Whether write transactions run one at a time, in the order ``write(_:)`` was called (one
     /// writer connection, as SQLite's): a writer may then call ``write(_:)`` again before its
     /// previous transaction has ended and rely on that order. `false` by default.
@@ -88,6 +96,19 @@ extension ConnectionType {
         -> T?
     {
         nil
+    }
+
+    /// The rows `query` selects, read in a ``readBriefly(_:)``: the default for backends without
+    /// a cheaper path. SQLite runs a lookup of one of its promoted, indexed columns (objectId,
+    /// externalId) synchronously on the calling thread, on a connection of its own for such
+    /// lookups: microseconds of SQLite work, without the two thread switches of a hop to a
+    /// connection's thread and back (the larger part of a Discover's cost when it is answered
+    /// from the store).
+    /// - Parameter query: the lookup: a key or an indexed column, never a scan.
+    /// - Returns: the rows.
+    /// - Throws: what the backend throws.
+    public func lookUpRows(matching query: StoreQuery) async throws -> [StoreRow] {
+        try await readBriefly { tx in try await tx.rows(matching: query) }
     }
 
     /// Runs `body` with ``readIfBrief(_:)``, and with ``read(_:)`` when that did not finish it.

@@ -104,6 +104,12 @@ struct SQLiteBackendTests {
                 #expect(actual.map(\.index) == expected.map(\.index), "\(property) \(value)")
                 #expect(actual.map(\.object) == expected.map(\.object))
                 if metadata { #expect(actual.map(\.metadata) == expected.map(\.metadata)) }
+                // The lookup on the calling thread (its own connection) and the default one agree.
+                let looked = try await sqlite.lookUpRows(matching: query)
+                #expect(looked.map(\.index) == expected.map(\.index), "\(property) \(value)")
+                #expect(looked.map(\.object) == expected.map(\.object))
+                if metadata { #expect(looked.map(\.metadata) == expected.map(\.metadata)) }
+                #expect(try await memory.lookUpRows(matching: query).map(\.index) == expected.map(\.index))
             }
         }
         // Anything more than one string equality takes the general path.
@@ -292,6 +298,37 @@ struct SQLiteBackendTests {
         let renamed = StoreRow(index: row.index, object: ["objectId": .string(id), "name": "second", "rank": 1])
         try await connection.write { tx in _ = try tx.write(renamed, mode: .upsert) }
         #expect(try await lookup(id) == ["second"])
+    }
+
+    /// Lookups of a promoted column (``SQLiteConnection/lookUpRows(matching:)``: their own
+    /// read-only connection, on the calling thread) see every committed write, removals too;
+    /// any other query takes the brief read and returns what a read returns.
+    @Test func lookupsSeeEveryCommit() async throws {
+        let database = try SQLiteDatabase(path: TemporaryDirectory().file("lookup.sqlite"))
+        let connection = database.makeConnection()
+        let id = SpecObjects.objectId(1)
+        let byId = StoreQuery(scope: .coatyObjects, filter: .where("objectId", .equals(.string(id))))
+        #expect(PromotedLookup(byId) != nil)
+        func names(_ query: StoreQuery) async throws -> [String] {
+            try await connection.lookUpRows(matching: query).compactMap { $0.object["name"]?.stringValue }
+        }
+        #expect(try await names(byId).isEmpty)
+        @Sendable func object(_ name: String) -> JSONValue {
+            ["objectId": .string(id), "objectType": "com.example.L", "coreType": "CoatyObject", "name": .string(name)]
+        }
+        let row = StoreRow(index: StoreIndex("com.example.L", id), object: object("first"))
+        try await connection.write { tx in _ = try tx.write(row, mode: .upsert) }
+        #expect(try await names(byId) == ["first"])
+        let renamed = StoreRow(index: row.index, object: object("second"))
+        try await connection.write { tx in _ = try tx.write(renamed, mode: .upsert) }
+        #expect(try await names(byId) == ["second"])
+        // Not a promoted lookup (a property without its column): the brief read's answer.
+        let byName = StoreQuery(scope: .coatyObjects, filter: .where("name", .equals(.string("second"))))
+        #expect(PromotedLookup(byName) == nil)
+        #expect(try await names(byName) == ["second"])
+        try await connection.write { tx in _ = try tx.removeRow(at: row.index) }
+        #expect(try await names(byId).isEmpty)
+        #expect(try await names(byName).isEmpty)
     }
 
     @Test func sqlReadsReturnTypedItems() async throws {

@@ -215,6 +215,15 @@ private struct GateChange {
     var overHeadroom: Bool?
 }
 
+/// An ``ObservationBuffer``'s progress (what ``EventObservation/progress`` reports), kept beside its generic state
+/// under a lock of its own, so that reading it — a recorder reads every ingest observation's before each request it
+/// answers — takes no runtime metadata lookup (each of the generic state's costs hundreds of instructions in
+/// unspecialized code). Changed only while the buffer's state is locked, so it always equals that state.
+private struct ProgressCounts {
+    var waiting = 0
+    var taken: UInt64 = 0
+}
+
 /// The bounded buffer between the routing of received events and an observation's consumer.
 ///
 /// Like `AsyncStream`, but a consumer waiting for an event is resumed by the next
@@ -259,6 +268,8 @@ final class ObservationBuffer<Element: Sendable>: ObservationWaking, StallWatche
 
 
     private let state = CoatyMutex(State())
+    /// The buffered count and the taken count of `state`, changed with it (see ``ProgressCounts``).
+    private let counts = CoatyMutex(ProgressCounts())
     private let limit: Int
     private let headroom: Int
     private let wakeups: ObservationWakeups
@@ -317,7 +328,15 @@ final class ObservationBuffer<Element: Sendable>: ObservationWaking, StallWatche
 
     /// The events buffered and the events taken, read together.
     var progress: (waiting: Int, taken: UInt64) {
-        state.withLock { ($0.items.count, $0.taken) }
+        counts.withLock { ($0.waiting, $0.taken) }
+    }
+
+    /// Notes a change of the buffered and taken counts; called with `state` locked.
+    private func count(buffered: Int, taken: Int = 0) {
+        counts.withLock { counts in
+            counts.waiting += buffered
+            counts.taken &+= UInt64(taken)
+        }
     }
 
     /// Sets how events are buffered from now on.
@@ -341,6 +360,7 @@ final class ObservationBuffer<Element: Sendable>: ObservationWaking, StallWatche
             switch state.policy {
             case .backPressure:
                 state.items.append(element)
+                count(buffered: 1)
                 change = Self.checkLimits(&state, limit: limit, headroom: headroom)
             case .dropOldest(let keep):
                 while state.items.count >= max(1, keep) {
@@ -348,11 +368,13 @@ final class ObservationBuffer<Element: Sendable>: ObservationWaking, StallWatche
                     dropped += 1
                 }
                 state.items.append(element)
+                count(buffered: 1 - dropped)
             case .dropNewest(let keep):
                 if state.items.count >= max(1, keep) {
                     dropped = 1
                 } else {
                     state.items.append(element)
+                    count(buffered: 1)
                 }
             }
             guard state.waiter != nil, !state.wakeScheduled, !state.items.isEmpty else {
@@ -400,6 +422,7 @@ final class ObservationBuffer<Element: Sendable>: ObservationWaking, StallWatche
     /// Takes a ready event under the lock, noting the gate changes the take owes.
     private func take(_ state: inout State, _ change: inout GateChange) -> Element?? {
         let ready = state.takeReady()
+        if case .some(.some) = ready { count(buffered: -1, taken: 1) }
         if state.full || state.overHeadroom { change = Self.checkLimits(&state, limit: limit, headroom: headroom) }
         return ready
     }
@@ -433,6 +456,7 @@ final class ObservationBuffer<Element: Sendable>: ObservationWaking, StallWatche
             state.detachment = detachment
             let discarded = state.items.count
             state.items.removeAll()
+            count(buffered: -discarded)
             let change = state.releaseHolds()
             defer { state.waiter = nil }
             return (state.waiter, change, discarded)
@@ -469,6 +493,7 @@ final class ObservationBuffer<Element: Sendable>: ObservationWaking, StallWatche
             let batch = Array(state.items.prefix(count))
             state.items.removeFirst(count)
             state.taken &+= UInt64(count)
+            self.count(buffered: -count, taken: count)
             if state.full || state.overHeadroom { change = Self.checkLimits(&state, limit: limit, headroom: headroom) }
             return batch
         }

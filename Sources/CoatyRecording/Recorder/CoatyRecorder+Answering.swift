@@ -27,15 +27,16 @@ extension CoatyRecorder {
     func settle(except excluded: Int? = nil, finalHandOver: Bool = false) async {
         let deadline = ContinuousClock.now + .seconds(60)
         let sources = ingestProgress.withLock { $0 }
-        var targets: [Int: UInt64] = [:]
+        var targets: [(index: Int, count: UInt64)] = []
+        targets.reserveCapacity(sources.count)
         for (index, progress) in sources where index != excluded {
             let sample = progress()
-            targets[index] = sample.taken + UInt64(sample.waiting)
+            targets.append((index, sample.taken + UInt64(sample.waiting)))
         }
         while true {
             let seen = progress.generation
-            let counts = handed.withLock { $0 }
-            if targets.allSatisfy({ counts[$0.key, default: 0] >= $0.value }) { return }
+            let reached = handed.withLock { counts in targets.allSatisfy { counts[$0.index, default: 0] >= $0.count } }
+            if reached { return }
             if Task.isCancelled { return }
             if finalHandOver ? ContinuousClock.now > deadline : control.withLock({ $0.stopRequested }) { return }
             if queue.hasBlockedProducers {

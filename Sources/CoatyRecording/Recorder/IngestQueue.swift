@@ -110,6 +110,8 @@ final class IngestQueue: Sendable {
     /// Waits until every mutation enqueued before this call is committed (or returns at once when
     /// the writer has ended).
     func flush() async {
+        // Nothing uncommitted (a request answered between bursts): no continuation to suspend on.
+        if state.withLock({ $0.committed >= $0.enqueued || $0.finished }) { return }
         await withCheckedContinuation { continuation in
             let (done, wake) = state.withLock { state -> (Bool, CheckedContinuation<Void, Never>?) in
                 if state.committed >= state.enqueued || state.finished { return (true, nil) }

@@ -158,12 +158,10 @@ public struct ConnectionRecorderStorage<Connection: ConnectionType>: RecorderSto
     /// See ``RecorderStorage/objects(where:equals:)``.
     public func objects(where property: String, equals value: String) async throws -> [JSONValue] {
         let filter = ObjectFilter.where(ObjectFilterProperty(path: [property]), .equals(.string(value)))
-        // objectId and externalId are promoted, indexed columns: a brief read.
-        return try await connection.readBriefly { tx in
-            try await tx.rows(matching: StoreQuery(scope: .coatyObjects, filter: filter, includesMetadata: false)).map(
-                \.object
-            )
-        }
+        // objectId and externalId are promoted, indexed columns: a lookup (SQLite: on this thread).
+        return try await connection.lookUpRows(
+            matching: StoreQuery(scope: .coatyObjects, filter: filter, includesMetadata: false)
+        ).map(\.object)
     }
 
     /// See ``RecorderStorage/update(_:receipt:)``.
