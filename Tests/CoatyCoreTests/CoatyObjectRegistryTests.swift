@@ -298,6 +298,39 @@ struct CoatyUUIDObjectTests {
         #expect(CoatyUUID(text) == nil)
     }
 
+    /// The parser agrees with the definition — hex digits of either case at the 32 digit places,
+    /// dashes at 8, 13, 18 and 23, nothing else — on each of the 256 byte values put at each of
+    /// the 36 positions of a valid UUID (so also on the bytes just outside "0"…"9", "a"…"f" and
+    /// "A"…"F": "/", ":", "@", "G", "`", "g"), and with Foundation on random UUIDs in both cases.
+    /// (Foundation itself is no reference for invalid text on Linux: it accepts a leading space
+    /// or "+".)
+    @Test func agreesWithTheDefinitionOnEveryByteAtEveryPosition() {
+        let valid = Array("3b5b8c6e-1f0a-4c1e-9a6f-0c7d2e4b8a11".utf8)
+        let hexDigits = Set("0123456789abcdefABCDEF".utf8)
+        let dashes: Set = [8, 13, 18, 23]
+        for position in valid.indices {
+            for byte in UInt8.min...UInt8.max {
+                var text = valid
+                text[position] = byte
+                let ours = text.withUnsafeBytes { CoatyUUID.parse($0) }
+                let isUUID = text.indices.allSatisfy {
+                    dashes.contains($0) ? text[$0] == UInt8(ascii: "-") : hexDigits.contains(text[$0])
+                }
+                #expect((ours != nil) == isUUID, "byte \(byte) at \(position)")
+                guard let ours, isUUID else { continue }
+                let digits = String(decoding: text.filter { $0 != UInt8(ascii: "-") }, as: UTF8.self)
+                #expect(ours.high == UInt64(digits.prefix(16), radix: 16), "byte \(byte) at \(position)")
+                #expect(ours.low == UInt64(digits.suffix(16), radix: 16), "byte \(byte) at \(position)")
+            }
+        }
+        for _ in 0..<1000 {
+            let uuid = UUID()
+            for text in [uuid.uuidString, uuid.uuidString.lowercased()] {
+                #expect(CoatyUUID(text)?.uuidString == uuid.uuidString.lowercased())
+            }
+        }
+    }
+
     @Test func codableAsStringWithOursAndFoundationsCoders() throws {
         let id = CoatyUUID()
         #expect(try JSONValueEncoder().encode(id) == .string(id.uuidString))

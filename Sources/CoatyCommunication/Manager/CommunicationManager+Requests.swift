@@ -18,7 +18,7 @@ extension CommunicationManager {
             manager: self,
             requests: [.init(event: .discover, payload: data.payloadBytes)],
             responseEvent: .resolve
-        ) { incoming, _ in
+        ) { incoming in
             guard case .resolve(let resolve) = incoming.payload else { return nil }
             if let object = resolve.object, !data.matches(object) { return nil }
             return ResolveEvent(sourceId: incoming.topic.sourceUUID, topic: incoming.topic, data: resolve)
@@ -36,7 +36,7 @@ extension CommunicationManager {
             manager: self,
             requests: [.init(event: .query, payload: data.payloadBytes)],
             responseEvent: .retrieve
-        ) { incoming, _ in
+        ) { incoming in
             guard case .retrieve(let retrieve) = incoming.payload,
                 retrieve.objects.allSatisfy({ data.matchesType(of: $0) })
             else { return nil }
@@ -65,7 +65,7 @@ extension CommunicationManager {
             manager: self,
             requests: filters.map { .init(event: .update($0), payload: payload) },
             responseEvent: .complete
-        ) { incoming, _ in
+        ) { incoming in
             guard case .complete(let complete) = incoming.payload, complete.object.objectId == objectId else {
                 return nil
             }
@@ -89,38 +89,34 @@ extension CommunicationManager {
             manager: self,
             requests: [.init(event: .call(operation: operation), payload: data.payloadBytes)],
             responseEvent: .return
-        ) { incoming, _ in
+        ) { incoming in
             guard case .return(let value) = incoming.payload else { return nil }
             return ReturnEvent(sourceId: incoming.topic.sourceUUID, topic: incoming.topic, data: value)
         }
     }
 
-    /// Subscribes the response topics, publishes the requests, and returns the response stream.
-    func startRequest<Response: Sendable>(
-        _ sequence: ResponseSequence<Response>
-    ) async -> (AsyncThrowingStream<Response, any Error>, RequestRun) {
+    /// Subscribes the response topics, publishes the requests, and returns the responses routed to them (each one
+    /// that ``RequestPlan/answers`` accepts, up to the plan's limit) and the run that ends their routing.
+    func startRequest(_ sequence: RequestPlan) async -> (ResponseQueue, RequestRun) {
         // Responses are few per request; the request headroom bounds a flood of them.
-        let (stream, continuation) = AsyncThrowingStream<Response, any Error>.makeStream(
-            bufferingPolicy: .bufferingNewest(max(1, options.effectiveRequestHeadroom))
-        )
+        let responses = ResponseQueue(limit: options.effectiveRequestHeadroom)
         let ids = sequence.requests.map { _ in CoatyUUID() }
         var filters: [String] = []
         for id in ids {
             do throws(CommunicationError) {
                 filters.append(try responseFilter(sequence.responseEvent, correlationId: id))
             } catch {
-                continuation.finish(throwing: error)
-                return (stream, RequestRun(releaser: ReleaseOnce {}))
+                responses.finish(throwing: error)
+                return (responses, RequestRun(releaser: ReleaseOnce {}))
             }
         }
-        var indexById: [CoatyUUID: Int] = [:]
-        for (index, id) in ids.enumerated() { indexById[id] = index }
         let limit = sequence.limit
         let delivered = LockedBox(0)
         let counters = self.counters
         let metrics = self.metrics
-        let accept = sequence.accept
-        let requestIndex = indexById
+        let answers = sequence.answers
+        // One or two correlation ids (an Update of a custom type is published twice): a search, not a dictionary.
+        let requestIds = ids
         let requestType = sequence.requests.first?.event.eventType
         let tracer = self.tracer
         let span = requestType.map {
@@ -137,8 +133,8 @@ extension CommunicationManager {
         // When the requests were published, for the response-time metric of the first response.
         let published = LockedBox<ContinuousClock.Instant?>(nil)
         let sink: EventSink = { incoming in
-            guard let id = incoming.topic.correlationUUID, let index = requestIndex[id] else { return }
-            guard let response = accept(incoming, index) else {
+            guard let id = incoming.topic.correlationUUID, requestIds.contains(id) else { return }
+            guard answers(incoming) else {
                 counters.invalidResponse(on: incoming.topic)
                 return
             }
@@ -157,8 +153,8 @@ extension CommunicationManager {
                     ? TraceContextPropagation.remoteContext(in: incoming.userProperties, tracer: tracer) : nil
                 span.responded(remote: remote)
             }
-            if case .dropped = continuation.yield(response) { counters.observerOverflow() }
-            if finish { continuation.finish() }
+            if !responses.yield(incoming) { counters.observerOverflow() }
+            if finish { responses.finish() }
         }
         // The timeout's token, and whether the request was already released (it can end on the
         // transport's delivery thread before its timeout is scheduled).
@@ -174,7 +170,7 @@ extension CommunicationManager {
             span?.finished(responses: delivered.mutex.withLock { $0 })
             for (id, filter) in routes { self?.releaseResponseRoute(id: id, filter: filter) }
         }
-        continuation.onTermination = { _ in releaser.release() }
+        responses.onEnd { releaser.release() }
         for (id, filter) in routes where !subscribeResponseNow(id: id, filter: filter, sink: sink) {
             retain(filter) { state in state.responseRoutes[id] = sink }
             await awaitEstablished(filter)
@@ -188,17 +184,17 @@ extension CommunicationManager {
             }
         } catch {
             span?.failed(error)
-            continuation.finish(throwing: error)
+            responses.finish(throwing: error)
         }
         if let timeout = sequence.timeout {
-            let token = timers.schedule(after: timeout) { continuation.finish() }
+            let token = timers.schedule(after: timeout) { responses.finish() }
             let released = timer.mutex.withLock { timer -> Bool in
                 timer.token = token
                 return timer.released
             }
             if released { timers.cancel(token) }
         }
-        return (stream, RequestRun(releaser: releaser))
+        return (responses, RequestRun(releaser: releaser))
     }
 
     /// The user properties that carry a request span's context to the responders: also an unsampled one's, so the

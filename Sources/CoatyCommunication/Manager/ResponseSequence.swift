@@ -22,15 +22,11 @@ public struct ResponseSequence<Response: Sendable>: AsyncSequence, Sendable {
     /// Publication errors (e.g. a permanent transport failure) end the iteration with an error.
     public typealias Failure = any Error
 
-    struct Request: Sendable {
-        let event: CoatyTopic.Event
-        let payload: [UInt8]
-    }
-
     let manager: CommunicationManager
-    let requests: [Request]
+    let requests: [RequestMessage]
     let responseEvent: CoatyTopic.Event
-    let accept: @Sendable (IncomingEvent, Int) -> Response?
+    /// The typed response to a received event, or `nil` when it does not answer the request.
+    let accept: @Sendable (IncomingEvent) -> Response?
 
     /// The number of responses after which the iteration ends, or `nil` for no limit.
     public private(set) var limit: Int?
@@ -39,9 +35,9 @@ public struct ResponseSequence<Response: Sendable>: AsyncSequence, Sendable {
 
     init(
         manager: CommunicationManager,
-        requests: [Request],
+        requests: [RequestMessage],
         responseEvent: CoatyTopic.Event,
-        accept: @escaping @Sendable (IncomingEvent, Int) -> Response?
+        accept: @escaping @Sendable (IncomingEvent) -> Response?
     ) {
         self.manager = manager
         self.requests = requests
@@ -89,7 +85,7 @@ public struct ResponseSequence<Response: Sendable>: AsyncSequence, Sendable {
     /// The iterator of a ``ResponseSequence``.
     public struct Iterator: AsyncIteratorProtocol {
         let sequence: ResponseSequence
-        var base: AsyncThrowingStream<Response, any Error>.Iterator?
+        var responses: ResponseQueue?
         var run: RequestRun?
 
         /// The next valid response; the first call publishes the request.
@@ -97,15 +93,50 @@ public struct ResponseSequence<Response: Sendable>: AsyncSequence, Sendable {
         ///   task was cancelled.
         /// - Throws: ``CommunicationError`` when publishing fails permanently.
         public mutating func next() async throws -> Response? {
-            if base == nil {
+            let queue: ResponseQueue
+            if let responses {
+                queue = responses
+            } else {
                 if run != nil { return nil }
-                let (stream, run) = await sequence.manager.startRequest(sequence)
+                let accept = sequence.accept
+                let (started, run) = await sequence.manager.startRequest(
+                    RequestPlan(
+                        requests: sequence.requests,
+                        responseEvent: sequence.responseEvent,
+                        limit: sequence.limit,
+                        timeout: sequence.timeout,
+                        answers: { accept($0) != nil }
+                    )
+                )
                 self.run = run
-                base = stream.makeAsyncIterator()
+                responses = started
+                queue = started
             }
-            return try await base?.next()
+            // The routing accepted each of them already (it counts the invalid ones); the typed
+            // response is made here, on the consumer's side.
+            while let incoming = try await queue.next() {
+                if let response = sequence.accept(incoming) { return response }
+            }
+            return nil
         }
     }
+}
+
+/// One request message of a ``ResponseSequence``: its event and payload.
+struct RequestMessage: Sendable {
+    let event: CoatyTopic.Event
+    let payload: [UInt8]
+}
+
+/// What ``CommunicationManager/startRequest(_:)`` needs of a ``ResponseSequence``, without its
+/// response type (so that the routing of responses is not generic code).
+struct RequestPlan: Sendable {
+    let requests: [RequestMessage]
+    let responseEvent: CoatyTopic.Event
+    let limit: Int?
+    let timeout: Duration?
+    /// Whether a received event answers the request as the protocol requires.
+    let answers: @Sendable (IncomingEvent) -> Bool
 }
 
 /// Ends a request's response routing when the iterator is released.

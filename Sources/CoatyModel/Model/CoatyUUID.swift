@@ -56,31 +56,32 @@ public struct CoatyUUID: Sendable, Hashable, Comparable {
     /// - Parameter utf8: exactly 36 bytes of UUID text.
     /// - Returns: the UUID, or `nil` when the bytes are not a UUID.
     public static func parse(_ utf8: UnsafeRawBufferPointer) -> CoatyUUID? {
-        guard utf8.count == 36 else { return nil }
+        guard utf8.count == 36, let base = utf8.baseAddress else { return nil }
+        let bytes = base.assumingMemoryBound(to: UInt8.self)
+        // The dashes first, then the 32 digits of the five groups, branch-free: every topic of a
+        // request and its response carries two UUIDs, and a Discover's payload a third (the
+        // byte loop with a range switch per byte cost ~430 instructions per UUID).
+        guard bytes[8] == 0x2D, bytes[13] == 0x2D, bytes[18] == 0x2D, bytes[23] == 0x2D else { return nil }
+        var invalid: UInt8 = 0
+        @inline(__always) func digits(_ start: Int, _ count: Int, into value: inout UInt64) {
+            for i in start..<(start + count) {
+                let byte = bytes[i]
+                let decimal = byte &- 0x30  // "0"…"9" -> 0…9
+                let letter = (byte | 0x20) &- 0x61  // "a"…"f", "A"…"F" -> 0…5
+                let isDecimal = decimal < 10
+                let isLetter = letter < 6
+                invalid |= (isDecimal || isLetter) ? 0 : 1
+                value = value << 4 | UInt64(isDecimal ? decimal : letter &+ 10)
+            }
+        }
         var high: UInt64 = 0
         var low: UInt64 = 0
-        var nibbles = 0
-        for i in 0..<36 {
-            let byte = utf8[i]
-            if i == 8 || i == 13 || i == 18 || i == 23 {
-                guard byte == UInt8(ascii: "-") else { return nil }
-                continue
-            }
-            let nibble: UInt8
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): nibble = byte &- UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): nibble = byte &- UInt8(ascii: "a") &+ 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): nibble = byte &- UInt8(ascii: "A") &+ 10
-            default: return nil
-            }
-            if nibbles < 16 {
-                high = high << 4 | UInt64(nibble)
-            } else {
-                low = low << 4 | UInt64(nibble)
-            }
-            nibbles += 1
-        }
-        return CoatyUUID(high: high, low: low)
+        digits(0, 8, into: &high)
+        digits(9, 4, into: &high)
+        digits(14, 4, into: &high)
+        digits(19, 4, into: &low)
+        digits(24, 12, into: &low)
+        return invalid == 0 ? CoatyUUID(high: high, low: low) : nil
     }
 
     /// The lowercase `8-4-4-4-12` text form.
