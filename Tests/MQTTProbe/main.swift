@@ -71,56 +71,62 @@ do {
     fail("\(error)")
 }
 
-/// Open file descriptors, threads and resident kilobytes of this process, as a JSON line.
-func usageLine(_ label: String, cycles: Int) -> String {
-    func count(_ directory: String) -> Int {
-        guard let stream = opendir(directory) else { return -1 }
-        defer { closedir(stream) }
-        var entries = 0
-        while let entry = readdir(stream) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { Array($0.prefix { $0 != 0 }) }
-            if name != Array(".".utf8) && name != Array("..".utf8) { entries += 1 }
-        }
-        return entries
-    }
-    // /proc/self/statm: "size resident shared …" in pages.
-    var residentKiB = -1
-    let fd = open("/proc/self/statm", O_RDONLY)
-    if fd >= 0 {
-        var buffer = [UInt8](repeating: 0, count: 256)
-        let n = read(fd, &buffer, buffer.count)
-        close(fd)
-        let fields = String(decoding: buffer.prefix(max(n, 0)), as: UTF8.self).split(separator: " ")
-        if fields.count > 1, let pages = Int(fields[1]) { residentKiB = pages * Int(getpagesize()) / 1024 }
-    }
-    return
-        #"{"at":"\#(label)","cycles":\#(cycles),"fds":\#(count("/proc/self/fd")),"threads":\#(count("/proc/self/task")),"rssKiB":\#(residentKiB)}"#
-}
+/// Open file descriptors, threads and resident kilobytes of this process (from /proc).
+struct Usage {
+    var descriptors: Int
+    var threads: Int
+    var residentKiB: Int
 
-/// A usage line, once what the last cycle released has gone: an agent's connection and its
-/// network thread's descriptors are freed when the last reference to its client goes, which can be
-/// a task of the agent finishing just after `stop()` returned (a CI run under full load saw the
-/// last agent's five descriptors still open: 9 -> 14). Samples for up to two seconds and reports
-/// the fewest descriptors seen; a leak, one per cycle, stays.
-func settledUsageLine(_ label: String, cycles: Int) async -> String {
-    func descriptors(_ line: String) -> Int {
-        guard let field = line.split(separator: ",").first(where: { $0.hasPrefix(#""fds":"#) }) else { return .max }
-        return Int(field.dropFirst(6)) ?? .max
+    static func now() -> Usage {
+        func count(_ directory: String) -> Int {
+            guard let stream = opendir(directory) else { return -1 }
+            defer { closedir(stream) }
+            var entries = 0
+            while let entry = readdir(stream) {
+                let name = withUnsafeBytes(of: entry.pointee.d_name) { Array($0.prefix { $0 != 0 }) }
+                if name != Array(".".utf8) && name != Array("..".utf8) { entries += 1 }
+            }
+            return entries
+        }
+        // /proc/self/statm: "size resident shared …" in pages.
+        var residentKiB = -1
+        let fd = open("/proc/self/statm", O_RDONLY)
+        if fd >= 0 {
+            var buffer = [UInt8](repeating: 0, count: 256)
+            let n = read(fd, &buffer, buffer.count)
+            close(fd)
+            let fields = String(decoding: buffer.prefix(max(n, 0)), as: UTF8.self).split(separator: " ")
+            if fields.count > 1, let pages = Int(fields[1]) { residentKiB = pages * Int(getpagesize()) / 1024 }
+        }
+        return Usage(descriptors: count("/proc/self/fd"), threads: count("/proc/self/task"), residentKiB: residentKiB)
     }
-    var best = usageLine(label, cycles: cycles)
-    for _ in 0..<40 {
-        try? await Task.sleep(for: .milliseconds(50))
-        let line = usageLine(label, cycles: cycles)
-        if descriptors(line) < descriptors(best) { best = line }
+
+    /// Once what the last cycle released has gone: an agent's connection and its network thread's
+    /// descriptors are freed when the last reference to its client goes, which can be a task of the
+    /// agent finishing just after `stop()` returned (a CI run under full load saw the last agent's
+    /// five descriptors still open: 9 -> 14). Samples for up to two seconds and keeps the sample
+    /// with the fewest descriptors; a leak, one per cycle, stays.
+    static func settled() async -> Usage {
+        var best = now()
+        for _ in 0..<40 {
+            try? await Task.sleep(for: .milliseconds(50))
+            let sample = now()
+            if sample.descriptors < best.descriptors { best = sample }
+        }
+        return best
     }
-    return best
+
+    /// The JSON line the test reads.
+    func line(_ label: String, cycles: Int) -> String {
+        #"{"at":"\#(label)","cycles":\#(cycles),"fds":\#(descriptors),"threads":\#(threads),"rssKiB":\#(residentKiB)}"#
+    }
 }
 
 /// See the header: connect/disconnect cycles with a fresh client each time.
 func churn(url: String, cycles: Int) async throws {
     let warmUp = cycles / 10
     for cycle in 0..<cycles {
-        if cycle == warmUp { writeLine(await settledUsageLine("warm", cycles: cycle), to: 1) }
+        if cycle == warmUp { writeLine(await Usage.settled().line("warm", cycles: cycle), to: 1) }
         let client = MQTTClient(configuration: try MQTTConfiguration(url: url, clientId: "churn-\(cycle)"))
         try await client.connect()
         try await client.subscribe("churn/\(cycle % 7)")
@@ -128,14 +134,14 @@ func churn(url: String, cycles: Int) async throws {
         try await client.publish("churn/y", payload: Array("cycle \(cycle)".utf8), qos: .atLeastOnce)
         await client.disconnect()
     }
-    writeLine(await settledUsageLine("end", cycles: cycles), to: 1)
+    writeLine(await Usage.settled().line("end", cycles: cycles), to: 1)
 }
 
 /// See the header: a Coaty agent started and stopped, each time a new one.
 func agentChurn(url: String, cycles: Int) async throws {
     let warmUp = cycles / 10
     for cycle in 0..<cycles {
-        if cycle == warmUp { writeLine(await settledUsageLine("warm", cycles: cycle), to: 1) }
+        if cycle == warmUp { writeLine(await Usage.settled().line("warm", cycles: cycle), to: 1) }
         let identity = Identity(name: "churn \(cycle)")
         let manager = try CommunicationManager.mqtt(url: url, identity: identity)
         try await manager.start()
@@ -145,5 +151,5 @@ func agentChurn(url: String, cycles: Int) async throws {
         _ = try await manager.publishDiscover(.objectId(identity.objectId)).first(timeout: .seconds(5))
         await manager.stop()
     }
-    writeLine(await settledUsageLine("end", cycles: cycles), to: 1)
+    writeLine(await Usage.settled().line("end", cycles: cycles), to: 1)
 }

@@ -97,27 +97,25 @@ extension CommunicationManager {
 
     /// Subscribes the response topics, publishes the requests, and returns the responses routed to them (each one
     /// that ``RequestPlan/answers`` accepts, up to the plan's limit) and the run that ends their routing.
-    func startRequest(_ sequence: RequestPlan) async -> (ResponseQueue, RequestRun) {
+    func startRequest(_ plan: RequestPlan) async -> (ResponseQueue, RequestRun) {
         // Responses are few per request; the request headroom bounds a flood of them.
         let responses = ResponseQueue(limit: options.effectiveRequestHeadroom)
-        let ids = sequence.requests.map { _ in CoatyUUID() }
+        let ids = plan.requests.map { _ in CoatyUUID() }
         var filters: [String] = []
         for id in ids {
             do throws(CommunicationError) {
-                filters.append(try responseFilter(sequence.responseEvent, correlationId: id))
+                filters.append(try responseFilter(plan.responseEvent, correlationId: id))
             } catch {
                 responses.finish(throwing: error)
                 return (responses, RequestRun(releaser: ReleaseOnce {}))
             }
         }
-        let limit = sequence.limit
+        let limit = plan.limit
         let delivered = LockedBox(0)
         let counters = self.counters
         let metrics = self.metrics
-        let answers = sequence.answers
-        // One or two correlation ids (an Update of a custom type is published twice): a search, not a dictionary.
-        let requestIds = ids
-        let requestType = sequence.requests.first?.event.eventType
+        let answers = plan.answers
+        let requestType = plan.requests.first?.event.eventType
         let tracer = self.tracer
         let span = requestType.map {
             RequestSpan(
@@ -133,7 +131,8 @@ extension CommunicationManager {
         // When the requests were published, for the response-time metric of the first response.
         let published = LockedBox<ContinuousClock.Instant?>(nil)
         let sink: EventSink = { incoming in
-            guard let id = incoming.topic.correlationUUID, requestIds.contains(id) else { return }
+            // One or two correlation ids (an Update of a custom type is published twice): a search, not a dictionary.
+            guard let id = incoming.topic.correlationUUID, ids.contains(id) else { return }
             guard answers(incoming) else {
                 counters.invalidResponse(on: incoming.topic)
                 return
@@ -177,7 +176,7 @@ extension CommunicationManager {
         }
         published.mutex.withLock { $0 = ContinuousClock.now }
         do throws(CommunicationError) {
-            for (request, id) in zip(sequence.requests, ids) {
+            for (request, id) in zip(plan.requests, ids) {
                 let topic = try twoWayTopicName(request.event, correlationId: id)
                 span?.published(on: topic)
                 try await send(TransportMessage(topic: topic, payload: request.payload, userProperties: traceProperties))
@@ -186,7 +185,7 @@ extension CommunicationManager {
             span?.failed(error)
             responses.finish(throwing: error)
         }
-        if let timeout = sequence.timeout {
+        if let timeout = plan.timeout {
             let token = timers.schedule(after: timeout) { responses.finish() }
             let released = timer.mutex.withLock { timer -> Bool in
                 timer.token = token

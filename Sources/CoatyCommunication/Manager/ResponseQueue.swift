@@ -62,23 +62,18 @@ final class ResponseQueue: Sendable {
     /// Runs the end action (``onEnd(_:)``) once; later calls do nothing.
     /// - Parameter error: the failure that ends the request, if any.
     func finish(throwing error: (any Error)? = nil) {
-        let (waiter, failure, onEnd) = state.withLock {
-            state -> (UnsafeContinuation<IncomingEvent?, any Error>?, (any Error)?, (@Sendable () -> Void)?) in
-            guard !state.ended else { return (nil, nil, nil) }
+        let (waiter, onEnd) = state.withLock {
+            state -> (UnsafeContinuation<IncomingEvent?, any Error>?, (@Sendable () -> Void)?) in
+            guard !state.ended else { return (nil, nil) }
             state.ended = true
-            defer {
-                state.waiter = nil
-                state.onEnd = nil
-            }
-            // A waiting consumer has taken everything buffered: it gets the error now.
-            guard state.waiter != nil else {
-                state.failure = error
-                return (nil, nil, state.onEnd)
-            }
-            return (state.waiter, error, state.onEnd)
+            let ending = (state.waiter, state.onEnd)
+            (state.waiter, state.onEnd) = (nil, nil)
+            // A waiting consumer has taken everything buffered: it gets the error now, else after the buffer.
+            if ending.0 == nil { state.failure = error }
+            return ending
         }
         if let waiter {
-            if let failure { waiter.resume(throwing: failure) } else { waiter.resume(returning: nil) }
+            if let error { waiter.resume(throwing: error) } else { waiter.resume(returning: nil) }
         }
         onEnd?()
     }
