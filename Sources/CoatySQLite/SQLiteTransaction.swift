@@ -98,7 +98,8 @@ public final class SQLiteTransaction: WriteTransactionType, SQLReadTransaction {
 
     /// The rows of a ``PromotedLookup``: one cached statement, the value bound and the columns
     /// read with SQLite's C API (a Discover's lookup by objectId: planning the filter, building
-    /// its SQL text and GRDB's arguments and rows cost more than SQLite's indexed search).
+    /// its SQL text and GRDB's arguments and rows cost more than SQLite's indexed search). Each
+    /// row keeps its stored text (``CoatyStore/StoreRow/objectText``) beside the parsed JSON.
     private func rows(_ lookup: PromotedLookup) throws -> [StoreRow] {
         let sql = lookup.sql
         let prepared = try db.cachedStatement(sql: sql)
@@ -122,9 +123,13 @@ public final class SQLiteTransaction: WriteTransactionType, SQLReadTransaction {
                 text(1).map { String(decoding: $0, as: UTF8.self) } ?? ""
             )
             do {
-                let object = try JSONValue(parsing: text(2) ?? UnsafeRawBufferPointer(start: nil, count: 0))
+                let objectText = text(2) ?? UnsafeRawBufferPointer(start: nil, count: 0)
+                let object = try JSONValue(parsing: objectText)
                 let metadata = try text(3).map { try JSONValue(parsing: $0) }
-                rows.append(StoreRow(index: index, object: object, metadata: metadata))
+                var row = StoreRow(index: index, object: object, metadata: metadata)
+                // The text too: a Discover answered from the store sends it as it is.
+                row.objectText = Array(objectText)
+                rows.append(row)
             } catch {
                 throw CoatySQLiteError(
                     "The stored JSON at \(index) is not valid (\(error)); remove or rewrite that row"

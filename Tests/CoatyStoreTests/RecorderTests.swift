@@ -395,6 +395,33 @@ struct RecorderTests {
         try await harness.stop()
     }
 
+    @Test("A Discover is resolved with the object's text as it was advertised", arguments: RecorderBackend.allCases)
+    func discoverResolvesWithTheAdvertisedText(backend: RecorderBackend) async throws {
+        let harness = try await RecorderHarness.start(backend)
+        let id = RecorderFixtures.objectId(77)
+        // Members out of the usual order, spacing, escapes, a number written long, unknown members.
+        let text = Array(
+            #"{ "name" : "Caf\u00e9 \"77\"", "extra": [1, 2.50, {"k": null}],"objectType":"\#(RecorderFixtures.objectType)","#
+                .utf8
+        ) + Array(#" "coreType":"CoatyObject" , "objectId":"\#(id)", "externalId":"ext-77"}"#.utf8)
+        guard case .object(let json) = try JSONValue(parsing: text) else { Issue.record("not an object"); return }
+        let object = try CoatyObjectRegistry().decode(json, text: text)
+        #expect(object.receivedText == text)
+        try await harness.client.publishAdvertise(object)
+
+        let objectId = try #require(CoatyUUID(id))
+        let resolve = try #require(
+            try await harness.client.publishDiscover(.objectId(objectId)).first(timeout: .seconds(30))
+        )
+        let resolved = try #require(resolve.data.object)
+        #expect(resolved == object)
+        #expect(resolved.name == "Café \"77\"")
+        // The store kept the text, and the Resolve carries it byte for byte.
+        #expect(resolved.receivedText == text)
+        try await harness.stop()
+        #expect(harness.recorder.statistics.answeredDiscovers == 1)
+    }
+
     @Test("Discover by objectId and by externalId (with type restrictions)", arguments: RecorderBackend.allCases)
     func discover(backend: RecorderBackend) async throws {
         let harness = try await RecorderHarness.start(backend)

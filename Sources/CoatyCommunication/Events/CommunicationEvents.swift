@@ -105,9 +105,10 @@ public struct DiscoverEvent: Sendable {
         relatedObjects: [any CoatyObject]? = nil,
         privateData: JSONObject? = nil
     ) async throws(CommunicationError) {
-        // The common answer, one typed object: encoded straight into the payload's bytes, as an Advertise is, instead
-        // of into a JSON tree that is then serialized (a quarter of a responder's instructions per request).
-        if let object, relatedObjects == nil, !(object is AnyCoatyObject) {
+        // The common answer, one object: encoded straight into the payload's bytes, as an Advertise is, instead of
+        // into a JSON tree that is then serialized (a quarter of a responder's instructions per request); an object
+        // with its text (received, or read from a store, as a recorder's) as that text.
+        if let object, relatedObjects == nil {
             let payload = try AnyCoatyObject.payloadBytes(object: object, privateData: privateData)
             try await route.respond(.resolve, payloadBytes: payload)
             return

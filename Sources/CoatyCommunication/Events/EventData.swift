@@ -338,7 +338,8 @@ struct PayloadWriter {
 extension AnyCoatyObject {
     /// The bytes of a `{"object":…,"privateData":…}` payload (Advertise, single-object Channel, Resolve),
     /// encoded straight from the Swift value: the same bytes as the payload of the wrapped object,
-    /// without building its JSON tree.
+    /// without building its JSON tree; an ``AnyCoatyObject`` that has its text (received, or read
+    /// from a store) is written as that text.
     static func payloadBytes<T: CoatyObject>(
         object: T,
         privateData: JSONObject?
@@ -347,18 +348,24 @@ extension AnyCoatyObject {
         out.reserveCapacity(384)
         out.append(contentsOf: #"{"object":"#.utf8)
         let start = out.count
-        do {
-            try JSONValueEncoder().encode(object, appendingTo: &out)
-            // As `AnyCoatyObject.init`: a type encoding itself as an array or a single value is
-            // not a Coaty object.
-            guard out[start] == UInt8(ascii: "{") else {
-                throw EncodingError.invalidValue(
-                    object,
-                    .init(codingPath: [], debugDescription: "A Coaty object must encode to a JSON object")
-                )
+        if T.self == AnyCoatyObject.self {
+            // Received (or read from a store) with its text: those bytes as they are; else its JSON.
+            let any = _identityCast(object, to: AnyCoatyObject.self)
+            if !any.appendReceivedText(to: &out) { JSONSerializer.writeObject(any.json, to: &out) }
+        } else {
+            do {
+                try JSONValueEncoder().encode(object, appendingTo: &out)
+                // As `AnyCoatyObject.init`: a type encoding itself as an array or a single value is
+                // not a Coaty object.
+                guard out[start] == UInt8(ascii: "{") else {
+                    throw EncodingError.invalidValue(
+                        object,
+                        .init(codingPath: [], debugDescription: "A Coaty object must encode to a JSON object")
+                    )
+                }
+            } catch {
+                throw .encodingFailed(objectType: object.objectType, reason: "\(error)")
             }
-        } catch {
-            throw .encodingFailed(objectType: object.objectType, reason: "\(error)")
         }
         if let privateData {
             out.append(contentsOf: #","privateData":"#.utf8)

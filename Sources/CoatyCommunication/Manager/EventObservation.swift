@@ -231,6 +231,12 @@ private struct ProgressCounts {
 /// and it then takes the buffered events without suspending. With
 /// ``ObservationBuffering/backPressure`` (the default) it never drops: reaching its limit tells
 /// the ``BackPressureGate`` to hold the reads, and taking it back to half the limit releases them.
+///
+/// Its entry points are pre-specialized for the event types the framework itself observes (a
+/// recorder's, an agent's requests): the observations are created in other modules, so the
+/// generic code otherwise runs unspecialized there, and every `Element?`, `State` or `Deque`
+/// it touches is a runtime metadata lookup (some 14 000 instructions of a Discover answered by
+/// the recorder). The generic entry checks the type and calls the specialized body.
 final class ObservationBuffer<Element: Sendable>: ObservationWaking, StallWatched {
     private struct State {
         var items = Deque<Element>()
@@ -351,6 +357,13 @@ final class ObservationBuffer<Element: Sendable>: ObservationWaking, StallWatche
     }
 
     /// Buffers an event; a waiting consumer is woken by the next flush of `wakeups`.
+    @_specialize(where Element == DiscoverEvent)
+    @_specialize(where Element == QueryEvent)
+    @_specialize(where Element == CallEvent)
+    @_specialize(where Element == DeadvertiseEvent)
+    @_specialize(where Element == ChannelEvent)
+    @_specialize(where Element == AdvertiseEvent<AnyCoatyObject>)
+    @_specialize(where Element == UpdateEvent<AnyCoatyObject>)
     func push(_ element: Element) {
         let (dropped, schedule, change, policy) = state.withLock {
             state -> (Int, Bool, GateChange, ObservationBuffering) in
@@ -427,6 +440,13 @@ final class ObservationBuffer<Element: Sendable>: ObservationWaking, StallWatche
         return ready
     }
 
+    @_specialize(where Element == DiscoverEvent)
+    @_specialize(where Element == QueryEvent)
+    @_specialize(where Element == CallEvent)
+    @_specialize(where Element == DeadvertiseEvent)
+    @_specialize(where Element == ChannelEvent)
+    @_specialize(where Element == AdvertiseEvent<AnyCoatyObject>)
+    @_specialize(where Element == UpdateEvent<AnyCoatyObject>)
     func wake() {
         var change = GateChange()
         let resumption = state.withLock { state -> (UnsafeContinuation<Element?, Never>, Element?)? in
@@ -470,6 +490,9 @@ final class ObservationBuffer<Element: Sendable>: ObservationWaking, StallWatche
 
     /// Up to `maxCount` buffered events, waiting for the first; `nil` once finished (or the task
     /// is cancelled).
+    // The recorder's ingest pumps take batches.
+    @_specialize(where Element == AdvertiseEvent<AnyCoatyObject>)
+    @_specialize(where Element == ChannelEvent)
     func nextBatch(maxCount: Int, isolation actor: isolated (any Actor)?) async -> [Element]? {
         if Task.isCancelled {
             finish()
@@ -502,6 +525,13 @@ final class ObservationBuffer<Element: Sendable>: ObservationWaking, StallWatche
     }
 
     /// The next buffered event, waiting for one; `nil` once finished (or the task is cancelled).
+    @_specialize(where Element == DiscoverEvent)
+    @_specialize(where Element == QueryEvent)
+    @_specialize(where Element == CallEvent)
+    @_specialize(where Element == DeadvertiseEvent)
+    @_specialize(where Element == ChannelEvent)
+    @_specialize(where Element == AdvertiseEvent<AnyCoatyObject>)
+    @_specialize(where Element == UpdateEvent<AnyCoatyObject>)
     func next(isolation actor: isolated (any Actor)?) async -> Element? {
         // As with `AsyncStream`, a cancelled consumer's iteration ends, also while events are buffered.
         if Task.isCancelled {

@@ -48,6 +48,16 @@ public struct AnyCoatyObject: Sendable, Hashable, CustomStringConvertible {
         return received.withText { Array($0) }
     }
 
+    /// Appends the object's JSON text as received (or as stored: see
+    /// ``CoatyObjectRegistry/decode(_:text:)``) to `out`; `false`, appending nothing, for an object
+    /// built in this process. An outgoing payload carries these bytes instead of serializing
+    /// ``json`` again.
+    package func appendReceivedText(to out: inout [UInt8]) -> Bool {
+        guard case .received(let received) = source else { return false }
+        received.withText { out.append(contentsOf: $0) }
+        return true
+    }
+
     /// Whether the JSON is still the received text (for tests).
     var isReceivedText: Bool {
         if case .received = source { return true }
@@ -171,6 +181,13 @@ package final class ReceivedJSON: Sendable {
     package init(payload: [UInt8], range: Range<Int>) {
         self.payload = payload
         self.range = range
+    }
+
+    /// The text of an object parsed already: `text` must be a JSON text of `object` (a stored
+    /// row's text and the tree parsed from it, say).
+    package convenience init(text: [UInt8], parsed object: JSONObject) {
+        self.init(payload: text, range: text.indices)
+        setParsed(object)
     }
 
     /// Sets the parsed object when the receiver parsed it already (it must be the text's).

@@ -77,6 +77,24 @@ public final class CoatyObjectRegistry: Sendable {
         return try decode(object)
     }
 
+    /// Decodes an object from its JSON and the text it was parsed from (a stored row's), keeping
+    /// the text: a Resolve, Advertise or Retrieve of the object then carries these bytes as they
+    /// are instead of serializing the JSON again.
+    /// - Parameters:
+    ///   - json: the object's JSON.
+    ///   - text: a UTF-8 JSON text of `json` (the one it was parsed from).
+    /// - Returns: the object.
+    /// - Throws: ``CoatyObjectError`` naming the field and object type when the object is invalid.
+    public func decode(_ json: JSONObject, text: [UInt8]) throws -> AnyCoatyObject {
+        let decoded = try decode(json)
+        return AnyCoatyObject(
+            received: ReceivedJSON(text: text, parsed: json),
+            value: decoded.value,
+            objectType: decoded.objectType,
+            coreType: decoded.coreType
+        )
+    }
+
     /// Parses and decodes a received object from UTF-8 JSON bytes.
     /// - Parameter bytes: the JSON text of one object.
     /// - Returns: the object.

@@ -224,12 +224,14 @@ extension CoatyRecorder {
         await step("settle") { _ in await settleAndFlush() }
         do {
             let rows = try await step("store lookup") { span in
-                let rows = try await storage.objects(where: lookup.property, equals: lookup.value)
+                let rows = try await storage.objectsWithText(where: lookup.property, equals: lookup.value)
                 span.attributes["coaty.store.rows"] = rows.count
                 return rows
             }
-            let candidates = await step("decode") { _ in decode(rows) }
-            guard let object = candidates.first(where: data.matches) else { return }
+            // Decoded one by one up to the first match (an externalId may select many), each
+            // keeping its stored text: the Resolve carries those bytes as they were received.
+            let object = await step("decode") { _ in rows.lazy.compactMap(decode).first(where: data.matches) }
+            guard let object else { return }
             try await discover.resolve(object: object)
             metrics.answered(.discover, since: start)
             stats.withLock { $0.answeredDiscovers += 1 }
@@ -270,6 +272,22 @@ extension CoatyRecorder {
             text = String(text.prefix(limit)) + "… (\(more) more characters)"
         }
         return text
+    }
+
+    /// Decodes a stored object, keeping its text; `nil` (logged) when the row is no Coaty object.
+    func decode(_ stored: StoredObject) -> AnyCoatyObject? {
+        do {
+            guard let text = stored.text, case .object(let json) = stored.json else {
+                return try manager.registry.decode(stored.json)
+            }
+            return try manager.registry.decode(json, text: text)
+        } catch {
+            logger.warning(
+                "Skipped a stored row that is not a Coaty object",
+                metadata: ["error": "\(Self.describe(error))"]
+            )
+            return nil
+        }
     }
 
     /// Decodes stored JSON into objects, skipping (and logging) rows that are no Coaty object.

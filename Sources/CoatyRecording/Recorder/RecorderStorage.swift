@@ -51,6 +51,16 @@ public protocol RecorderStorage: Sendable {
     /// - Throws: a backend error.
     func objects(where property: String, equals value: String) async throws -> [JSONValue]
 
+    /// ``objects(where:equals:)`` with each object's stored JSON text where the store keeps it:
+    /// a Discover answered from the store sends those bytes as they are. By default the objects
+    /// without their text.
+    /// - Parameters:
+    ///   - property: the member name.
+    ///   - value: the value.
+    /// - Returns: the objects' JSON, each with its text or `nil`.
+    /// - Throws: a backend error.
+    func objectsWithText(where property: String, equals value: String) async throws -> [StoredObject]
+
     /// Replaces the stored object with the same objectId by `object` (an Update), keeping one
     /// row per objectId; does nothing when no object with that objectId is stored.
     /// - Parameters:
@@ -59,6 +69,35 @@ public protocol RecorderStorage: Sendable {
     /// - Returns: the stored object's JSON after the update, or `nil` when it was not stored.
     /// - Throws: a backend or encoding error.
     func update(_ object: AnyCoatyObject, receipt: ReceiptMetadata) async throws -> JSONValue?
+}
+
+/// A stored object's JSON and, where the store keeps it, the text it was stored as.
+public struct StoredObject: Sendable, Hashable {
+    /// The object's JSON.
+    public var json: JSONValue
+    /// A UTF-8 JSON text of ``json`` (the one stored), or `nil`.
+    public var text: [UInt8]?
+
+    /// A stored object.
+    /// - Parameters:
+    ///   - json: the object's JSON.
+    ///   - text: a UTF-8 JSON text of `json`, if the store has it.
+    public init(json: JSONValue, text: [UInt8]? = nil) {
+        self.json = json
+        self.text = text
+    }
+}
+
+extension RecorderStorage {
+    /// The objects of ``objects(where:equals:)``, without their text.
+    /// - Parameters:
+    ///   - property: the member name.
+    ///   - value: the value.
+    /// - Returns: the objects.
+    /// - Throws: a backend error.
+    public func objectsWithText(where property: String, equals value: String) async throws -> [StoredObject] {
+        try await objects(where: property, equals: value).map { StoredObject(json: $0) }
+    }
 }
 
 /// ``RecorderStorage`` over any ``ConnectionType`` (``InMemoryConnection``, the SQLite
@@ -157,11 +196,21 @@ public struct ConnectionRecorderStorage<Connection: ConnectionType>: RecorderSto
 
     /// See ``RecorderStorage/objects(where:equals:)``.
     public func objects(where property: String, equals value: String) async throws -> [JSONValue] {
-        let filter = ObjectFilter.where(ObjectFilterProperty(path: [property]), .equals(.string(value)))
         // objectId and externalId are promoted, indexed columns: a lookup (SQLite: on this thread).
-        return try await connection.lookUpRows(
-            matching: StoreQuery(scope: .coatyObjects, filter: filter, includesMetadata: false)
-        ).map(\.object)
+        try await connection.lookUpRows(matching: Self.lookup(property, value)).map(\.object)
+    }
+
+    /// See ``RecorderStorage/objectsWithText(where:equals:)``.
+    public func objectsWithText(where property: String, equals value: String) async throws -> [StoredObject] {
+        try await connection.lookUpRows(matching: Self.lookup(property, value)).map {
+            StoredObject(json: $0.object, text: $0.objectText)
+        }
+    }
+
+    /// A lookup of the Coaty objects whose promoted `property` equals `value`.
+    static func lookup(_ property: String, _ value: String) -> StoreQuery {
+        let filter = ObjectFilter.where(ObjectFilterProperty(path: [property]), .equals(.string(value)))
+        return StoreQuery(scope: .coatyObjects, filter: filter, includesMetadata: false)
     }
 
     /// See ``RecorderStorage/update(_:receipt:)``.
