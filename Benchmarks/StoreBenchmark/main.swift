@@ -521,7 +521,7 @@ func runAnswerCosts(_ args: [String]) async throws {
 }
 
 /// `ingest-costs DIR [N]`: the recorder's writer alone (`ConnectionRecorderStorage.apply` of N
-/// decoded objects in batches of 4096, as the recorder commits them) against the raw GRDB
+/// received objects in batches of 4096, as the recorder commits them) against the raw GRDB
 /// insert of the same rows, and the decode of the N payloads: a profiling aid for the ingest row.
 /// With `INGEST_COSTS_WRITER_ONLY` set in the environment it stops after the writer (for `perf`).
 func runIngestCosts(_ args: [String]) async throws {
@@ -529,20 +529,24 @@ func runIngestCosts(_ args: [String]) async throws {
     let registry = CoatyObjectRegistry()
     let texts = (0..<count).map { objectJSON($0) }
     var start = monotonicNanoseconds()
-    let objects = try texts.map { try registry.decode(bytes: Array($0.utf8)) }
+    _ = try texts.map { try registry.decode(bytes: Array($0.utf8)) }
     emit("decode \(count) payloads: \(Double(monotonicNanoseconds() - start) / Double(count) / 1000) µs each")
     // As the network thread decodes an Advertise event's payload (from its text, for a generic observer).
     let payloads = texts.map { Array(#"{"object":\#($0)}"#.utf8) }
     start = monotonicNanoseconds()
-    var received = 0
-    for payload in payloads where (try? AdvertiseEventData(bytes: payload, registry: registry)) != nil { received += 1 }
+    var received: [AnyCoatyObject] = []
+    received.reserveCapacity(count)
+    for payload in payloads {
+        if let data = try? AdvertiseEventData(bytes: payload, registry: registry) { received.append(data.object) }
+    }
     emit(
-        "decode \(received) Advertise payloads as received: \(Double(monotonicNanoseconds() - start) / Double(count) / 1000) µs each"
+        "decode \(received.count) Advertise payloads as received: \(Double(monotonicNanoseconds() - start) / Double(count) / 1000) µs each"
     )
     let receipt = ReceiptMetadata(sourceId: CoatyUUID(), eventType: "Advertise", topic: advertiseTopic)
     let storage = ConnectionRecorderStorage(try SQLiteDatabase(path: args[0] + "/writer.sqlite").makeConnection())
+    // The objects as received (with their text, which the store writes as is), as the recorder has them.
     let batches = stride(from: 0, to: count, by: 4096).map { batch in
-        objects[batch..<min(batch + 4096, count)].map { RecorderMutation.store($0, receipt) }
+        received[batch..<min(batch + 4096, count)].map { RecorderMutation.store($0, receipt) }
     }
     start = monotonicNanoseconds()
     let cpuStart = processCPUMicroseconds()

@@ -243,13 +243,15 @@ public final class PostgresTransaction: WriteTransactionType, SQLReadTransaction
     /// The columns a row's values are written to, after collection and key.
     static let valueColumns = ["object", "metadata"] + PromotedColumns.names.map { "\"\($0)\"" }
 
-    /// Binds a row's object (its received text when it has one), metadata and promoted columns,
+    /// Binds a row's object and metadata (their texts when it has them) and promoted columns,
     /// in the order of ``valueColumns``; returns their placeholders.
     static func bindValues(of row: StoreRow, into sql: inout PostgresSQL) -> [String] {
         let columns = PromotedColumns(row.object)
         let object =
             row.objectText.map { "\(sql.bind(String(decoding: $0, as: UTF8.self)))::jsonb" } ?? sql.bindJSON(row.object)
-        let metadata = row.metadata.map { sql.bindJSON($0) } ?? "NULL::jsonb"
+        let metadata =
+            row.metadataText.map { "\(sql.bind(String(decoding: $0, as: UTF8.self)))::jsonb" }
+            ?? row.metadata.map { sql.bindJSON($0) } ?? "NULL::jsonb"
         let promoted = PromotedColumns.names.map { name -> String in
             if let value = columns[name] { return sql.bind(value) }
             return "NULL::text"

@@ -249,6 +249,20 @@ public final class SQLiteTransaction: WriteTransactionType, SQLReadTransaction {
         AND coreType IS NOT NULL AND objectType IS NOT NULL ORDER BY id
         """
 
+    /// Writes rows in turn, in this call (the recorder's batch: one call instead of an `async`
+    /// call per row).
+    /// - Parameters:
+    ///   - rows: the rows.
+    ///   - mode: how an existing row at the same index is treated.
+    /// - Returns: how many rows were written.
+    /// - Throws: a database error.
+    @discardableResult
+    public func writeRows(_ rows: [StoreRow], mode: StoreWriteMode) throws -> Int {
+        var written = 0
+        for index in rows.indices where try write(rows[index], mode: mode) { written += 1 }
+        return written
+    }
+
     /// Writes a row (an upsert keeps the row's place in insertion order).
     /// - Parameters:
     ///   - row: the row.
@@ -319,7 +333,7 @@ public final class SQLiteTransaction: WriteTransactionType, SQLReadTransaction {
             bind(row.index.key)
         }
         bind(row.object, text: row.objectText)
-        bind(row.metadata)
+        if let text = row.metadataText { bind(.null, text: text) } else { bind(row.metadata) }
         let columns = PromotedColumns(row.object)
         for name in PromotedColumns.names { bind(columns[name]) }
         if mode == .update {

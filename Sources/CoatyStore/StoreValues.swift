@@ -31,8 +31,22 @@ public struct StoreRow: Sendable, Hashable {
     public var index: StoreIndex
     /// The item's JSON (a JSON object for every Coaty object).
     public var object: JSONValue
-    /// The metadata's JSON, stored beside the item; `nil` when the item has none.
-    public var metadata: JSONValue?
+    /// The metadata's JSON, stored beside the item; `nil` when the item has none. A row made with
+    /// ``init(index:object:metadataText:)`` parses it from ``metadataText`` when asked for;
+    /// setting it drops that text.
+    public var metadata: JSONValue? {
+        get { storedMetadata ?? metadataText.flatMap { try? JSONValue(parsing: $0) } }
+        set {
+            storedMetadata = newValue
+            metadataText = nil
+        }
+    }
+    /// The metadata's JSON text (UTF-8) when the writer wrote it straight to bytes (a recorder's
+    /// receipt): a backend that stores text stores these bytes, without a JSON tree built for
+    /// them and serialized again.
+    public private(set) var metadataText: [UInt8]?
+    /// The metadata as given (not parsed from ``metadataText``).
+    private var storedMetadata: JSONValue?
     /// The item's JSON text (UTF-8) when the writer has it already, e.g. a received object's
     /// text (``CoatyModel/AnyCoatyObject/receivedText``): a backend that stores text stores these
     /// bytes instead of serializing ``object`` again. When set, it must be a JSON text of
@@ -47,7 +61,29 @@ public struct StoreRow: Sendable, Hashable {
     public init(index: StoreIndex, object: JSONValue, metadata: JSONValue? = nil) {
         self.index = index
         self.object = object
-        self.metadata = metadata
+        self.storedMetadata = metadata
+    }
+
+    /// A row whose metadata is given as its JSON text.
+    /// - Parameters:
+    ///   - index: where the row is stored.
+    ///   - object: the item's JSON.
+    ///   - metadataText: a UTF-8 JSON text of the metadata (valid JSON: it is parsed when
+    ///     ``metadata`` is asked for).
+    public init(index: StoreIndex, object: JSONValue, metadataText: [UInt8]) {
+        self.index = index
+        self.object = object
+        self.metadataText = metadataText
+    }
+
+    /// The row with its metadata as a JSON tree (parsed from ``metadataText`` when that is all
+    /// it has), for a store that keeps rows as values and reads their metadata again.
+    public var withParsedMetadata: StoreRow {
+        guard storedMetadata == nil, metadataText != nil else { return self }
+        var row = self
+        let metadata = row.metadata
+        row.storedMetadata = metadata
+        return row
     }
 
     /// Equal when index, object and metadata are equal.

@@ -281,18 +281,24 @@ public struct Writer<Item, Metadata: Codable & Sendable> {
         try await transaction.write(try row(for: item, metadata: metadata), mode: mode)
     }
 
-    /// The row an item is stored as (with a received object's text, which a backend stores as is).
+    /// The row an item is stored as (with a received object's text and a receipt's, which a
+    /// backend stores as they are).
     /// - Parameters:
     ///   - item: the item.
     ///   - metadata: the metadata stored beside it; `nil` stores none.
     /// - Returns: the row.
     /// - Throws: an encoding error.
     public func row(for item: Item, metadata: Metadata? = nil) throws -> StoreRow {
-        var row = StoreRow(
-            index: coding.index(item),
-            object: try coding.encode(item),
-            metadata: try coding.encodeMetadata(metadata)
-        )
+        var row =
+            if let text = coding.encodeMetadataText(metadata) {
+                StoreRow(index: coding.index(item), object: try coding.encode(item), metadataText: text)
+            } else {
+                StoreRow(
+                    index: coding.index(item),
+                    object: try coding.encode(item),
+                    metadata: try coding.encodeMetadata(metadata)
+                )
+            }
         if let received = item as? AnyCoatyObject { row.objectText = received.receivedText }
         return row
     }

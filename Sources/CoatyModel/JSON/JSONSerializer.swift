@@ -48,7 +48,7 @@ extension JSONObject: CustomStringConvertible {
 
 /// Writes JSON text into a byte buffer.
 package enum JSONSerializer {
-    static func write(_ value: JSONValue, to out: inout [UInt8]) {
+    package static func write(_ value: JSONValue, to out: inout [UInt8]) {
         switch value {
         case .null:
             appendLiteral("null", to: &out)
@@ -131,7 +131,7 @@ package enum JSONSerializer {
 
     private static let hexDigits: StaticString = "0123456789abcdef"
 
-    static func writeString(_ string: String, to out: inout [UInt8]) {
+    package static func writeString(_ string: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
         var string = string
         string.withUTF8 { utf8 in

@@ -93,7 +93,7 @@ public struct CoatyUUID: Sendable, Hashable, Comparable {
     }
 
     /// Appends the text form in double quotes (a JSON string) to `out`, without making a `String`.
-    func appendQuoted(to out: inout [UInt8]) {
+    package func appendQuoted(to out: inout [UInt8]) {
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 38) { buffer in
             buffer[0] = UInt8(ascii: "\"")
             writeText(into: UnsafeMutableBufferPointer(rebasing: buffer[1..<37]))
