@@ -247,11 +247,10 @@ public final class PostgresTransaction: WriteTransactionType, SQLReadTransaction
     /// in the order of ``valueColumns``; returns their placeholders.
     static func bindValues(of row: StoreRow, into sql: inout PostgresSQL) -> [String] {
         let columns = PromotedColumns(row.object)
-        let object =
-            row.objectText.map { "\(sql.bind(String(decoding: $0, as: UTF8.self)))::jsonb" } ?? sql.bindJSON(row.object)
-        let metadata =
-            row.metadataText.map { "\(sql.bind(String(decoding: $0, as: UTF8.self)))::jsonb" }
-            ?? row.metadata.map { sql.bindJSON($0) } ?? "NULL::jsonb"
+        func bind(text: [UInt8]) -> String { "\(sql.bind(String(decoding: text, as: UTF8.self)))::jsonb" }
+        let object = row.objectText.map(bind(text:)) ?? sql.bindJSON(row.object)
+        // The metadata's tree is not asked for when it has its text (it would be parsed from it).
+        let metadata = row.metadataText.map(bind(text:)) ?? row.metadata.map { sql.bindJSON($0) } ?? "NULL::jsonb"
         let promoted = PromotedColumns.names.map { name -> String in
             if let value = columns[name] { return sql.bind(value) }
             return "NULL::text"

@@ -305,26 +305,28 @@ public final class SQLiteTransaction: WriteTransactionType, SQLReadTransaction {
             }
             position += 1
         }
-        func bind(_ json: JSONValue?, text: [UInt8]? = nil) {
-            if let json {
-                var bytes: [UInt8] = []
-                if let text {
-                    bytes = text
-                } else {
-                    bytes.reserveCapacity(512)
-                    json.serialize(into: &bytes)
-                }
-                bytes.withUnsafeBufferPointer { utf8 in
-                    _ = sqlite3_bind_text(
-                        statement,
-                        position,
-                        UnsafeRawPointer(utf8.baseAddress)?.assumingMemoryBound(to: CChar.self),
-                        Int32(utf8.count),
-                        sqliteTransient
-                    )
-                }
+        // A JSON column: the text the row has (a received object's, a receipt's), else its JSON serialized.
+        func bind(json text: [UInt8]?, else json: @autoclosure () -> JSONValue?) {
+            var bytes: [UInt8]
+            if let text {
+                bytes = text
+            } else if let json = json() {
+                bytes = []
+                bytes.reserveCapacity(512)
+                json.serialize(into: &bytes)
             } else {
                 sqlite3_bind_null(statement, position)
+                position += 1
+                return
+            }
+            bytes.withUnsafeBufferPointer { utf8 in
+                _ = sqlite3_bind_text(
+                    statement,
+                    position,
+                    UnsafeRawPointer(utf8.baseAddress)?.assumingMemoryBound(to: CChar.self),
+                    Int32(utf8.count),
+                    sqliteTransient
+                )
             }
             position += 1
         }
@@ -332,8 +334,9 @@ public final class SQLiteTransaction: WriteTransactionType, SQLReadTransaction {
             bind(row.index.collection)
             bind(row.index.key)
         }
-        bind(row.object, text: row.objectText)
-        if let text = row.metadataText { bind(.null, text: text) } else { bind(row.metadata) }
+        bind(json: row.objectText, else: row.object)
+        // The metadata's tree is not asked for when it has its text (it would be parsed from it).
+        bind(json: row.metadataText, else: row.metadata)
         let columns = PromotedColumns(row.object)
         for name in PromotedColumns.names { bind(columns[name]) }
         if mode == .update {

@@ -105,20 +105,10 @@ public struct ReceiptMetadata: Codable, Sendable, Hashable {
 }
 
 extension ReceiptMetadata {
-    /// The JSON `JSONValueEncoder` writes for this metadata (members in declaration order, an
-    /// absent `sourceId` left out, `receivedAt` in milliseconds since 1970), built directly.
-    var jsonValue: JSONValue {
-        var keys = ["eventType", "topic", "receivedAt"]
-        var values: [JSONValue] = [.string(eventType), .string(topic), Self.milliseconds(receivedAt)]
-        if let sourceId {
-            keys.insert("sourceId", at: 0)
-            values.insert(.string(sourceId.uuidString), at: 0)
-        }
-        return .object(JSONObject(uncheckedKeys: keys, values: values))
-    }
-
-    /// The text of ``jsonValue``, written straight to bytes (the recorder writes one receipt per
-    /// stored object: building its tree and serializing it was a tenth of the writer's time).
+    /// The JSON text `JSONValueEncoder` writes for this metadata (members in declaration order, an
+    /// absent `sourceId` left out, `receivedAt` in milliseconds since 1970), written straight to
+    /// bytes (the recorder writes one receipt per stored object: building its tree and
+    /// serializing it was a tenth of the writer's time).
     var jsonText: [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(96 + topic.utf8.count + eventType.utf8.count)
@@ -197,8 +187,7 @@ public struct StoreCoding<Item, Metadata: Codable & Sendable>: Sendable {
     /// The metadata's JSON (`nil` for ``NoMetadata`` and for no metadata).
     func encodeMetadata(_ metadata: Metadata?) throws -> JSONValue? {
         guard let metadata, Metadata.self != NoMetadata.self else { return nil }
-        // The recorder writes one receipt per object: skip the Codable machinery for it.
-        if let receipt = metadata as? ReceiptMetadata { return receipt.jsonValue }
+        // A receipt (one per object the recorder stores) is written as text: `encodeMetadataText`.
         return try JSONValueEncoder().encode(metadata)
     }
 

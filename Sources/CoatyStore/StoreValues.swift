@@ -81,7 +81,6 @@ public struct StoreRow: Sendable, Hashable {
     public var withParsedMetadata: StoreRow {
         guard storedMetadata == nil, metadataText != nil else { return self }
         var row = self
-        let metadata = row.metadata
         row.storedMetadata = metadata
         return row
     }

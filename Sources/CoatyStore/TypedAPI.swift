@@ -289,15 +289,12 @@ public struct Writer<Item, Metadata: Codable & Sendable> {
     /// - Returns: the row.
     /// - Throws: an encoding error.
     public func row(for item: Item, metadata: Metadata? = nil) throws -> StoreRow {
+        let (index, object) = (coding.index(item), try coding.encode(item))
         var row =
             if let text = coding.encodeMetadataText(metadata) {
-                StoreRow(index: coding.index(item), object: try coding.encode(item), metadataText: text)
+                StoreRow(index: index, object: object, metadataText: text)
             } else {
-                StoreRow(
-                    index: coding.index(item),
-                    object: try coding.encode(item),
-                    metadata: try coding.encodeMetadata(metadata)
-                )
+                StoreRow(index: index, object: object, metadata: try coding.encodeMetadata(metadata))
             }
         if let received = item as? AnyCoatyObject { row.objectText = received.receivedText }
         return row

@@ -292,16 +292,6 @@ extension CoatyRecorder {
 
     /// Decodes stored JSON into objects, skipping (and logging) rows that are no Coaty object.
     func decode(_ json: [JSONValue]) -> [AnyCoatyObject] {
-        json.compactMap { value in
-            do {
-                return try manager.registry.decode(value)
-            } catch {
-                logger.warning(
-                    "Skipped a stored row that is not a Coaty object",
-                    metadata: ["error": "\(Self.describe(error))"]
-                )
-                return nil
-            }
-        }
+        json.compactMap { decode(StoredObject(json: $0)) }
     }
 }
