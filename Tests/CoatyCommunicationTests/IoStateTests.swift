@@ -133,8 +133,11 @@ struct IoStateTests {
         var contexts = advertised.makeAsyncIterator()
         var sourceStates = world.sourceAgent.manager.observeIoState(for: source).makeAsyncIterator()
 
-        try await world.withRouter(router) {
+        // Its waits have no bound of their own; the watchdog names the one that hangs (the suite's limit is 60 s).
+        try await withStepWatchdog(.seconds(40)) { steps in try await world.withRouter(router) {
+            steps.at("the router's context advertised (routing off)")
             #expect(await contexts.next()?.object.json["routing"] == "off")
+            steps.at("the source's first state")
             #expect(await sourceStates.next() == notAssociated)
             try await world.sourceAgent.manager.addIoNode(
                 IoNode(name: IoWorld.context, ioSources: [source], ioActors: [])
@@ -142,16 +145,19 @@ struct IoStateTests {
             try await world.actorAgent.manager.addIoNode(
                 IoNode(name: IoWorld.context, ioSources: [], ioActors: [actor])
             )
+            steps.at("the router managing both nodes")
             await waitUntil { router.managedIoNodes.count == 2 }
             #expect(router.associations.isEmpty)
 
             // An Update of another IO context is not the router's to complete.
+            steps.at("no Complete for a foreign context")
             let foreign = try requester.publishUpdate(IoContext(name: IoWorld.context, custom: ["routing": "on"]))
             #expect(try await foreign.first(timeout: .milliseconds(200)) == nil)
 
             var on = context
             on.custom["routing"] = "on"
             on.custom["extra"] = ["kept": true]
+            steps.at("the Complete of routing on")
             let complete = try #require(try await requester.publishUpdate(on).first(timeout: .seconds(20)))
             #expect(complete.sourceId == world.routerAgent.id)
             #expect(complete.data.object.objectId == context.objectId)
@@ -159,19 +165,24 @@ struct IoStateTests {
             #expect(complete.data.object.json["routing"] == "on")
             #expect(complete.data.object.json["extra"] == ["kept": true])
             #expect(router.ioContext.custom["routing"] == "on")
+            steps.at("the context advertised again (routing on)")
             #expect(await contexts.next()?.object.json["routing"] == "on")
+            steps.at("the source associated")
             #expect(await sourceStates.next() == IoState(hasAssociations: true, updateRate: 100))
             #expect(router.associations.map(\.ioActorId) == [actor.objectId])
 
             var off = on
             off.custom["routing"] = "off"
+            steps.at("the Complete of routing off")
             _ = try #require(try await requester.publishUpdate(off).first(timeout: .seconds(20)))
+            steps.at("the source disassociated")
             #expect(await sourceStates.next() == notAssociated)
             #expect(router.associations.isEmpty)
             // One Complete per Update of its own context, none for the foreign one (the router
             // handles its inputs in order, so that one would have come before these).
             let completes = world.routerAgent.publishedTopics(world.broker).filter { $0.contains("/CPL/") }
             #expect(completes.count == 2)
-        }
+            steps.at("the router's stop")
+        } }
     }
 }
