@@ -118,8 +118,22 @@ enum EventLine {
     /// parse into a tree, no second serialization (a third of `coaty observe`'s CPU per event) —
     /// unless it spans several lines; then, and for an object built here, as ``make(_:topic:data:)``.
     static func advertise(topic: CoatyTopic, object: AnyCoatyObject, privateData: JSONObject?) -> String {
-        guard let text = object.receivedText,
-            !text.contains(where: { $0 == UInt8(ascii: "\n") || $0 == UInt8(ascii: "\r") })
+        // The header's members as `header(_:topic:)` has them, written straight to bytes.
+        var line: [UInt8] = []
+        line.reserveCapacity(topic.name.utf8.count + 512)
+        line.append(contentsOf: #"{"event":"Advertise","topic":"#.utf8)
+        JSONSerializer.writeString(topic.name, to: &line)
+        // The ids are the topic's validated UUID text: nothing to escape.
+        line.append(contentsOf: #","sourceId":""#.utf8)
+        line.append(contentsOf: topic.sourceId.utf8)
+        if let correlationId = topic.correlationId {
+            line.append(contentsOf: #"","correlationId":""#.utf8)
+            line.append(contentsOf: correlationId.utf8)
+        }
+        line.append(contentsOf: #"","data":{"object":"#.utf8)
+        let textStart = line.count
+        guard object.appendReceivedText(to: &line),
+            !line[textStart...].contains(where: { $0 == UInt8(ascii: "\n") || $0 == UInt8(ascii: "\r") })
         else {
             return make(
                 "Advertise",
@@ -127,11 +141,6 @@ enum EventLine {
                 data: AdvertiseEventData(object: object, privateData: privateData).json
             )
         }
-        var line = JSONValue.object(header("Advertise", topic: topic)).serializedBytes()
-        line.removeLast()  // the header's "}"
-        line.reserveCapacity(line.count + text.count + 32)
-        line.append(contentsOf: #","data":{"object":"#.utf8)
-        line.append(contentsOf: text)
         if let privateData {
             line.append(contentsOf: #","privateData":"#.utf8)
             line.append(contentsOf: JSONValue.object(privateData).serializedBytes())

@@ -443,6 +443,60 @@ struct ReceivedObjectDecodingTests {
         #expect(counts.failed > 300, "\(counts)")
     }
 
+    @Test("an unregistered type is validated on its text and decoded into BaseObject only when asked for")
+    func unregisteredValueDeferred() async throws {
+        let id = CoatyUUID()
+        let other = CoatyUUID()
+        let head = #""objectType":"com.example.Other","coreType":"CoatyObject","objectId":"\#(id)","name":"o""#
+        // What BaseObject reads, in every valid form: the value is deferred, and when asked for,
+        // it is the tree path's (same type, same encoding, custom fields in order).
+        let valid = [
+            "{" + head + "}",
+            "{" + head + #","externalId":null,"parentObjectId":null,"locationId":null,"isDeactivated":null}"#,
+            "{" + head + #","externalId":"e\"x","parentObjectId":"\#(other)","#
+                + #""locationId":"\#(other)","isDeactivated":true}"#,
+            #"{"isDeactivated":false,"name":"n","objectType":"a.B","coreType":"CoatyObject","objectId":"\#(id)"}"#,
+            // An escaped UUID is still a UUID.
+            #"{"objectType":"a.B","coreType":"CoatyObject","#
+                + #""objectId":"\u0030\#(id.uuidString.dropFirst())","name":"n"}"#,
+            "{" + head + #","extra":[1,{"k":"v"}],"flag":false}"#,
+        ]
+        for text in valid {
+            let read = try expectSameReading(payload(text))
+            #expect(read.object.isValueDeferred, "\(text)")
+            #expect(read.object.receivedText == Array(text.utf8))
+            #expect(read.object.objectId == (try registry.decode(bytes: Array(text.utf8))).objectId)
+            #expect(read.object.value is BaseObject, "\(text)")
+        }
+        // What BaseObject does not accept goes the tree's way, with its error.
+        let invalid = [
+            "{" + head + #","externalId":3}"#,
+            "{" + head + #","parentObjectId":"not-a-uuid"}"#,
+            "{" + head + #","locationId":true}"#,
+            "{" + head + #","isDeactivated":"no"}"#,
+            "{" + head + #","parentObjectId":5}"#,
+        ]
+        for text in invalid {
+            let (fromText, fromTree) = bothReadings(payload(text))
+            switch (fromText, fromTree) {
+            case (.failure(let a), .failure(let b)): #expect(a.description == b.description, "\(text)")
+            default: Issue.record("\(text): expected both to fail: \(fromText) / \(fromTree)")
+            }
+        }
+        // The deferred value is read once, and safely from many tasks.
+        let shared = try AdvertiseEventData(receivedBytes: payload(valid[2]), registry: registry)
+        let expected = try JSONValueEncoder().encode(try registry.decode(bytes: Array(valid[2].utf8)).value)
+        let results = await withTaskGroup(of: Bool.self) { group in
+            for _ in 0..<16 {
+                group.addTask { (try? JSONValueEncoder().encode(shared.object.value)) == expected }
+            }
+            return await group.reduce(into: [Bool]()) { $0.append($1) }
+        }
+        #expect(results == Array(repeating: true, count: 16))
+        let base = try #require(shared.object.as(BaseObject.self))
+        #expect(base.parentObjectId == other && base.externalId == "e\"x" && base.isDeactivated == true)
+    }
+
     @Test("the JSON of an object read from its text is parsed once and safe to read from many tasks")
     func lazyJSONIsSharedSafely() async throws {
         let appliance = Appliance(name: "shared")

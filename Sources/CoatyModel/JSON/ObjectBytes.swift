@@ -97,6 +97,38 @@ package final class ObjectBytes {
     /// The first byte of member `i`'s value.
     func firstByte(at i: Int) -> UInt8 { text[members[i].valueStart] }
 
+    /// The object id when the members are what ``BaseObject`` reads from a valid object (as
+    /// `BaseObject(validMembersOf:objectType:)` checks them on the parsed object: `objectId` a
+    /// UUID string, `name` a string, `externalId` null or a string, `parentObjectId` and
+    /// `locationId` null or a UUID string, `isDeactivated` null or a Boolean), else `nil`. The text
+    /// was validated when it was indexed, so a value's first byte tells its kind.
+    func validBaseObjectId() -> CoatyUUID? {
+        guard let idIndex = index(of: "objectId"), let objectId = uuid(at: idIndex),
+            let nameIndex = index(of: "name", from: idIndex + 1), firstByte(at: nameIndex) == UInt8(ascii: "\"")
+        else { return nil }
+        if let i = index(of: "externalId", from: nameIndex + 1) {
+            guard firstByte(at: i) == UInt8(ascii: "n") || firstByte(at: i) == UInt8(ascii: "\"") else { return nil }
+        }
+        for key in ["parentObjectId", "locationId"] {
+            guard let i = index(of: key) else { continue }
+            guard firstByte(at: i) == UInt8(ascii: "n") || uuid(at: i) != nil else { return nil }
+        }
+        if let i = index(of: "isDeactivated") {
+            switch firstByte(at: i) {
+            case UInt8(ascii: "n"), UInt8(ascii: "t"), UInt8(ascii: "f"): break
+            default: return nil
+            }
+        }
+        return objectId
+    }
+
+    /// The value of member `i` as a UUID when it is a string of one (escaped or not), else `nil`.
+    func uuid(at i: Int) -> CoatyUUID? {
+        if let plain = plainUUID(at: i) { return plain }
+        guard firstByte(at: i) == UInt8(ascii: "\""), case .string(let text) = value(at: i) else { return nil }
+        return CoatyUUID(text)
+    }
+
     /// All members as a parsed object (for a type that reads the whole value through the root decoder).
     var object: JSONObject {
         var object = JSONObject()

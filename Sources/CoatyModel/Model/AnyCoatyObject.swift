@@ -15,8 +15,12 @@ import Synchronization
 public struct AnyCoatyObject: Sendable, Hashable, CustomStringConvertible {
     /// The JSON: built, or the received text, parsed when first asked for.
     private let source: Source
-    /// The decoded value: a registered type, or the struct of the object's core type.
-    public let value: any CoatyObject
+    /// The decoded value, or `nil` for a received object that decodes into ``BaseObject`` (a type
+    /// nobody registered): its members were validated on the received text, and the value is read
+    /// from its JSON when first asked for (see ``value``).
+    private let decoded: (any CoatyObject)?
+    /// The object id.
+    public let objectId: CoatyUUID
     /// The object type.
     public let objectType: String
     /// The core type.
@@ -26,6 +30,20 @@ public struct AnyCoatyObject: Sendable, Hashable, CustomStringConvertible {
     private enum Source: Sendable {
         case built(JSONObject)
         case received(ReceivedJSON)
+    }
+
+    /// The decoded value: a registered type, or the struct of the object's core type.
+    ///
+    /// A received object of a type nobody registered (a generic observer's, a recorder's) is
+    /// validated on arrival and decoded into its ``BaseObject`` the first time this is asked for
+    /// (once, then kept): a consumer that only forwards or stores the object's text never pays for it.
+    public var value: any CoatyObject {
+        if let decoded { return decoded }
+        switch source {
+        case .received(let received): return received.baseObject(objectType: objectType, objectId: objectId)
+        // Not reached: a built object carries its value.
+        case .built(let json): return ReceivedJSON.baseObject(of: json, objectType: objectType, objectId: objectId)
+        }
     }
 
     /// The object's JSON as received (or as encoded from the value).
@@ -58,6 +76,12 @@ public struct AnyCoatyObject: Sendable, Hashable, CustomStringConvertible {
         return true
     }
 
+    /// Parses a received object's JSON now if it is not parsed yet, for a consumer that reads it
+    /// later on a busier thread (a store's writer).
+    package func parseJSON() {
+        if case .received(let received) = source { _ = received.object }
+    }
+
     /// Whether the JSON is still the received text (for tests).
     var isReceivedText: Bool {
         if case .received = source { return true }
@@ -66,7 +90,8 @@ public struct AnyCoatyObject: Sendable, Hashable, CustomStringConvertible {
 
     package init(json: JSONObject, value: any CoatyObject, objectType: String, coreType: CoreType) {
         self.source = .built(json)
-        self.value = value
+        self.decoded = value
+        self.objectId = value.objectId
         self.objectType = objectType
         self.coreType = coreType
     }
@@ -74,10 +99,24 @@ public struct AnyCoatyObject: Sendable, Hashable, CustomStringConvertible {
     /// A received object whose JSON is the validated text `received`.
     package init(received: ReceivedJSON, value: any CoatyObject, objectType: String, coreType: CoreType) {
         self.source = .received(received)
-        self.value = value
+        self.decoded = value
+        self.objectId = value.objectId
         self.objectType = objectType
         self.coreType = coreType
     }
+
+    /// A received object of core type CoatyObject whose members `received` holds, validated as
+    /// ``BaseObject`` reads them; its value is decoded when first asked for.
+    package init(received: ReceivedJSON, objectId: CoatyUUID, objectType: String) {
+        self.source = .received(received)
+        self.decoded = nil
+        self.objectId = objectId
+        self.objectType = objectType
+        self.coreType = .coatyObject
+    }
+
+    /// Whether the value is decoded on first use rather than on arrival (for tests).
+    var isValueDeferred: Bool { decoded == nil }
 
     /// Wraps a typed object, encoding it to its JSON once.
     /// - Parameter value: the object.
@@ -97,8 +136,6 @@ public struct AnyCoatyObject: Sendable, Hashable, CustomStringConvertible {
         self.init(json: object, value: value, objectType: value.objectType, coreType: value.coreType)
     }
 
-    /// The object id.
-    public var objectId: CoatyUUID { value.objectId }
     /// The name.
     public var name: String { value.name }
     /// The external id, if any.
@@ -172,8 +209,13 @@ package final class ReceivedJSON: Sendable {
     private let payload: [UInt8]
     /// Where the object's text lies in `payload`.
     private let range: Range<Int>
-    /// The object once parsed.
-    private let parsed = CoatyMutex<JSONObject?>(nil)
+    /// The object once parsed, and its BaseObject once read (for a value decoded on first use).
+    private let parsed = CoatyMutex<Parsed>(Parsed())
+
+    private struct Parsed {
+        var object: JSONObject?
+        var base: BaseObject?
+    }
 
     /// - Parameters:
     ///   - payload: the received payload, validated.
@@ -192,7 +234,7 @@ package final class ReceivedJSON: Sendable {
 
     /// Sets the parsed object when the receiver parsed it already (it must be the text's).
     func setParsed(_ object: JSONObject) {
-        parsed.withLock { $0 = object }
+        parsed.withLock { $0.object = object }
     }
 
     /// Calls `body` with the object's UTF-8 text as received.
@@ -202,18 +244,40 @@ package final class ReceivedJSON: Sendable {
 
     /// The parsed object.
     var object: JSONObject {
-        parsed.withLock { cached in
-            if let cached { return cached }
-            let value = payload.withUnsafeBytes { raw in
-                try? JSONValue(parsing: UnsafeRawBufferPointer(rebasing: raw[range]))
-            }
-            guard case .object(let object)? = value else {
-                // Unreachable: the text was validated as an object when the payload was read.
-                assertionFailure("received object text no longer parses")
-                return JSONObject()
-            }
-            cached = object
-            return object
+        parsed.withLock { parseOnce(&$0) }
+    }
+
+    /// The object's ``BaseObject``, read from the parsed object on first use (its members were
+    /// validated as BaseObject reads them when it was received).
+    func baseObject(objectType: String, objectId: CoatyUUID) -> BaseObject {
+        parsed.withLock { state in
+            if let base = state.base { return base }
+            let base = Self.baseObject(of: parseOnce(&state), objectType: objectType, objectId: objectId)
+            state.base = base
+            return base
         }
+    }
+
+    /// The BaseObject of a validated object's JSON.
+    static func baseObject(of json: JSONObject, objectType: String, objectId: CoatyUUID) -> BaseObject {
+        if let base = BaseObject(validMembersOf: json, objectType: objectType) { return base }
+        // Unreachable: the members were validated when the object was received.
+        assertionFailure("a received object's members no longer validate")
+        return BaseObject(objectType: objectType, objectId: objectId, name: json["name"]?.stringValue ?? "")
+    }
+
+    /// The parsed object, parsing the text the first time.
+    private func parseOnce(_ state: inout Parsed) -> JSONObject {
+        if let object = state.object { return object }
+        let value = payload.withUnsafeBytes { raw in
+            try? JSONValue(parsing: UnsafeRawBufferPointer(rebasing: raw[range]))
+        }
+        guard case .object(let object)? = value else {
+            // Unreachable: the text was validated as an object when the payload was read.
+            assertionFailure("received object text no longer parses")
+            return JSONObject()
+        }
+        state.object = object
+        return object
     }
 }

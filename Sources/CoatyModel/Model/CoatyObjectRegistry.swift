@@ -152,6 +152,13 @@ public final class CoatyObjectRegistry: Sendable {
             let coreType = CoreType(rawValue: coreName)
         else { return nil }
         let type = swiftType(objectType: objectType, coreType: coreType)
+        // A type nobody registered decodes into BaseObject: validate its members on the text and
+        // decode the value when someone asks for it (`coaty observe` prints the text, a recorder
+        // stores it; neither needs the value).
+        if type == BaseObject.self, coreType == .coatyObject {
+            guard let objectId = bytes.validBaseObjectId(), !bytes.unsupported else { return nil }
+            return AnyCoatyObject(received: received, objectId: objectId, objectType: objectType)
+        }
         // A type that keeps unknown fields (the core types' structs) reads every member anyway,
         // and whoever receives such objects generically (a recorder, say) reads their JSON too:
         // parse the object once, as a tree, member by member, decode that tree, and keep both

@@ -55,7 +55,9 @@ extension CoatyRecorder {
             while let batch = await iterator.nextBatch(maxCount: Self.pumpBatchLimit) {
                 await enqueue(
                     batch.map { event in
-                        .store(
+                        // The writer's thread is the bottleneck of ingest: its row needs the JSON, parsed here.
+                        event.object.parseJSON()
+                        return .store(
                             event.object,
                             ReceiptMetadata(sourceId: event.sourceId, eventType: "Advertise", topic: event.topic.name)
                         )
@@ -73,7 +75,10 @@ extension CoatyRecorder {
                         eventType: "Channel",
                         topic: event.topic.name
                     )
-                    for object in event.data.objects { mutations.append(.store(object, receipt)) }
+                    for object in event.data.objects {
+                        object.parseJSON()
+                        mutations.append(.store(object, receipt))
+                    }
                 }
                 await enqueue(mutations)
                 markHanded(index, count: batch.count)
