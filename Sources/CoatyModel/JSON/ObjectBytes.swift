@@ -103,23 +103,38 @@ package final class ObjectBytes {
     /// `locationId` null or a UUID string, `isDeactivated` null or a Boolean), else `nil`. The text
     /// was validated when it was indexed, so a value's first byte tells its kind.
     func validBaseObjectId() -> CoatyUUID? {
-        guard let idIndex = index(of: "objectId"), let objectId = uuid(at: idIndex),
-            let nameIndex = index(of: "name", from: idIndex + 1), firstByte(at: nameIndex) == UInt8(ascii: "\"")
-        else { return nil }
-        if let i = index(of: "externalId", from: nameIndex + 1) {
-            guard firstByte(at: i) == UInt8(ascii: "n") || firstByte(at: i) == UInt8(ascii: "\"") else { return nil }
-        }
-        for key in ["parentObjectId", "locationId"] {
-            guard let i = index(of: key) else { continue }
-            guard firstByte(at: i) == UInt8(ascii: "n") || uuid(at: i) != nil else { return nil }
-        }
-        if let i = index(of: "isDeactivated") {
-            switch firstByte(at: i) {
-            case UInt8(ascii: "n"), UInt8(ascii: "t"), UInt8(ascii: "f"): break
-            default: return nil
+        let (quote, null, yes, no) = (UInt8(ascii: "\""), UInt8(ascii: "n"), UInt8(ascii: "t"), UInt8(ascii: "f"))
+        var objectId: CoatyUUID?
+        var hasName = false
+        // One pass over the members, each key compared only with the names of its length.
+        let valid = text.withUnsafeBufferPointer { text -> Bool in
+            guard let base = text.baseAddress else { return false }
+            for (i, member) in members.enumerated() {
+                func keyIs(_ name: StaticString) -> Bool {
+                    member.keyEnd - member.keyStart == name.utf8CodeUnitCount
+                        && memcmpBytes(base + member.keyStart, name.utf8Start, name.utf8CodeUnitCount)
+                }
+                let first = text[member.valueStart]
+                switch member.keyEnd - member.keyStart {
+                case 8 where keyIs("objectId"):
+                    objectId = uuid(at: i)
+                    if objectId == nil { return false }
+                case 4 where keyIs("name"):
+                    guard first == quote else { return false }
+                    hasName = true
+                case 10 where keyIs("externalId"):
+                    guard first == null || first == quote else { return false }
+                case 10 where keyIs("locationId"), 14 where keyIs("parentObjectId"):
+                    guard first == null || uuid(at: i) != nil else { return false }
+                case 13 where keyIs("isDeactivated"):
+                    guard first == null || first == yes || first == no else { return false }
+                default:
+                    continue
+                }
             }
+            return true
         }
-        return objectId
+        return valid && hasName ? objectId : nil
     }
 
     /// The value of member `i` as a UUID when it is a string of one (escaped or not), else `nil`.
