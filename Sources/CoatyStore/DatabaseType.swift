@@ -40,13 +40,26 @@ public struct PromotedColumns: Sendable, Hashable {
     /// The promoted columns of an item's JSON.
     /// - Parameter object: the item's JSON.
     public init(_ object: JSONValue) {
-        objectId = object["objectId"]?.stringValue
-        objectType = object["objectType"]?.stringValue
-        coreType = object["coreType"]?.stringValue
-        name = object["name"]?.stringValue
-        externalId = object["externalId"]?.stringValue
-        parentObjectId = object["parentObjectId"]?.stringValue
-        locationId = object["locationId"]?.stringValue
+        guard case .object(let members) = object else { return }
+        // One pass over the members (a store's writer does this for every row), each key compared
+        // only with the names of its length; the first member of a name decides, as a lookup does.
+        var seen: UInt8 = 0
+        func first(_ bit: UInt8) -> Bool {
+            defer { seen |= bit }
+            return seen & bit == 0
+        }
+        for (key, value) in zip(members.keys, members.values) {
+            switch key.utf8.count {
+            case 8 where key == "objectId": if first(1) { objectId = value.stringValue }
+            case 10 where key == "objectType": if first(2) { objectType = value.stringValue }
+            case 8 where key == "coreType": if first(4) { coreType = value.stringValue }
+            case 4 where key == "name": if first(8) { name = value.stringValue }
+            case 10 where key == "externalId": if first(16) { externalId = value.stringValue }
+            case 14 where key == "parentObjectId": if first(32) { parentObjectId = value.stringValue }
+            case 10 where key == "locationId": if first(64) { locationId = value.stringValue }
+            default: continue
+            }
+        }
     }
 
     /// The value of a promoted column by its name.
