@@ -212,6 +212,7 @@ package final class ReceivedJSON: Sendable {
     /// The object once parsed, and its BaseObject once read (for a value decoded on first use).
     private let parsed = CoatyMutex<Parsed>(Parsed())
 
+    /// What was built from the text so far.
     private struct Parsed {
         var object: JSONObject?
         var base: BaseObject?
