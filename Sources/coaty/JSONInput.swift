@@ -101,36 +101,28 @@ enum EventLine {
     /// The line of a Coaty event received on `topic` with payload `data`.
     static func make(_ event: String, topic: CoatyTopic, data: JSONObject) -> String {
         var line = header(event, topic: topic)
-        line["data"] = .object(data)
-        return JSONValue.object(line).serializedString()
+        JSONSerializer.writeObject(data, to: &line)
+        line.append(UInt8(ascii: "}"))
+        return String(decoding: line, as: UTF8.self)
     }
 
     /// The line of a request a `coaty respond` command answered: as ``make(_:topic:data:)``,
     /// plus `answered`, the responses published (`[{"event":…,"data":{…}}]`).
     static func make(_ event: String, topic: CoatyTopic, data: JSONObject, answered: [JSONValue]) -> String {
         var line = header(event, topic: topic)
-        line["data"] = .object(data)
-        line["answered"] = .array(answered)
-        return JSONValue.object(line).serializedString()
+        JSONSerializer.writeObject(data, to: &line)
+        line.append(contentsOf: #","answered":"#.utf8)
+        JSONSerializer.write(.array(answered), to: &line)
+        line.append(UInt8(ascii: "}"))
+        return String(decoding: line, as: UTF8.self)
     }
 
     /// The line of an Advertise. A received object's text goes into the line as it arrived — no
     /// parse into a tree, no second serialization (a third of `coaty observe`'s CPU per event) —
     /// unless it spans several lines; then, and for an object built here, as ``make(_:topic:data:)``.
     static func advertise(topic: CoatyTopic, object: AnyCoatyObject, privateData: JSONObject?) -> String {
-        // The header's members as `header(_:topic:)` has them, written straight to bytes.
-        var line: [UInt8] = []
-        line.reserveCapacity(topic.name.utf8.count + 512)
-        line.append(contentsOf: #"{"event":"Advertise","topic":"#.utf8)
-        JSONSerializer.writeString(topic.name, to: &line)
-        // The ids are the topic's validated UUID text: nothing to escape.
-        line.append(contentsOf: #","sourceId":""#.utf8)
-        line.append(contentsOf: topic.sourceId.utf8)
-        if let correlationId = topic.correlationId {
-            line.append(contentsOf: #"","correlationId":""#.utf8)
-            line.append(contentsOf: correlationId.utf8)
-        }
-        line.append(contentsOf: #"","data":{"object":"#.utf8)
+        var line = header("Advertise", topic: topic)
+        line.append(contentsOf: #"{"object":"#.utf8)
         let textStart = line.count
         guard object.appendReceivedText(to: &line),
             !line[textStart...].contains(where: { $0 == UInt8(ascii: "\n") || $0 == UInt8(ascii: "\r") })
@@ -143,19 +135,29 @@ enum EventLine {
         }
         if let privateData {
             line.append(contentsOf: #","privateData":"#.utf8)
-            line.append(contentsOf: JSONValue.object(privateData).serializedBytes())
+            JSONSerializer.writeObject(privateData, to: &line)
         }
         line.append(contentsOf: "}}".utf8)
         return String(decoding: line, as: UTF8.self)
     }
 
-    /// The members before `data`: event, topic, sourceId and correlationId.
-    private static func header(_ event: String, topic: CoatyTopic) -> JSONObject {
-        var line = JSONObject()
-        line["event"] = .string(event)
-        line["topic"] = .string(topic.name)
-        line["sourceId"] = .string(String(topic.sourceId))
-        if let correlationId = topic.correlationId { line["correlationId"] = .string(String(correlationId)) }
+    /// A line's bytes up to its `data` value: `{`, the members event, topic, sourceId and
+    /// correlationId, then `"data":`.
+    private static func header(_ event: String, topic: CoatyTopic) -> [UInt8] {
+        var line: [UInt8] = []
+        line.reserveCapacity(topic.name.utf8.count + 512)
+        line.append(contentsOf: #"{"event":"#.utf8)
+        JSONSerializer.writeString(event, to: &line)
+        line.append(contentsOf: #","topic":"#.utf8)
+        JSONSerializer.writeString(topic.name, to: &line)
+        // The ids are the topic's validated UUID text: nothing to escape.
+        line.append(contentsOf: #","sourceId":""#.utf8)
+        line.append(contentsOf: topic.sourceId.utf8)
+        if let correlationId = topic.correlationId {
+            line.append(contentsOf: #"","correlationId":""#.utf8)
+            line.append(contentsOf: correlationId.utf8)
+        }
+        line.append(contentsOf: #"","data":"#.utf8)
         return line
     }
 

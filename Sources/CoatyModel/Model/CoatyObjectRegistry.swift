@@ -165,9 +165,7 @@ public final class CoatyObjectRegistry: Sendable {
         // the tree and the text (a store writes the text as received instead of serializing
         // the tree again). Decided before the rest of the header is read.
         if type is any CustomFieldsCarrying.Type {
-            var json = JSONObject()
-            json.reserveCapacity(bytes.members.count)
-            for i in bytes.members.indices { json.appendUnchecked(bytes.key(at: i), bytes.value(at: i)) }
+            let json = bytes.object
             guard !bytes.unsupported, let decoded = try? decode(json) else { return nil }
             received.setParsed(json)
             return AnyCoatyObject(
@@ -181,9 +179,7 @@ public final class CoatyObjectRegistry: Sendable {
             let idIndex = bytes.index(of: "objectId"),
             let nameIndex = bytes.index(of: "name"), bytes.firstByte(at: nameIndex) == UInt8(ascii: "\"")
         else { return nil }
-        if bytes.plainUUID(at: idIndex) == nil {
-            guard case .string(let id) = bytes.value(at: idIndex), CoatyUUID(id) != nil else { return nil }
-        }
+        guard bytes.uuid(at: idIndex) != nil else { return nil }
         guard let value = try? Self.decodeValue(type, from: bytes, decoder: JSONValueDecoder(registry: self)),
             !bytes.unsupported
         else { return nil }
