@@ -62,22 +62,34 @@ public struct SQLiteConnection: ConnectionType, JSONPropertyIndexing {
     /// - Returns: the rows.
     /// - Throws: `CancellationError` when the task is cancelled, or what SQLite throws.
     public func lookUpRows(matching query: StoreQuery) async throws -> [StoreRow] {
-        guard PromotedLookup(query) != nil else {
+        guard let lookup = PromotedLookup(query) else {
             return try await readBriefly { tx in try tx.rows(matching: query) }
         }
         try Task.checkCancellation()
-        return try lookUpNow(query)
+        return try lookUpNow(lookup, parsing: true)
+    }
+
+    /// ``lookUpRows(matching:)`` with each row made from its stored texts, parsed when read (see
+    /// ``CoatyStore/ConnectionType/lookUpRowTexts(matching:)``): a Discover's lookup by objectId
+    /// then builds no JSON tree for the object it sends on as stored.
+    /// - Parameter query: the lookup.
+    /// - Returns: the rows.
+    /// - Throws: `CancellationError` when the task is cancelled, or what SQLite throws.
+    public func lookUpRowTexts(matching query: StoreQuery) async throws -> [StoreRow] {
+        guard let lookup = PromotedLookup(query) else { return try await lookUpRows(matching: query) }
+        try Task.checkCancellation()
+        return try lookUpNow(lookup, parsing: false)
     }
 
     /// ``lookUpRows(matching:)``'s lookup, on the calling thread (GRDB's synchronous access: an
     /// `async` caller would pick its asynchronous overload, which hops to the connection's queue).
-    private func lookUpNow(_ query: StoreQuery) throws -> [StoreRow] {
+    private func lookUpNow(_ lookup: PromotedLookup, parsing: Bool) throws -> [StoreRow] {
         let (indexes, numericKnowledge) = (indexes, numericKnowledge)
         return try lookupReader.unsafeRead { db in
             var rows: [StoreRow] = []
             try Self.inBriefTransaction(db) { db in
                 rows = try SQLiteTransaction(db, indexes: indexes, numericKnowledge: numericKnowledge)
-                    .rows(matching: query)
+                    .rows(lookup, parsing: parsing)
             }
             return rows
         }

@@ -99,8 +99,10 @@ public final class SQLiteTransaction: WriteTransactionType, SQLReadTransaction {
     /// The rows of a ``PromotedLookup``: one cached statement, the value bound and the columns
     /// read with SQLite's C API (a Discover's lookup by objectId: planning the filter, building
     /// its SQL text and GRDB's arguments and rows cost more than SQLite's indexed search). Each
-    /// row keeps its stored text (``CoatyStore/StoreRow/objectText``) beside the parsed JSON.
-    private func rows(_ lookup: PromotedLookup) throws -> [StoreRow] {
+    /// row keeps its stored text (``CoatyStore/StoreRow/objectText``) beside the parsed JSON;
+    /// with `parsing` false it is made from its texts alone
+    /// (``CoatyStore/StoreRow/init(index:objectText:metadataText:)``).
+    func rows(_ lookup: PromotedLookup, parsing: Bool = true) throws -> [StoreRow] {
         let sql = lookup.sql
         let prepared = try db.cachedStatement(sql: sql)
         let statement = prepared.sqliteStatement
@@ -122,8 +124,12 @@ public final class SQLiteTransaction: WriteTransactionType, SQLReadTransaction {
                 text(0).map { String(decoding: $0, as: UTF8.self) } ?? "",
                 text(1).map { String(decoding: $0, as: UTF8.self) } ?? ""
             )
+            let objectText = text(2) ?? UnsafeRawBufferPointer(start: nil, count: 0)
+            guard parsing else {
+                rows.append(StoreRow(index: index, objectText: Array(objectText), metadataText: text(3).map { Array($0) }))
+                continue
+            }
             do {
-                let objectText = text(2) ?? UnsafeRawBufferPointer(start: nil, count: 0)
                 let object = try JSONValue(parsing: objectText)
                 let metadata = try text(3).map { try JSONValue(parsing: $0) }
                 var row = StoreRow(index: index, object: object, metadata: metadata)

@@ -60,6 +60,16 @@ public protocol ConnectionType: Sendable {
     /// - Throws: what the backend throws.
     func lookUpRows(matching query: StoreQuery) async throws -> [StoreRow]
 
+    /// The rows of ``lookUpRows(matching:)``, each made from the texts the backend stored where it
+    /// stores text (``StoreRow/init(index:objectText:metadataText:)``: nothing parsed, the
+    /// object `.null` when its text does not parse): for a caller that sends the stored bytes
+    /// on and validates them itself, as a recorder answering a Discover does. By default the rows
+    /// of ``lookUpRows(matching:)``.
+    /// - Parameter query: the lookup.
+    /// - Returns: the rows.
+    /// - Throws: what the backend throws.
+    func lookUpRowTexts(matching query: StoreQuery) async throws -> [StoreRow]
+
     /// Whether write transactions run one at a time, in the order ``write(_:)`` was called (one
     /// writer connection, as SQLite's): a writer may then call ``write(_:)`` again before its
     /// previous transaction has ended and rely on that order. `false` by default.
@@ -109,6 +119,14 @@ extension ConnectionType {
     /// - Throws: what the backend throws.
     public func lookUpRows(matching query: StoreQuery) async throws -> [StoreRow] {
         try await readBriefly { tx in try await tx.rows(matching: query) }
+    }
+
+    /// The rows of ``lookUpRows(matching:)``, parsed: the default for backends that keep no text.
+    /// - Parameter query: the lookup.
+    /// - Returns: the rows.
+    /// - Throws: what the backend throws.
+    public func lookUpRowTexts(matching query: StoreQuery) async throws -> [StoreRow] {
+        try await lookUpRows(matching: query)
     }
 
     /// Runs `body` with ``readIfBrief(_:)``, and with ``read(_:)`` when that did not finish it.

@@ -301,7 +301,7 @@ public final class InMemoryTransaction: WriteTransactionType {
     /// - Returns: whether it was written.
     @discardableResult
     public func write(_ row: StoreRow, mode: StoreWriteMode) -> Bool {
-        let row = row.withParsedMetadata
+        let row = row.withParsedJSON
         let existing = state.entries[row.index]
         switch (mode, existing) {
         case (.insert, .some), (.update, .none): return false

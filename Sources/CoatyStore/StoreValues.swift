@@ -29,8 +29,19 @@ public struct StoreIndex: Sendable, Hashable, Codable, CustomStringConvertible {
 public struct StoreRow: Sendable, Hashable {
     /// Where the row is stored.
     public var index: StoreIndex
-    /// The item's JSON (a JSON object for every Coaty object).
-    public var object: JSONValue
+    /// The item's JSON (a JSON object for every Coaty object). A row made with
+    /// ``init(index:objectText:metadataText:)`` parses it from ``objectText`` when asked for
+    /// (`.null` for a text that does not parse); setting it drops that text (it would no longer be
+    /// the object's).
+    public var object: JSONValue {
+        get { storedObject ?? text.flatMap { try? JSONValue(parsing: $0) } ?? .null }
+        set {
+            storedObject = newValue
+            text = nil
+        }
+    }
+    /// The object as given (not parsed from ``objectText``); `nil` for a row made from its text.
+    private var storedObject: JSONValue?
     /// The metadata's JSON, stored beside the item; `nil` when the item has none. A row made with
     /// ``init(index:object:metadataText:)`` parses it from ``metadataText`` when asked for;
     /// setting it drops that text.
@@ -50,8 +61,17 @@ public struct StoreRow: Sendable, Hashable {
     /// The item's JSON text (UTF-8) when the writer has it already, e.g. a received object's
     /// text (``CoatyModel/AnyCoatyObject/receivedText``): a backend that stores text stores these
     /// bytes instead of serializing ``object`` again. When set, it must be a JSON text of
-    /// ``object``. Not part of equality or hashing.
-    public var objectText: [UInt8]?
+    /// ``object``. Not part of equality or hashing. Setting it on a row made from its text keeps
+    /// the object that text was.
+    public var objectText: [UInt8]? {
+        get { text }
+        set {
+            if storedObject == nil { storedObject = object }
+            text = newValue
+        }
+    }
+    /// ``objectText``'s storage.
+    private var text: [UInt8]?
 
     /// A row.
     /// - Parameters:
@@ -60,8 +80,21 @@ public struct StoreRow: Sendable, Hashable {
     ///   - metadata: the metadata's JSON, if any.
     public init(index: StoreIndex, object: JSONValue, metadata: JSONValue? = nil) {
         self.index = index
-        self.object = object
+        self.storedObject = object
         self.storedMetadata = metadata
+    }
+
+    /// A row given as the texts a backend stored, parsed only when ``object`` or ``metadata`` is
+    /// read: for a reader that sends the stored bytes on as they are (a Discover answered from the
+    /// store) and validates them itself.
+    /// - Parameters:
+    ///   - index: where the row is stored.
+    ///   - objectText: the item's UTF-8 JSON text.
+    ///   - metadataText: the metadata's UTF-8 JSON text, if any.
+    public init(index: StoreIndex, objectText: [UInt8], metadataText: [UInt8]? = nil) {
+        self.index = index
+        self.text = objectText
+        self.metadataText = metadataText
     }
 
     /// A row whose metadata is given as its JSON text.
@@ -72,18 +105,23 @@ public struct StoreRow: Sendable, Hashable {
     ///     ``metadata`` is asked for).
     public init(index: StoreIndex, object: JSONValue, metadataText: [UInt8]) {
         self.index = index
-        self.object = object
+        self.storedObject = object
         self.metadataText = metadataText
     }
 
-    /// The row with its metadata as a JSON tree (parsed from ``metadataText`` when that is all
-    /// it has), for a store that keeps rows as values and reads their metadata again.
-    public var withParsedMetadata: StoreRow {
-        guard storedMetadata == nil, metadataText != nil else { return self }
+    /// The row with its object and metadata as JSON trees (parsed from ``objectText`` and
+    /// ``metadataText`` where that is all it has), for a store that keeps rows as values and
+    /// reads them again.
+    public var withParsedJSON: StoreRow {
         var row = self
-        row.storedMetadata = metadata
+        if storedObject == nil { row.storedObject = object }
+        if storedMetadata == nil, metadataText != nil { row.storedMetadata = metadata }
         return row
     }
+
+    /// Whether ``object`` is parsed from ``objectText`` each time it is read (a row made with
+    /// ``init(index:objectText:metadataText:)``).
+    public var isObjectDeferred: Bool { storedObject == nil }
 
     /// Equal when index, object and metadata are equal.
     public static func == (lhs: StoreRow, rhs: StoreRow) -> Bool {

@@ -497,6 +497,61 @@ struct ReceivedObjectDecodingTests {
         #expect(base.parentObjectId == other && base.externalId == "e\"x" && base.isDeactivated == true)
     }
 
+    /// A stored row's text (a recorder's Discover answer) decodes on its member index, as a
+    /// received object does; the result and errors are those of parsing it and decoding the tree.
+    @Test("a stored object's text decodes as its parsed tree does, every one of random texts")
+    func storedTextsAgree() async throws {
+        let id = CoatyUUID()
+        let fixed = [
+            #"{"objectType":"a.B","coreType":"CoatyObject","objectId":"\#(id)","name":"n","pad":"xxxxxxxxxxxxxxxxxxxx"}"#,
+            " {\"objectType\":\"a.B\",\"coreType\":\"CoatyObject\",\"objectId\":\"\(id)\",\"name\":\"n\"}\n",
+            try objectText(Appliance(name: "stored")),
+            "[1]", #""text""#, "{", "", "{} x", #"{"objectType":1}"#, #"{"objectId":"\#(id)"}"#,
+        ]
+        for text in fixed {
+            let (fromText, fromTree) = bothStoredReadings(Array(text.utf8))
+            switch (fromText, fromTree) {
+            case (.success(let a), .success(let b)):
+                #expect(a.json == b.json && a.objectId == b.objectId && a.receivedText == Array(text.utf8), "\(text)")
+            case (.failure(let a), .failure(let b)): #expect("\(a)" == "\(b)", "\(text)")
+            default: Issue.record("\(text): the decodings differ: \(fromText) / \(fromTree)")
+            }
+        }
+        #expect(try registry.decode(storedText: Array(fixed[0].utf8)).isValueDeferred)
+        let generator = Generator<String, Shrink.None<String>>(run: { rng in
+            sprinkleWhitespace(randomObjectText(&rng), &rng)
+        })
+        let outcomes = CoatyMutex((deferred: 0, succeeded: 0, failed: 0))
+        await propertyCheck(count: 2000, input: generator) { text in
+            let bytes = Array(text.utf8)
+            switch bothStoredReadings(bytes) {
+            case (.success(let a), .success(let b)):
+                outcomes.withLock {
+                    $0.succeeded += 1
+                    if a.isValueDeferred { $0.deferred += 1 }
+                }
+                #expect(a.json == b.json, "\(text)")
+                #expect(
+                    JSONValue.object(a.json).serializedString() == JSONValue.object(b.json).serializedString(),
+                    "\(text)"
+                )
+                #expect(a.objectId == b.objectId && a.objectType == b.objectType && a.coreType == b.coreType)
+                #expect(a.receivedText == bytes && b.receivedText == bytes, "both keep the stored text")
+                let encoder = JSONValueEncoder()
+                #expect((try? encoder.encode(a.value)) == (try? encoder.encode(b.value)), "\(text)")
+            case (.failure(let a), .failure(let b)):
+                outcomes.withLock { $0.failed += 1 }
+                #expect("\(a)" == "\(b)", "\(text)")
+            case (let a, let b):
+                Issue.record("the decodings differ for \(text): \(a) / \(b)")
+            }
+        }
+        let counts = outcomes.withLock { $0 }
+        #expect(counts.deferred > 100, "\(counts)")
+        #expect(counts.succeeded - counts.deferred > 300, "\(counts)")
+        #expect(counts.failed > 200, "\(counts)")
+    }
+
     @Test("the JSON of an object read from its text is parsed once and safe to read from many tasks")
     func lazyJSONIsSharedSafely() async throws {
         let appliance = Appliance(name: "shared")
@@ -515,6 +570,19 @@ struct ReceivedObjectDecodingTests {
 
 /// A payload around a valid `Appliance`, `Lenient` or unregistered object, changed at random.
 private func randomPayload<R: RandomNumberGenerator>(_ rng: inout R) -> [UInt8] {
+    var payload = #"{"object":"# + randomObjectText(&rng)
+    switch Int.random(in: 0..<5, using: &rng) {
+    case 0: payload += #","privateData":"# + RandomJSON.value(&rng, depth: 0).serializedString()
+    case 1: payload += #","privateData":null"#
+    case 2: payload += #","privateData":"# + RandomJSON.value(&rng, depth: 4).serializedString()
+    default: break
+    }
+    payload += "}"
+    return Array(sprinkleWhitespace(payload, &rng).utf8)
+}
+
+/// The text of a valid `Appliance`, `Lenient` or unregistered object, changed at random.
+private func randomObjectText<R: RandomNumberGenerator>(_ rng: inout R) -> String {
     var object: JSONObject
     switch Int.random(in: 0..<3, using: &rng) {
     case 0:
@@ -564,16 +632,17 @@ private func randomPayload<R: RandomNumberGenerator>(_ rng: inout R) -> [UInt8] 
         }
         text += keyText + ":" + values[index].serializedString()
     }
-    text += "}"
-    var payload = #"{"object":"# + text
-    switch Int.random(in: 0..<5, using: &rng) {
-    case 0: payload += #","privateData":"# + RandomJSON.value(&rng, depth: 0).serializedString()
-    case 1: payload += #","privateData":null"#
-    case 2: payload += #","privateData":"# + RandomJSON.value(&rng, depth: 4).serializedString()
-    default: break
+    return text + "}"
+}
+
+/// Both decodings of a stored object's text: straight from the text, and from its parsed tree.
+private func bothStoredReadings(_ bytes: [UInt8]) -> (text: Result<AnyCoatyObject, any Error>, tree: Result<AnyCoatyObject, any Error>) {
+    let text = Result { () throws -> AnyCoatyObject in try registry.decode(storedText: bytes) }
+    let tree = Result { () throws -> AnyCoatyObject in
+        guard case .object(let json) = try JSONValue(parsing: bytes) else { throw CoatyObjectError(.notAnObject) }
+        return try registry.decode(json, text: bytes)
     }
-    payload += "}"
-    return Array(sprinkleWhitespace(payload, &rng).utf8)
+    return (text, tree)
 }
 
 /// `text` with random whitespace after structural characters outside strings.

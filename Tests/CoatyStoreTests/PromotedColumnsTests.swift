@@ -37,3 +37,35 @@ struct PromotedColumnsTests {
         #expect(repeated.objectId == "a")
     }
 }
+
+@Suite("A row made from its stored texts")
+struct TextRowTests {
+    @Test("parsed when read, equal to the parsed row; setting the object drops the text, setting the text keeps the object")
+    func deferredRow() throws {
+        let index = StoreIndex("com.example.L", "1")
+        let text = Array(#"{"objectId":"1","name":"lamp","n":[1,2.5]}"#.utf8)
+        let metadata = Array(#"{"sourceId":"s"}"#.utf8)
+        let row = StoreRow(index: index, objectText: text, metadataText: metadata)
+        let parsed = StoreRow(index: index, object: try JSONValue(parsing: text), metadata: try JSONValue(parsing: metadata))
+        #expect(row.isObjectDeferred && !parsed.isObjectDeferred)
+        #expect(row.object == parsed.object && row.metadata == parsed.metadata)
+        #expect(row == parsed && row.hashValue == parsed.hashValue)
+        #expect(row.objectText == text)
+        // The parsed copy a store keeps as a value: the same row, with the tree.
+        let kept = row.withParsedJSON
+        #expect(!kept.isObjectDeferred && kept == parsed && kept.objectText == text)
+
+        var changed = row
+        changed.object = ["name": "other"]
+        #expect(changed.objectText == nil, "the text is no longer the object's")
+        #expect(changed.object == ["name": "other"])
+
+        var retexted = row
+        retexted.objectText = Array(#"{"name":"lamp","objectId":"1","n":[1,2.5]}"#.utf8)
+        #expect(retexted.object == parsed.object, "the object the first text was")
+        #expect(!retexted.isObjectDeferred)
+
+        let broken = StoreRow(index: index, objectText: Array("{".utf8))
+        #expect(broken.object == .null && broken.metadata == nil)
+    }
+}

@@ -110,6 +110,13 @@ struct SQLiteBackendTests {
                 #expect(looked.map(\.object) == expected.map(\.object))
                 if metadata { #expect(looked.map(\.metadata) == expected.map(\.metadata)) }
                 #expect(try await memory.lookUpRows(matching: query).map(\.index) == expected.map(\.index))
+                // The same rows as their stored texts, parsed only when read.
+                let texts = try await sqlite.lookUpRowTexts(matching: query)
+                #expect(texts.allSatisfy { $0.isObjectDeferred })
+                #expect(texts.map(\.objectText) == looked.map(\.objectText))
+                #expect(texts == looked, "\(property) \(value)")
+                if metadata { #expect(texts.map(\.metadata) == expected.map(\.metadata)) }
+                #expect(try await memory.lookUpRowTexts(matching: query) == expected)
             }
         }
         // Anything more than one string equality takes the general path.

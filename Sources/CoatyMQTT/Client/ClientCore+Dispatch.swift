@@ -35,9 +35,7 @@ extension ClientCore {
                 }
             }
         }
-        reportDrops(handle)
-        reportUnsent(handle)
-        reportLostEvents(handle)
+        reportCounts(handle)
         // Ended: the jobs still queued move to the executor's fallback queue when the session detaches it.
         if stopped || mask & Int32(CMosquittoShim_WakeClosed) != 0 { return true }
         // Tasks resumed otherwise (by an event, a timer, another thread) run now, on this thread.
@@ -219,6 +217,21 @@ extension ClientCore {
         case .resubscriptionRefused:
             logger.warning("The broker refused a re-subscription", metadata: ["mqtt.broker": .string(url)])
         }
+    }
+
+    /// Reports the network thread's drops, unsent publications and lost events that are new since
+    /// the last round; with none (every round but a rare one) one lock and three loads, without
+    /// reading the clock.
+    func reportCounts(_ handle: MosquittoHandle) {
+        let (dropped, unsent, lost) = (handle.droppedCount, handle.unsentCount, handle.eventsLostCount)
+        let unchanged = dropReport.withLock { report in
+            dropped == report.counted && dropped == report.logged && unsent == report.unsentCounted
+                && lost == report.eventsLostCounted
+        }
+        if unchanged { return }
+        reportDrops(handle)
+        reportUnsent(handle)
+        reportLostEvents(handle)
     }
 
     func reportDrops(_ handle: MosquittoHandle) {

@@ -410,7 +410,19 @@ package struct JSONParser {
         pos += 1  // opening quote
         let start = pos
         var ascii = true
+        // Eight bytes at a time while none of them ends the string or breaks its rules; the eight
+        // that do are read one by one (up to `bytewiseUntil`).
+        var bytewiseUntil = pos
         while pos < end {
+            if pos >= bytewiseUntil && end - pos >= 8 {
+                let word = UnsafeRawPointer(base + pos).loadUnaligned(as: UInt64.self)
+                if !Self.mayEndPlainString(word) {
+                    if word & 0x8080_8080_8080_8080 != 0 { ascii = false }
+                    pos += 8
+                    continue
+                }
+                bytewiseUntil = pos + 8
+            }
             let byte = base[pos]
             if byte == UInt8(ascii: "\"") {
                 pos += 1
@@ -422,6 +434,21 @@ package struct JSONParser {
             pos += 1
         }
         throw JSONParseError(.unexpectedEnd, at: pos)
+    }
+
+    /// Whether any of the eight bytes in `word` is a quote, a backslash or a control character
+    /// (below 0x20): exact for "any" (a borrow reaches a higher byte only from a byte that
+    /// matches), so a word without them is plain string text.
+    @inline(__always)
+    static func mayEndPlainString(_ word: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        let quotes = word ^ (ones &* 0x22)
+        let backslashes = word ^ (ones &* 0x5C)
+        let control = (word &- ones &* 0x20) & ~word
+        let quote = (quotes &- ones) & ~quotes
+        let backslash = (backslashes &- ones) & ~backslashes
+        return (control | quote | backslash) & highs != 0
     }
 
     /// Continues a string that contains escapes; `pos` is at the first backslash.

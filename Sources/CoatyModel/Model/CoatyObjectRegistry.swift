@@ -95,6 +95,40 @@ public final class CoatyObjectRegistry: Sendable {
         )
     }
 
+    /// Decodes an object from its UTF-8 JSON text (a stored row's), keeping the text, with the
+    /// result and errors of parsing it and calling ``decode(_:text:)``; but as a received object
+    /// is decoded: on the text's member index, so an object of a type nobody registered is
+    /// validated on the text and parsed only when its ``AnyCoatyObject/json`` or value is read.
+    /// - Parameter text: the JSON text of one object.
+    /// - Returns: the object.
+    /// - Throws: ``JSONParseError`` or ``CoatyObjectError``.
+    public func decode(storedText text: [UInt8]) throws -> AnyCoatyObject {
+        let members = text.withUnsafeBufferPointer { buffer -> [JSONMemberLocation]? in
+            guard let base = buffer.baseAddress else { return nil }
+            var parser = JSONParser(reading: base, count: buffer.count, maximumDepth: JSONValue.defaultMaximumDepth)
+            var members: [JSONMemberLocation] = []
+            members.reserveCapacity(16)
+            do {
+                parser.skipWhitespace()
+                guard try parser.indexObject(into: &members) else { return nil }
+                parser.skipWhitespace()
+                return parser.pos == buffer.count ? members : nil
+            } catch {
+                return nil
+            }
+        }
+        if let members,
+            let object = decodeReceived(
+                ObjectBytes(text: text, members: members, depth: 1),
+                received: ReceivedJSON(payload: text, range: text.indices)
+            )
+        {
+            return object
+        }
+        guard case .object(let json) = try JSONValue(parsing: text) else { throw CoatyObjectError(.notAnObject) }
+        return try decode(json, text: text)
+    }
+
     /// Parses and decodes a received object from UTF-8 JSON bytes.
     /// - Parameter bytes: the JSON text of one object.
     /// - Returns: the object.

@@ -277,6 +277,8 @@ extension CoatyRecorder {
     /// Decodes a stored object, keeping its text; `nil` (logged) when the row is no Coaty object.
     func decode(_ stored: StoredObject) -> AnyCoatyObject? {
         do {
+            // Given as its text alone: validated and decoded on the text, as a received object.
+            if stored.parsed == nil, let text = stored.text { return try manager.registry.decode(storedText: text) }
             guard let text = stored.text, case .object(let json) = stored.json else {
                 return try manager.registry.decode(stored.json)
             }

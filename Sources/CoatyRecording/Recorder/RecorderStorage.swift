@@ -73,18 +73,42 @@ public protocol RecorderStorage: Sendable {
 
 /// A stored object's JSON and, where the store keeps it, the text it was stored as.
 public struct StoredObject: Sendable, Hashable {
-    /// The object's JSON.
-    public var json: JSONValue
+    /// The object's JSON; for an object made with ``init(text:)``, parsed from ``text`` when
+    /// asked for (`.null` for a text that does not parse).
+    public var json: JSONValue {
+        get { parsed ?? text.flatMap { try? JSONValue(parsing: $0) } ?? .null }
+        set { parsed = newValue }
+    }
     /// A UTF-8 JSON text of ``json`` (the one stored), or `nil`.
     public var text: [UInt8]?
+    /// The JSON as given; `nil` for an object made with ``init(text:)``.
+    public private(set) var parsed: JSONValue?
 
     /// A stored object.
     /// - Parameters:
     ///   - json: the object's JSON.
     ///   - text: a UTF-8 JSON text of `json`, if the store has it.
     public init(json: JSONValue, text: [UInt8]? = nil) {
-        self.json = json
+        self.parsed = json
         self.text = text
+    }
+
+    /// A stored object given as its stored text alone: nothing is parsed until ``json`` is read
+    /// (a recorder validates the text as it decodes it, as it does a received object's).
+    /// - Parameter text: the object's UTF-8 JSON text.
+    public init(text: [UInt8]) {
+        self.text = text
+    }
+
+    /// Equal when JSON and text are equal.
+    public static func == (lhs: StoredObject, rhs: StoredObject) -> Bool {
+        lhs.json == rhs.json && lhs.text == rhs.text
+    }
+
+    /// Hashes JSON and text.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(json)
+        hasher.combine(text)
     }
 }
 
@@ -202,8 +226,9 @@ public struct ConnectionRecorderStorage<Connection: ConnectionType>: RecorderSto
 
     /// See ``RecorderStorage/objectsWithText(where:equals:)``.
     public func objectsWithText(where property: String, equals value: String) async throws -> [StoredObject] {
-        try await connection.lookUpRows(matching: Self.lookup(property, value)).map {
-            StoredObject(json: $0.object, text: $0.objectText)
+        try await connection.lookUpRowTexts(matching: Self.lookup(property, value)).map { row in
+            if row.isObjectDeferred, let text = row.objectText { return StoredObject(text: text) }
+            return StoredObject(json: row.object, text: row.objectText)
         }
     }
 
