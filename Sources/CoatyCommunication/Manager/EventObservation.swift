@@ -440,14 +440,33 @@ final class ObservationBuffer<Element: Sendable>: ObservationWaking, StallWatche
         return ready
     }
 
-    @_specialize(where Element == DiscoverEvent)
-    @_specialize(where Element == QueryEvent)
-    @_specialize(where Element == CallEvent)
-    @_specialize(where Element == DeadvertiseEvent)
-    @_specialize(where Element == ChannelEvent)
-    @_specialize(where Element == AdvertiseEvent<AnyCoatyObject>)
-    @_specialize(where Element == UpdateEvent<AnyCoatyObject>)
+    /// Resumes the waiting consumer with the next event. Called through ``ObservationWaking`` (so
+    /// unspecialized), it picks the specialized body by hand: a `@_specialize`d entry fetches the
+    /// metadata of the body's `Optional`, continuation and tuple types before it checks the type
+    /// (some 2 000 instructions per wake-up); comparing `Element` with each type costs a few.
     func wake() {
+        if Element.self == DiscoverEvent.self {
+            unsafeDowncast(self, to: ObservationBuffer<DiscoverEvent>.self).wakeConsumer()
+        } else if Element.self == AdvertiseEvent<AnyCoatyObject>.self {
+            unsafeDowncast(self, to: ObservationBuffer<AdvertiseEvent<AnyCoatyObject>>.self).wakeConsumer()
+        } else if Element.self == QueryEvent.self {
+            unsafeDowncast(self, to: ObservationBuffer<QueryEvent>.self).wakeConsumer()
+        } else if Element.self == CallEvent.self {
+            unsafeDowncast(self, to: ObservationBuffer<CallEvent>.self).wakeConsumer()
+        } else if Element.self == ChannelEvent.self {
+            unsafeDowncast(self, to: ObservationBuffer<ChannelEvent>.self).wakeConsumer()
+        } else if Element.self == DeadvertiseEvent.self {
+            unsafeDowncast(self, to: ObservationBuffer<DeadvertiseEvent>.self).wakeConsumer()
+        } else if Element.self == UpdateEvent<AnyCoatyObject>.self {
+            unsafeDowncast(self, to: ObservationBuffer<UpdateEvent<AnyCoatyObject>>.self).wakeConsumer()
+        } else {
+            wakeConsumer()
+        }
+    }
+
+    /// ``wake()``'s body, specialized where it is called with a concrete type.
+    @inline(never)
+    private func wakeConsumer() {
         var change = GateChange()
         let resumption = state.withLock { state -> (UnsafeContinuation<Element?, Never>, Element?)? in
             state.wakeScheduled = false
