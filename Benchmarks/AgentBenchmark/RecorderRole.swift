@@ -11,20 +11,17 @@ import Foundation
 func runRecorderRole(_ args: [String]) async throws {
     let manager = try CommunicationManager.mqtt(url: "mqtt://\(args[0]):\(args[1])", identity: Identity(name: "recorder"))
     let recorder = CoatyRecorder(manager: manager, connection: try SQLiteDatabase(path: args[2]).makeConnection())
-    let events = recorder.events()
     let run = Task { try await recorder.run() }
     try await manager.start()
     await recorder.ready()
     emit("ready")
     let limit = args.firstIndex(of: "--answers").flatMap { Int(args[$0 + 1]) }
-    var answered = 0
-    for await event in events {
-        switch event {
-        case .retrieved, .resolved: break
-        default: continue
-        }
-        answered += 1
-        if answered == limit { break }
+    // The answers are counted from the recorder's statistics, polled: `coaty record` without `--verbose` has no
+    // listener on its events, and one here would add its stream's cost (some 15 000 instructions) to each request.
+    while !run.isCancelled {
+        let statistics = recorder.statistics
+        if let limit, statistics.answeredQueries + statistics.answeredDiscovers >= limit { break }
+        try await Task.sleep(for: .milliseconds(20))
     }
     recorder.stop()
     _ = try? await run.value
