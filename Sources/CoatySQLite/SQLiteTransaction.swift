@@ -265,7 +265,8 @@ public final class SQLiteTransaction: WriteTransactionType, SQLReadTransaction {
     @discardableResult
     public func writeRows(_ rows: [StoreRow], mode: StoreWriteMode) throws -> Int {
         var written = 0
-        for index in rows.indices where try write(rows[index], mode: mode) { written += 1 }
+        var columns = ColumnTexts()
+        for index in rows.indices where try write(rows[index], mode: mode, columns: &columns) { written += 1 }
         return written
     }
 
@@ -277,16 +278,25 @@ public final class SQLiteTransaction: WriteTransactionType, SQLReadTransaction {
     /// - Throws: a database error.
     @discardableResult
     public func write(_ row: StoreRow, mode: StoreWriteMode) throws -> Bool {
+        var columns = ColumnTexts()
+        return try write(row, mode: mode, columns: &columns)
+    }
+
+    /// ``write(_:mode:)`` with the columns' texts gathered in `columns` (reused across a batch).
+    ///
+    /// The recorder's hot path (every received object): the values are bound straight into the
+    /// cached statement with SQLite's C API, without building `StatementArguments` (an array of
+    /// existentials, then a copy per value: as much as SQLite's own insert took). The texts are
+    /// copied once, into one buffer, and bound without SQLite copying each of them again (an
+    /// allocation and a copy per column, eleven per row); the statement is reset and its
+    /// bindings cleared while that buffer is still in reach, before it returns to GRDB's cache.
+    private func write(_ row: StoreRow, mode: StoreWriteMode, columns: inout ColumnTexts) throws -> Bool {
         let sql =
             switch mode {
             case .upsert: Self.upsertSQL
             case .insert: Self.insertSQL
             case .update: Self.updateSQL
             }
-        // The recorder's hot path (every received object): the values are bound straight into
-        // the cached statement with SQLite's C API, without building `StatementArguments`
-        // (an array of existentials, then a copy per value: as much as SQLite's own insert took).
-        // The statement is reset and its bindings cleared before it returns to GRDB's cache.
         let prepared: Statement
         if let cached = writeStatements[mode] {
             prepared = cached
@@ -295,67 +305,33 @@ public final class SQLiteTransaction: WriteTransactionType, SQLReadTransaction {
             writeStatements[mode] = prepared
         }
         let statement = prepared.sqliteStatement
-        defer {
-            sqlite3_reset(statement)
-            sqlite3_clear_bindings(statement)
-        }
-        var position: Int32 = 1
-        func bind(_ text: String?) {
-            if let text {
-                var text = text
-                text.withUTF8 { utf8 in
-                    _ = sqlite3_bind_text(statement, position, utf8.baseAddress, Int32(utf8.count), sqliteTransient)
-                }
-            } else {
-                sqlite3_bind_null(statement, position)
-            }
-            position += 1
+        columns.removeAll()
+        if mode != .update {
+            columns.append(row.index.collection)
+            columns.append(row.index.key)
         }
         // A JSON column: the text the row has (a received object's, a receipt's), else its JSON serialized.
-        func bind(json text: [UInt8]?, else json: @autoclosure () -> JSONValue?) {
-            var bytes: [UInt8]
-            if let text {
-                bytes = text
-            } else if let json = json() {
-                bytes = []
-                bytes.reserveCapacity(512)
-                json.serialize(into: &bytes)
-            } else {
-                sqlite3_bind_null(statement, position)
-                position += 1
-                return
-            }
-            bytes.withUnsafeBufferPointer { utf8 in
-                _ = sqlite3_bind_text(
-                    statement,
-                    position,
-                    UnsafeRawPointer(utf8.baseAddress)?.assumingMemoryBound(to: CChar.self),
-                    Int32(utf8.count),
-                    sqliteTransient
-                )
-            }
-            position += 1
-        }
-        if mode != .update {
-            bind(row.index.collection)
-            bind(row.index.key)
-        }
-        bind(json: row.objectText, else: row.object)
+        if let text = row.objectText { columns.append(text) } else { columns.append(json: row.object) }
         // The metadata's tree is not asked for when it has its text (it would be parsed from it).
-        bind(json: row.metadataText, else: row.metadata)
-        let columns = PromotedColumns(row.object)
-        for name in PromotedColumns.names { bind(columns[name]) }
+        if let text = row.metadataText { columns.append(text) } else { columns.append(json: row.metadata) }
+        let promoted = PromotedColumns(row.object)
+        columns.append(promoted.objectId)
+        columns.append(promoted.objectType)
+        columns.append(promoted.coreType)
+        columns.append(promoted.name)
+        columns.append(promoted.externalId)
+        columns.append(promoted.parentObjectId)
+        columns.append(promoted.locationId)
         if mode == .update {
-            bind(row.index.collection)
-            bind(row.index.key)
+            columns.append(row.index.collection)
+            columns.append(row.index.key)
         }
-        let code = sqlite3_step(statement)
+        let (code, message) = columns.bound(to: statement) { () -> (Int32, String?) in
+            let code = sqlite3_step(statement)
+            return (code, code == SQLITE_DONE ? nil : String(cString: sqlite3_errmsg(db.sqliteConnection)))
+        }
         guard code == SQLITE_DONE else {
-            throw DatabaseError(
-                resultCode: ResultCode(rawValue: code),
-                message: String(cString: sqlite3_errmsg(db.sqliteConnection)),
-                sql: sql
-            )
+            throw DatabaseError(resultCode: ResultCode(rawValue: code), message: message, sql: sql)
         }
         return sqlite3_changes(db.sqliteConnection) > 0
     }
@@ -436,3 +412,68 @@ public final class SQLiteTransaction: WriteTransactionType, SQLReadTransaction {
 /// SQLite's `SQLITE_TRANSIENT`: SQLite copies a bound value before the bind call returns (the C
 /// macro, `(sqlite3_destructor_type)-1`, is not imported into Swift).
 private let sqliteTransient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+
+/// The texts of one row's columns in one buffer, bound to a statement without SQLite copying them
+/// (`SQLITE_STATIC`), for the statement's step only: ``bound(to:_:)`` clears the bindings before
+/// the buffer is out of reach.
+struct ColumnTexts {
+    /// The texts, one after another, after a first byte that keeps the buffer's address non-nil
+    /// (an empty text must bind as text, not as `NULL`).
+    private var bytes: [UInt8] = [0]
+    /// Each column's text in `bytes`, or `nil` for `NULL`, in the statement's parameter order.
+    private var spans: [Range<Int>?] = []
+
+    init() {
+        bytes.reserveCapacity(1024)
+        spans.reserveCapacity(16)
+    }
+
+    mutating func removeAll() {
+        bytes.removeSubrange(1...)
+        spans.removeAll(keepingCapacity: true)
+    }
+
+    mutating func append(_ text: String?) {
+        guard var text else { return spans.append(nil) }
+        text.withUTF8 { append(UnsafeRawBufferPointer($0)) }
+    }
+
+    mutating func append(_ text: [UInt8]) {
+        text.withUnsafeBytes { append($0) }
+    }
+
+    private mutating func append(_ text: UnsafeRawBufferPointer) {
+        let start = bytes.count
+        bytes.append(contentsOf: text)
+        spans.append(start..<bytes.count)
+    }
+
+    /// A JSON value's serialized text, or `NULL` for `nil`.
+    mutating func append(json: JSONValue?) {
+        guard let json else { return spans.append(nil) }
+        let start = bytes.count
+        json.serialize(into: &bytes)
+        spans.append(start..<bytes.count)
+    }
+
+    /// Binds the texts to parameters 1, 2, … of `statement`, runs `body`, then resets the
+    /// statement and clears its bindings.
+    func bound<Result>(to statement: OpaquePointer?, _ body: () -> Result) -> Result {
+        bytes.withUnsafeBufferPointer { buffer in
+            let base = UnsafeRawPointer(buffer.baseAddress!).assumingMemoryBound(to: CChar.self)
+            for (index, span) in spans.enumerated() {
+                let position = Int32(index + 1)
+                if let span {
+                    _ = sqlite3_bind_text(statement, position, base + span.lowerBound, Int32(span.count), nil)
+                } else {
+                    sqlite3_bind_null(statement, position)
+                }
+            }
+            defer {
+                sqlite3_reset(statement)
+                sqlite3_clear_bindings(statement)
+            }
+            return body()
+        }
+    }
+}

@@ -338,6 +338,38 @@ struct SQLiteBackendTests {
         #expect(try await names(byName).isEmpty)
     }
 
+    /// A row's texts are bound from one buffer (without SQLite's copy): an empty string stays an
+    /// empty string, not NULL, beside a missing member's NULL, in every write mode and in a batch.
+    @Test func emptyAndMissingColumnsAreWrittenAsSuch() async throws {
+        let database = try SQLiteDatabase(path: TemporaryDirectory().file("columns.sqlite"))
+        let connection = database.makeConnection()
+        func object(_ id: Int, name: String, externalId: String?) -> JSONValue {
+            var object: JSONObject = [
+                "objectId": .string(SpecObjects.objectId(id)), "objectType": "com.example.L", "coreType": "CoatyObject",
+                "name": .string(name),
+            ]
+            if let externalId { object["externalId"] = .string(externalId) }
+            return .object(object)
+        }
+        let rows = (0..<3).map { i in
+            StoreRow(index: StoreIndex("com.example.L", "\(i)"), object: object(i, name: "", externalId: i == 0 ? "" : nil))
+        }
+        _ = try await connection.write { tx in try tx.writeRows(rows, mode: .upsert) }
+        let byEmpty = StoreQuery(scope: .coatyObjects, filter: .where("externalId", .equals(.string(""))))
+        #expect(try await connection.lookUpRows(matching: byEmpty).map(\.index.key) == ["0"])
+        let counts = try await connection.read { tx in
+            try tx.rows(in: .all, whereSQL: "name = '' AND externalId IS NULL", arguments: [], orderBySQL: nil, limit: nil)
+        }
+        #expect(counts.map(\.index.key) == ["1", "2"])
+        // The other modes bind the same way (an update puts the index last).
+        let renamed = StoreRow(index: rows[1].index, object: object(1, name: "x", externalId: ""))
+        _ = try await connection.write { tx in try tx.write(renamed, mode: .update) }
+        _ = try await connection.write { tx in try tx.write(rows[0], mode: .insert) }
+        #expect(try await connection.lookUpRows(matching: byEmpty).map(\.index.key) == ["0", "1"])
+        let stored = try await connection.read { tx in try tx.row(at: rows[1].index) }
+        #expect(stored?.object == renamed.object)
+    }
+
     @Test func sqlReadsReturnTypedItems() async throws {
         try await StoreContract.sqlReadsReturnTypedItems(
             SQLiteDatabase(path: TemporaryDirectory().file("sql.sqlite")).makeConnection(),
