@@ -246,7 +246,7 @@ public final class PostgresTransaction: WriteTransactionType, SQLReadTransaction
     /// Binds a row's object and metadata (their texts when it has them) and promoted columns,
     /// in the order of ``valueColumns``; returns their placeholders.
     static func bindValues(of row: StoreRow, into sql: inout PostgresSQL) -> [String] {
-        let columns = PromotedColumns(row.object)
+        let columns = row.promotedColumns
         func bind(text: [UInt8]) -> String { "\(sql.bind(String(decoding: text, as: UTF8.self)))::jsonb" }
         let object = row.objectText.map(bind(text:)) ?? sql.bindJSON(row.object)
         // The metadata's tree is not asked for when it has its text (it would be parsed from it).

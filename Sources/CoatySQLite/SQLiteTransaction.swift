@@ -314,7 +314,7 @@ public final class SQLiteTransaction: WriteTransactionType, SQLReadTransaction {
         if let text = row.objectText { columns.append(text) } else { columns.append(json: row.object) }
         // The metadata's tree is not asked for when it has its text (it would be parsed from it).
         if let text = row.metadataText { columns.append(text) } else { columns.append(json: row.metadata) }
-        let promoted = PromotedColumns(row.object)
+        let promoted = row.promotedColumns
         columns.append(promoted.objectId)
         columns.append(promoted.objectType)
         columns.append(promoted.coreType)

@@ -44,21 +44,41 @@ public struct PromotedColumns: Sendable, Hashable {
         // One pass over the members (a store's writer does this for every row), each key compared
         // only with the names of its length; the first member of a name decides, as a lookup does.
         var seen: UInt8 = 0
+        for (key, value) in zip(members.keys, members.values) { take(key, value, &seen) }
+    }
+
+    /// The promoted columns of an item's JSON text: those of the parsed text, read from its member
+    /// index without building its tree (a received object's text, stored as it is).
+    /// - Parameter text: the item's UTF-8 JSON text.
+    public init(text: [UInt8]) {
+        guard let object = ObjectBytes(indexing: text) else {
+            self.init((try? JSONValue(parsing: text)) ?? .null)
+            return
+        }
+        self.init(indexed: object)
+    }
+
+    /// The promoted columns of an object's indexed members.
+    private init(indexed object: ObjectBytes) {
+        var seen: UInt8 = 0
+        for i in object.members.indices { take(object.key(at: i), object.value(at: i), &seen) }
+    }
+
+    /// Sets the column named `key` to `value`'s string when no earlier member had that name.
+    private mutating func take(_ key: String, _ value: @autoclosure () -> JSONValue, _ seen: inout UInt8) {
         func first(_ bit: UInt8) -> Bool {
             defer { seen |= bit }
             return seen & bit == 0
         }
-        for (key, value) in zip(members.keys, members.values) {
-            switch key.utf8.count {
-            case 8 where key == "objectId": if first(1) { objectId = value.stringValue }
-            case 10 where key == "objectType": if first(2) { objectType = value.stringValue }
-            case 8 where key == "coreType": if first(4) { coreType = value.stringValue }
-            case 4 where key == "name": if first(8) { name = value.stringValue }
-            case 10 where key == "externalId": if first(16) { externalId = value.stringValue }
-            case 14 where key == "parentObjectId": if first(32) { parentObjectId = value.stringValue }
-            case 10 where key == "locationId": if first(64) { locationId = value.stringValue }
-            default: continue
-            }
+        switch key.utf8.count {
+        case 8 where key == "objectId": if first(1) { objectId = value().stringValue }
+        case 10 where key == "objectType": if first(2) { objectType = value().stringValue }
+        case 8 where key == "coreType": if first(4) { coreType = value().stringValue }
+        case 4 where key == "name": if first(8) { name = value().stringValue }
+        case 10 where key == "externalId": if first(16) { externalId = value().stringValue }
+        case 14 where key == "parentObjectId": if first(32) { parentObjectId = value().stringValue }
+        case 10 where key == "locationId": if first(64) { locationId = value().stringValue }
+        default: return
         }
     }
 

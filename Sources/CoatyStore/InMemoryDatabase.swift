@@ -319,7 +319,7 @@ public final class InMemoryTransaction: WriteTransactionType {
         state.entries[row.index] = InMemoryState.Entry(
             sequence: sequence,
             row: row,
-            columns: PromotedColumns(row.object)
+            columns: row.promotedColumns
         )
         return true
     }

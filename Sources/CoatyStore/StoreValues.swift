@@ -119,6 +119,13 @@ public struct StoreRow: Sendable, Hashable {
         return row
     }
 
+    /// The row's promoted columns: from ``object``, or for a row made from its text, read from
+    /// ``objectText`` without parsing it into a tree.
+    public var promotedColumns: PromotedColumns {
+        if let storedObject { return PromotedColumns(storedObject) }
+        return text.map { PromotedColumns(text: $0) } ?? PromotedColumns(.null)
+    }
+
     /// Whether ``object`` is parsed from ``objectText`` each time it is read (a row made with
     /// ``init(index:objectText:metadataText:)``).
     public var isObjectDeferred: Bool { storedObject == nil }

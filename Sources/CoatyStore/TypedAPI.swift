@@ -181,7 +181,7 @@ public struct MetadataReader<Item, Metadata: Codable & Sendable> {
     /// - Throws: a backend or decoding error.
     public func atIndex(_ index: StoreIndex) async throws -> Stored<Item, Metadata>? {
         guard let row = try await reader.transaction.row(at: index) else { return nil }
-        guard reader.coding.scope.contains(row.index, columns: PromotedColumns(row.object)) else { return nil }
+        guard reader.coding.scope.contains(row.index, columns: row.promotedColumns) else { return nil }
         return try stored(row)
     }
 
@@ -289,6 +289,13 @@ public struct Writer<Item, Metadata: Codable & Sendable> {
     /// - Returns: the row.
     /// - Throws: an encoding error.
     public func row(for item: Item, metadata: Metadata? = nil) throws -> StoreRow {
+        // A received object whose JSON nobody parsed (a recorder's): the row is its text, and a
+        // backend reads the promoted columns from it; no tree is built for it at all.
+        if let received = item as? AnyCoatyObject, received.isJSONDeferred, let text = received.receivedText {
+            var row = StoreRow(index: coding.index(item), objectText: text, metadataText: coding.encodeMetadataText(metadata))
+            if row.metadataText == nil, metadata != nil { row.metadata = try coding.encodeMetadata(metadata) }
+            return row
+        }
         let (index, object) = (coding.index(item), try coding.encode(item))
         var row =
             if let text = coding.encodeMetadataText(metadata) {

@@ -29,7 +29,13 @@ struct PromotedColumnsTests {
         for object in cases {
             let columns = PromotedColumns(object)
             #expect(PromotedColumns.names.map { columns[$0] } == lookedUp(object), "\(object)")
+            // Read from the text's member index (or, for repeated keys, its parsed tree, where the
+            // last value of a name sits at the first one's place): those of the parsed text.
+            let text = Array(object.serializedString().utf8)
+            #expect(PromotedColumns(text: text) == PromotedColumns(try JSONValue(parsing: text)), "\(object)")
         }
+        #expect(PromotedColumns(text: Array(#" {"name" : "a\"b", "objectId":"x"} "#.utf8)).name == "a\"b")
+        #expect(PromotedColumns(text: Array("{".utf8)) == PromotedColumns(.null))
         let full = PromotedColumns(cases[0])
         #expect(full.objectId == id.uuidString && full.name == "lamp" && full.externalId == "e-1")
         let repeated = PromotedColumns(cases[5])

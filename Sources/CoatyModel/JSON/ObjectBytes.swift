@@ -11,7 +11,7 @@ package final class ObjectBytes {
     /// The text (a whole received payload; the object is a part of it).
     private let text: [UInt8]
     /// The members, in order (no repeated keys, every key ASCII without escapes).
-    let members: [JSONMemberLocation]
+    package let members: [JSONMemberLocation]
     /// The nesting depth of the members' values in the text (1 for a payload's own members), so
     /// values nest exactly as validated.
     private let depth: Int
@@ -27,6 +27,29 @@ package final class ObjectBytes {
         self.text = text
         self.members = members
         self.depth = depth
+    }
+
+    /// The members of the object that `text` is, as a whole (whitespace around it aside); `nil`
+    /// when the text is no object, is invalid, or is outside what a member index answers exactly
+    /// (see `JSONParser.indexObject`): parse it then.
+    /// - Parameter text: a UTF-8 JSON text.
+    package convenience init?(indexing text: [UInt8]) {
+        let members = text.withUnsafeBufferPointer { buffer -> [JSONMemberLocation]? in
+            guard let base = buffer.baseAddress else { return nil }
+            var parser = JSONParser(reading: base, count: buffer.count, maximumDepth: JSONValue.defaultMaximumDepth)
+            var members: [JSONMemberLocation] = []
+            members.reserveCapacity(16)
+            do {
+                parser.skipWhitespace()
+                guard try parser.indexObject(into: &members) else { return nil }
+                parser.skipWhitespace()
+                return parser.pos == buffer.count ? members : nil
+            } catch {
+                return nil
+            }
+        }
+        guard let members else { return nil }
+        self.init(text: text, members: members, depth: 1)
     }
 
     /// The member index of `name`, searching from `start` on and wrapping around.

@@ -76,10 +76,11 @@ public struct AnyCoatyObject: Sendable, Hashable, CustomStringConvertible {
         return true
     }
 
-    /// Parses a received object's JSON now if it is not parsed yet, for a consumer that reads it
-    /// later on a busier thread (a store's writer).
-    package func parseJSON() {
-        if case .received(let received) = source { _ = received.object }
+    /// Whether this is a received object whose JSON tree was not parsed yet: a store that keeps
+    /// text can store ``receivedText`` and read what it needs from it without building the tree.
+    package var isJSONDeferred: Bool {
+        guard case .received(let received) = source else { return false }
+        return !received.isParsed
     }
 
     /// Whether the JSON is still the received text (for tests).
@@ -241,6 +242,11 @@ package final class ReceivedJSON: Sendable {
     /// Calls `body` with the object's UTF-8 text as received.
     func withText<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         try payload.withUnsafeBytes { raw in try body(UnsafeRawBufferPointer(rebasing: raw[range])) }
+    }
+
+    /// Whether the object was parsed already.
+    var isParsed: Bool {
+        parsed.withLock { $0.object != nil }
     }
 
     /// The parsed object.

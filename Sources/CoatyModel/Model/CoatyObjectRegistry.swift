@@ -103,25 +103,8 @@ public final class CoatyObjectRegistry: Sendable {
     /// - Returns: the object.
     /// - Throws: ``JSONParseError`` or ``CoatyObjectError``.
     public func decode(storedText text: [UInt8]) throws -> AnyCoatyObject {
-        let members = text.withUnsafeBufferPointer { buffer -> [JSONMemberLocation]? in
-            guard let base = buffer.baseAddress else { return nil }
-            var parser = JSONParser(reading: base, count: buffer.count, maximumDepth: JSONValue.defaultMaximumDepth)
-            var members: [JSONMemberLocation] = []
-            members.reserveCapacity(16)
-            do {
-                parser.skipWhitespace()
-                guard try parser.indexObject(into: &members) else { return nil }
-                parser.skipWhitespace()
-                return parser.pos == buffer.count ? members : nil
-            } catch {
-                return nil
-            }
-        }
-        if let members,
-            let object = decodeReceived(
-                ObjectBytes(text: text, members: members, depth: 1),
-                received: ReceivedJSON(payload: text, range: text.indices)
-            )
+        if let bytes = ObjectBytes(indexing: text),
+            let object = decodeReceived(bytes, received: ReceivedJSON(payload: text, range: text.indices))
         {
             return object
         }

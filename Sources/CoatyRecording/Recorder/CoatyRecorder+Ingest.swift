@@ -55,9 +55,9 @@ extension CoatyRecorder {
             while let batch = await iterator.nextBatch(maxCount: Self.pumpBatchLimit) {
                 await enqueue(
                     batch.map { event in
-                        // The writer's thread is the bottleneck of ingest: its row needs the JSON, parsed here.
-                        event.object.parseJSON()
-                        return .store(
+                        // No JSON tree is built: the store writes the received text and reads its
+                        // promoted columns from it (`Writer.row(for:metadata:)`).
+                        .store(
                             event.object,
                             ReceiptMetadata(sourceId: event.sourceId, eventType: "Advertise", topic: event.topic.name)
                         )
@@ -75,10 +75,7 @@ extension CoatyRecorder {
                         eventType: "Channel",
                         topic: event.topic.name
                     )
-                    for object in event.data.objects {
-                        object.parseJSON()
-                        mutations.append(.store(object, receipt))
-                    }
+                    for object in event.data.objects { mutations.append(.store(object, receipt)) }
                 }
                 await enqueue(mutations)
                 markHanded(index, count: batch.count)
